@@ -1,0 +1,3 @@
+from eagle3lint.cli import main
+
+main()

@@ -1,0 +1,61 @@
+"""Finding the classes and methods a rewrite applies to."""
+
+from __future__ import annotations
+
+import libcst as cst
+from libcst.helpers import get_full_name_for_node
+
+from .errors import CodemodRefused
+
+
+def find_class(module: cst.Module, name: str) -> cst.ClassDef:
+    """The module-level class `name`; model classes in vLLM are never nested."""
+    found = [
+        statement
+        for statement in module.body
+        if isinstance(statement, cst.ClassDef) and statement.name.value == name
+    ]
+    if not found:
+        raise CodemodRefused(f"no module-level class {name!r} in this file")
+    if len(found) > 1:
+        raise CodemodRefused(f"class {name!r} is defined {len(found)} times in this file")
+    return found[0]
+
+
+def class_body(cls: cst.ClassDef) -> list[cst.BaseStatement]:
+    """The statements of a class body; a one-line `class X: ...` cannot take new methods."""
+    if not isinstance(cls.body, cst.IndentedBlock):
+        raise CodemodRefused(f"class {cls.name.value!r} has a one-line body")
+    return list(cls.body.body)
+
+
+def find_method(cls: cst.ClassDef, name: str) -> cst.FunctionDef | None:
+    """The method `name` defined directly in the class body, if any."""
+    for statement in class_body(cls):
+        if isinstance(statement, cst.FunctionDef) and statement.name.value == name:
+            return statement
+    return None
+
+
+def with_body(cls: cst.ClassDef, body: list[cst.BaseStatement]) -> cst.ClassDef:
+    """`cls` with its body statements replaced."""
+    return cls.with_changes(body=cls.body.with_changes(body=body))
+
+
+def body_column(module: cst.Module, block: cst.BaseSuite) -> int:
+    """Column of the statements in a block directly under a module-level statement."""
+    indent = block.indent if isinstance(block, cst.IndentedBlock) else None
+    return len(module.default_indent if indent is None else indent)
+
+
+def last_name(node: cst.CSTNode) -> str | None:
+    """`SupportsEagle` for both `SupportsEagle` and `interfaces.SupportsEagle`."""
+    full = get_full_name_for_node(node)
+    return None if full is None else full.rpartition(".")[2]
+
+
+def replace(module: cst.Module, old: cst.CSTNode, new: cst.CSTNode) -> cst.Module:
+    """`module` with the node `old` (by identity) replaced by `new`."""
+    result = module.deep_replace(old, new)
+    assert isinstance(result, cst.Module)
+    return result

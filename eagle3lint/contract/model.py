@@ -1,0 +1,145 @@
+"""The EAGLE-3 target contract of one vLLM tree, as one object the rules consult.
+
+Rules never test a version number: they ask the contract what this tree's interfaces, runner,
+gate and proposer require. The reader fills it from the analysed tree's own sources.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+SETTER = "set_aux_hidden_state_layers"
+KNOWN_GETTERS = (
+    "get_eagle3_aux_hidden_state_layers",
+    "get_eagle3_default_aux_hidden_state_layers",
+)
+"""Getter names vLLM's runners have called (≤ 0.17, ≥ 0.18): a method under the name the
+analysed release does not call is an override nobody reads."""
+
+
+@dataclass(frozen=True, slots=True)
+class Gate:
+    """The config-time model_type allow-list for EAGLE-3 (`config/speculative.py`)."""
+
+    path: str
+    line: int
+    variable: str | None
+    entries: tuple[str, ...]
+    methods: tuple[str, ...]
+
+    def accepts(self, model_type: str) -> bool:
+        """vLLM's test: any entry is a substring of the text config's model_type."""
+        return any(entry in model_type for entry in self.entries)
+
+
+@dataclass(frozen=True, slots=True)
+class ImageTokenBranch:
+    classes: tuple[str, ...]
+    attribute: str
+    line: int
+
+
+@dataclass(frozen=True, slots=True)
+class ImageTokenMap:
+    """Which target config attribute the EAGLE proposer reads as the image token, by class name."""
+
+    path: str
+    line: int
+    branches: tuple[ImageTokenBranch, ...]
+    fallback: str | None
+
+    def attribute_for(self, class_name: str) -> str | None:
+        for branch in self.branches:
+            if class_name in branch.classes:
+                return branch.attribute
+        return self.fallback
+
+    def names(self, class_name: str) -> bool:
+        return any(class_name in branch.classes for branch in self.branches)
+
+
+@dataclass(frozen=True, slots=True)
+class Contract:
+    """What a target model must satisfy to run EAGLE-3 in one vLLM tree."""
+
+    version: str | None
+    source: str
+    """Where it was read: `tree`, `installed vLLM`, `--vllm-version` or `newest known`."""
+    root: str
+    interfaces_module: str | None
+    protocol: str | None
+    """Qualified name of `SupportsEagle3`; None before the protocol existed (0.10)."""
+    protocol_members: tuple[str, ...] = ()
+    """Every name `isinstance(model, SupportsEagle3)` checks for."""
+    default_methods: frozenset[str] = frozenset()
+    """Protocol methods with a real default body (the rest are stubs)."""
+    setter: str = SETTER
+    getter: str = KNOWN_GETTERS[0]
+    getter_source: str = ""
+    runtime_check: bool = False
+    """The runner refuses a model without SupportsEagle3 (`supports_eagle3(...)`)."""
+    mixin: str | None = None
+    """Qualified name of `EagleModelMixin` when the defaults require it."""
+    mixin_pp_relay: bool = False
+    multimodal_protocol: str | None = None
+    gate: Gate | None = None
+    gate_location: str | None = None
+    image_tokens: ImageTokenMap | None = None
+    notes: tuple[str, ...] = field(default=())
+
+    @property
+    def required_methods(self) -> tuple[str, str]:
+        return (self.setter, self.getter)
+
+    @property
+    def legacy_getters(self) -> tuple[str, ...]:
+        return tuple(name for name in KNOWN_GETTERS if name != self.getter)
+
+    @property
+    def era(self) -> str:
+        if self.protocol is None:
+            return "pre-protocol"
+        if self.mixin is None:
+            return "stub-protocol"
+        return "mixin-pp-relay" if self.mixin_pp_relay else "mixin-defaults"
+
+    def describe(self) -> str:
+        parts = [self.era, f"getter {self.getter}"]
+        if self.gate is not None:
+            parts.append(f"gate {self.gate.variable or 'inline'}[{len(self.gate.entries)}]")
+        else:
+            parts.append("no model_type gate")
+        if self.image_tokens is not None:
+            parts.append(f"proposer {self.image_tokens.path}")
+        return ", ".join(parts)
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "era": self.era,
+            "source": self.source,
+            "protocol": self.protocol,
+            "protocol_members": list(self.protocol_members),
+            "default_methods": sorted(self.default_methods),
+            "getter": self.getter,
+            "mixin": self.mixin,
+            "pp_relay": self.mixin_pp_relay,
+            "gate": None
+            if self.gate is None
+            else {
+                "path": self.gate.path,
+                "line": self.gate.line,
+                "variable": self.gate.variable,
+                "entries": list(self.gate.entries),
+                "methods": list(self.gate.methods),
+            },
+            "image_tokens": None
+            if self.image_tokens is None
+            else {
+                "path": self.image_tokens.path,
+                "line": self.image_tokens.line,
+                "branches": {
+                    cls: b.attribute for b in self.image_tokens.branches for cls in b.classes
+                },
+                "fallback": self.image_tokens.fallback,
+            },
+        }

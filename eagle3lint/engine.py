@@ -1,0 +1,217 @@
+"""One check run: discover sources, index them, read the contract, run the rules, report."""
+
+from __future__ import annotations
+
+import difflib
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from eagle3lint.contract.known import newest_contract
+from eagle3lint.contract.model import Contract
+from eagle3lint.contract.reader import read_contract
+from eagle3lint.findings import Finding, InputError, Severity
+from eagle3lint.index.cache import SummaryCache, default_cache_dir
+from eagle3lint.index.project import ClassRef, ProjectIndex
+from eagle3lint.report.model import Report, TargetResult
+from eagle3lint.rule import Rule, RuleContext, load_rules, selected
+from eagle3lint.sources.discovery import UsageError, Workspace, discover
+from eagle3lint.targets import (
+    MODELS_PACKAGE,
+    RegistryEntry,
+    Target,
+    build_targets,
+    file_targets,
+    registered_architectures,
+)
+
+
+@dataclass
+class CheckOptions:
+    paths: list[Path] = field(default_factory=list)
+    vllm_version: str | None = None
+    archs: list[str] = field(default_factory=list)
+    hf_config: Path | None = None
+    model_type: str | None = None
+    select: list[str] = field(default_factory=list)
+    ignore: list[str] = field(default_factory=list)
+    exclude: list[str] = field(default_factory=list)
+    rule_options: dict[str, dict[str, Any]] = field(default_factory=dict)
+    jobs: int | None = None
+    use_cache: bool = True
+    progress: bool = False
+
+
+@dataclass
+class CheckRun:
+    """Everything a check produced; `fix` reuses the index and the targets."""
+
+    report: Report
+    index: ProjectIndex
+    workspace: Workspace
+    targets: list[Target]
+
+
+def load_hf_config(path: Path) -> tuple[dict[str, Any], str]:
+    """A config.json (or the folder holding one) and the text model_type vLLM gates on."""
+    file = path / "config.json" if path.is_dir() else path
+    try:
+        data = json.loads(file.read_text(encoding="utf-8"))
+    except FileNotFoundError as exc:
+        raise UsageError(f"--hf-config: {file} does not exist") from exc
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise UsageError(f"--hf-config: {file} is not a readable JSON file ({exc})") from exc
+    if not isinstance(data, dict):
+        raise UsageError(f"--hf-config: {file} does not hold a JSON object")
+    # transformers' get_text_config(): the text sub-config of a multimodal config.
+    text = data
+    for key in ("text_config", "language_config", "llm_config", "thinker_config"):
+        sub = data.get(key)
+        if isinstance(sub, dict):
+            text = sub.get("text_config", sub) if key == "thinker_config" else sub
+            break
+    model_type = text.get("model_type") or data.get("model_type")
+    return data, str(model_type) if model_type else ""
+
+
+def _index_for(workspace: Workspace, options: CheckOptions) -> ProjectIndex:
+    roots = [*workspace.extra_roots]
+    if workspace.import_root is not None:
+        roots.append(workspace.import_root)
+    cache = SummaryCache(default_cache_dir()) if options.use_cache else None
+    return ProjectIndex(roots, cache=cache, jobs=options.jobs)
+
+
+def _choose_entries(entries: list[RegistryEntry], archs: list[str]) -> list[RegistryEntry]:
+    if not archs:
+        return entries
+    by_arch = {e.arch: e for e in entries}
+    unknown = [a for a in archs if a not in by_arch]
+    if unknown:
+        hints = []
+        for arch in unknown:
+            close = difflib.get_close_matches(arch, by_arch, n=3, cutoff=0.6)
+            hints.append(f"{arch!r}" + (f" (did you mean {', '.join(close)}?)" if close else ""))
+        raise UsageError(f"unknown architecture {', '.join(hints)}")
+    return [by_arch[a] for a in dict.fromkeys(archs)]
+
+
+def run_check(options: CheckOptions, rules: Iterable[type[Rule]] | None = None) -> CheckRun:
+    workspace = discover(options.paths, options.vllm_version, options.exclude, options.progress)
+    index = _index_for(workspace, options)
+    errors: list[InputError] = [
+        InputError(str(p), "no such file or directory", code="EAG902") for p in workspace.missing
+    ]
+    if workspace.vllm_dir is not None:
+        contract = read_contract(index, workspace.vllm_dir, workspace.contract_source)
+    else:
+        contract = newest_contract()
+    hf_config = None
+    model_type = options.model_type
+    if options.hf_config is not None:
+        hf_config, text_type = load_hf_config(options.hf_config)
+        model_type = model_type or text_type or None
+
+    file_modules = [m for f in workspace.files if (m := index.module_of(f)) is not None]
+    entries = registered_architectures(index) if workspace.vllm_dir else []
+    if options.archs and workspace.only_files:
+        pass
+    chosen = _choose_entries(entries, options.archs) if entries or options.archs else []
+    if not options.archs and not workspace.only_files:
+        index.preload([e.module for e in chosen])
+    index.preload(file_modules)
+    unresolved: list[RegistryEntry] = []
+    targets = build_targets(index, contract, chosen, unresolved)
+    if not options.archs:
+        known = {t.ref.qualname for t in targets}
+        targets += file_targets(index, contract, file_modules, known)
+    for entry in unresolved:
+        if entry.module.startswith(MODELS_PACKAGE + ".transformers") or not entry.module:
+            continue
+        if index.source_file(entry.module) is None:
+            errors.append(
+                InputError(
+                    entry.module,
+                    f"{entry.arch}: registry points at {entry.module}.{entry.cls}, which is not "
+                    "in this tree",
+                    code="EAG903",
+                )
+            )
+
+    ctx = RuleContext(
+        index=index,
+        contract=contract,
+        model_type=model_type,
+        hf_config=hf_config,
+        hf_config_path=str(options.hf_config) if options.hf_config else None,
+    )
+    rule_objects = [
+        cls(options.rule_options.get(cls.slug)) for cls in (rules or load_rules())
+    ]
+    report_paths = {str(p.resolve()) for p in workspace.files} if workspace.only_files else None
+    results = []
+    for target in targets:
+        findings = _run_rules(rule_objects, target, ctx, options)
+        if report_paths is not None:
+            findings = [f for f in findings if str(Path(f.path).resolve()) in report_paths]
+            in_files = str(Path(index.display_path(target.ref.file)).resolve()) in report_paths
+            if not findings and not in_files:
+                continue
+        results.append(
+            TargetResult(
+                arch=target.arch,
+                cls=target.ref.name,
+                path=index.display_path(target.ref.file),
+                line=target.ref.cls.line,
+                implements_eagle3=target.implements_eagle3,
+                findings=findings,
+                variant=target.variant,
+                registered=target.registered,
+            )
+        )
+    errors += index.errors
+    report = Report(
+        contract=contract,
+        targets=results,
+        errors=_unique(errors),
+        files_analysed=len(index.loaded()),
+        files_parsed=index.parsed,
+    )
+    return CheckRun(report, index, workspace, targets)
+
+
+def _run_rules(
+    rules: list[Rule], target: Target, ctx: RuleContext, options: CheckOptions
+) -> list[Finding]:
+    findings: list[Finding] = []
+    for rule in rules:
+        try:
+            produced = list(rule.check(target, ctx))
+        except Exception as exc:  # noqa: BLE001 - a plugin's bug must not stop the other rules
+            produced = [
+                Finding(
+                    code="EAG903",
+                    rule=rule.slug,
+                    severity=Severity.ERROR,
+                    message=f"internal error in rule {rule.slug} for {target.arch}: "
+                    f"{type(exc).__name__}: {exc}",
+                    path=ctx.index.display_path(target.ref.file),
+                    line=target.ref.cls.line,
+                )
+            ]
+        findings += [
+            f for f in produced if selected(f.code, options.select, options.ignore)
+        ]
+    unique: dict[tuple[str, str, int, str], Finding] = {}
+    for finding in findings:
+        unique.setdefault((finding.code, finding.path, finding.line, finding.message), finding)
+    return sorted(unique.values(), key=lambda f: (f.code, f.path, f.line))
+
+
+def _unique(errors: list[InputError]) -> list[InputError]:
+    return list({(e.path, e.message): e for e in errors}.values())
+
+
+__all__ = ["CheckOptions", "CheckRun", "ClassRef", "Contract", "run_check"]

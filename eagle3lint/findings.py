@@ -1,0 +1,80 @@
+"""What a rule reports: findings, their severities and the repair a finding asks `fix` for."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+
+class Severity(StrEnum):
+    """How bad a finding is; only errors make a target not EAGLE-3 ready."""
+
+    ERROR = "error"
+    WARNING = "warning"
+    INFO = "info"
+
+
+@dataclass(frozen=True, slots=True)
+class Repair:
+    """A request to the codemod: which transformation, in which file, with which parameters.
+
+    Parameters are kept as sorted key/value pairs so repairs are hashable and can be
+    de-duplicated when several targets need the same edit (DeepseekV3 and Kimi both need
+    DeepseekV2 tapped once).
+    """
+
+    kind: str
+    path: str
+    params: tuple[tuple[str, str], ...] = ()
+
+    @classmethod
+    def make(repair_cls, kind: str, path: str, **params: str) -> Repair:  # noqa: N804
+        return repair_cls(kind, path, tuple(sorted(params.items())))
+
+    def get(self, key: str, default: str = "") -> str:
+        return dict(self.params).get(key, default)
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """One blocker (or remark) located in a file."""
+
+    code: str
+    rule: str
+    severity: Severity
+    message: str
+    path: str
+    line: int
+    column: int = 0
+    hint: str = ""
+    repair: Repair | None = field(default=None, compare=False)
+
+    @property
+    def fixable(self) -> bool:
+        return self.repair is not None
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "code": self.code,
+            "rule": self.rule,
+            "severity": str(self.severity),
+            "path": self.path,
+            "line": self.line,
+            "column": self.column,
+            "message": self.message,
+            "hint": self.hint,
+            "fixable": self.fixable,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class InputError:
+    """A file or input that could not be analysed (reported under `errors`, exit code 2)."""
+
+    path: str
+    message: str
+    line: int | None = None
+    code: str = "EAG901"
+
+    def to_json(self) -> dict[str, object]:
+        return {"path": self.path, "line": self.line, "code": self.code, "message": self.message}

@@ -1,0 +1,69 @@
+"""Content-addressed cache of file summaries.
+
+An entry is keyed by the file's content hash, the eagle3lint version and the summary format,
+so an edited file, an upgraded tool or a changed extractor never reads a stale entry. Entries
+are JSON written atomically (temp file + rename), so concurrent runs never see half an entry;
+an entry that does not load and validate is ignored and rebuilt, never trusted.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from pathlib import Path
+
+from eagle3lint import __version__
+from eagle3lint.index.model import SUMMARY_FORMAT, FileSummary, SummaryFormatError, from_json, to_json
+
+
+def default_cache_dir() -> Path:
+    """`EAGLE3LINT_CACHE_DIR`, else the platform's user cache folder."""
+    override = os.environ.get("EAGLE3LINT_CACHE_DIR")
+    if override:
+        return Path(override).expanduser()
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "eagle3lint"
+
+
+def content_key(data: bytes, relpath: str) -> str:
+    """The cache key of a file: what it holds and where it sits (module names come from it)."""
+    digest = hashlib.blake2b(digest_size=20)
+    digest.update(f"{__version__}\0{SUMMARY_FORMAT}\0{relpath}\0".encode())
+    digest.update(data)
+    return digest.hexdigest()
+
+
+class SummaryCache:
+    """Summaries on disk under `<cache>/summaries/<key[:2]>/<key>.json`."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root / "summaries"
+
+    def _path(self, key: str) -> Path:
+        return self.root / key[:2] / f"{key}.json"
+
+    def load(self, key: str) -> FileSummary | None:
+        try:
+            data = json.loads(self._path(key).read_text(encoding="utf-8"))
+            if data.get("key") != key:
+                return None
+            return from_json(FileSummary, data["summary"])
+        except (OSError, ValueError, KeyError, TypeError, AttributeError, SummaryFormatError):
+            return None
+
+    def store(self, key: str, summary: FileSummary) -> None:
+        path = self._path(key)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                json.dump({"key": key, "summary": to_json(summary)}, handle, separators=(",", ":"))
+            os.replace(tmp, path)
+        except OSError:
+            # A cache that cannot be written only costs speed, never a result.
+            try:
+                os.unlink(tmp)
+            except (OSError, UnboundLocalError):
+                pass

@@ -1,0 +1,609 @@
+"""Build a `FileSummary` from source text with libcst.
+
+The walk is targeted rather than a generic visitor over every node: module-level statements,
+class bodies, and in depth only `__init__`, `forward` and the small methods the contract is
+about. That keeps a cold parse of a whole vLLM tree close to the cost of libcst's parser alone.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Sequence
+
+import libcst as cst
+
+from eagle3lint.index.locate import HeaderLocator, function_positions
+from eagle3lint.index.model import (
+    AttrSummary,
+    ClassSummary,
+    DictEntry,
+    DictLiteral,
+    FileSummary,
+    ForwardSummary,
+    ImportRef,
+    InitAssign,
+    LoopSummary,
+    MethodSummary,
+    PlatformImport,
+    TapSummary,
+)
+
+AUX_LAYERS_ATTR = "aux_hidden_state_layers"
+TAP_HELPER = "_maybe_add_hidden_state"
+_CODE = cst.Module(body=[])
+_CONFIG_READ = re.compile(r"\b(?:config|hf_config|text_config)\.([A-Za-z_]\w*)")
+
+
+def code(node: cst.CSTNode) -> str:
+    """Source text of a node, whitespace-normalised for comparisons."""
+    return " ".join(_CODE.code_for_node(node).split())
+
+
+def dotted(node: cst.BaseExpression) -> str | None:
+    """`a.b.c` for Name/Attribute chains, else None."""
+    if isinstance(node, cst.Name):
+        return node.value
+    if isinstance(node, cst.Attribute):
+        head = dotted(node.value)
+        return f"{head}.{node.attr.value}" if head else None
+    return None
+
+
+def string_value(node: cst.BaseExpression) -> str | None:
+    if isinstance(node, cst.SimpleString):
+        value = node.evaluated_value
+        return value if isinstance(value, str) else None
+    if isinstance(node, cst.ConcatenatedString):
+        value = node.evaluated_value
+        return value if isinstance(value, str) else None
+    return None
+
+
+def module_name_for(relpath: str) -> tuple[str, bool]:
+    """Dotted module name of a path relative to the import root, and whether it is a package."""
+    parts = relpath.removesuffix(".py").split("/")
+    is_package = parts[-1] == "__init__"
+    if is_package:
+        parts = parts[:-1]
+    return ".".join(parts), is_package
+
+
+def resolve_relative(module: str, is_package: bool, level: int, target: str | None) -> str:
+    parts = module.split(".") if module else []
+    if not is_package:
+        parts = parts[:-1]
+    if level > 1:
+        parts = parts[: len(parts) - (level - 1)] if level - 1 <= len(parts) else []
+    if target:
+        parts.append(target)
+    return ".".join(parts)
+
+
+def summarize(source: str, relpath: str) -> FileSummary:
+    """Parse `source` (the file at `relpath` under its import root) into a summary.
+
+    Raises `libcst.ParserSyntaxError` for code that does not parse.
+    """
+    tree = cst.parse_module(source)
+    module, is_package = module_name_for(relpath)
+    builder = _FileBuilder(source, relpath, module, is_package)
+    builder.walk(tree.body, platform=None)
+    return builder.summary
+
+
+class _FileBuilder:
+    def __init__(self, source: str, relpath: str, module: str, is_package: bool) -> None:
+        self.source = source
+        self.is_package = is_package
+        self.locator = HeaderLocator(source)
+        self.summary = FileSummary(
+            path=relpath, module=module, config_reads=sorted(set(_CONFIG_READ.findall(source)))
+        )
+        self._last_line = 1
+
+    # -- module level -------------------------------------------------------------------
+    def walk(self, body: Sequence[cst.CSTNode], platform: str | None) -> None:
+        for stmt in body:
+            if isinstance(stmt, cst.SimpleStatementLine):
+                for small in stmt.body:
+                    if isinstance(small, cst.Import | cst.ImportFrom):
+                        self._import(small, platform)
+                    elif isinstance(small, cst.Assign):
+                        self._assign(small)
+            elif isinstance(stmt, cst.ClassDef):
+                self._class(stmt)
+            elif isinstance(stmt, cst.If):
+                self._if(stmt)
+            elif isinstance(stmt, cst.Try):
+                self.walk(stmt.body.body, platform)
+                for handler in stmt.handlers:
+                    self.walk(handler.body.body, platform)
+            elif isinstance(stmt, cst.With):
+                self.walk(stmt.body.body, platform)
+
+    def _if(self, stmt: cst.If) -> None:
+        branches: list[tuple[str | None, Sequence[cst.CSTNode]]] = []
+        node: cst.If | cst.Else | None = stmt
+        saw_cuda = False
+        while isinstance(node, cst.If):
+            platform = _platform_test(node.test)
+            saw_cuda = saw_cuda or platform == "cuda"
+            branches.append((platform, node.body.body))
+            node = node.orelse
+        is_platform_chain = all(p is not None for p, _ in branches)
+        if isinstance(node, cst.Else):
+            branches.append(("default" if saw_cuda else "cuda", node.body.body))
+        for platform, body in branches:
+            self.walk(body, platform if is_platform_chain else None)
+
+    def _import(self, node: cst.Import | cst.ImportFrom, platform: str | None) -> None:
+        refs: list[tuple[str, ImportRef]] = []
+        if isinstance(node, cst.Import):
+            for alias in node.names:
+                full = dotted(alias.name) or ""
+                if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+                    refs.append((alias.asname.name.value, ImportRef(full)))
+                else:
+                    refs.append((full.split(".")[0], ImportRef(full.split(".")[0])))
+        else:
+            target = dotted(node.module) if node.module is not None else None
+            level = len(node.relative)
+            base = (
+                resolve_relative(self.summary.module, self.is_package, level, target)
+                if level
+                else (target or "")
+            )
+            if isinstance(node.names, cst.ImportStar):
+                return
+            for alias in node.names:
+                name = dotted(alias.name) or ""
+                local = name
+                if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+                    local = alias.asname.name.value
+                refs.append((local, ImportRef(base, name)))
+        for local, ref in refs:
+            if platform is None:
+                self.summary.imports[local] = ref
+                continue
+            self.summary.platform_imports.append(PlatformImport(platform, local, ref, 0))
+            if platform in ("cuda", "default") or local not in self.summary.imports:
+                self.summary.imports[local] = ref
+
+    def _assign(self, node: cst.Assign) -> None:
+        names = [t.target.value for t in node.targets if isinstance(t.target, cst.Name)]
+        if not names:
+            return
+        value = node.value
+        text = string_value(value)
+        if text is not None and "__version__" in names:
+            self.summary.version = text
+        target = dotted(value)
+        if target is not None:
+            for name in names:
+                self.summary.aliases[name] = target
+        if isinstance(value, cst.Dict):
+            literal = _registry_dict(value)
+            if literal is not None:
+                literal.line = self.locator.find("", names[0], self._last_line)[0]
+                for name in names:
+                    self.summary.registry_dicts[name] = literal
+
+    # -- classes ------------------------------------------------------------------------
+    def _class(self, node: cst.ClassDef) -> None:
+        name = node.name.value
+        line, column = self.locator.find("class", name, self._last_line)
+        self._last_line = line
+        bases = [dotted(arg.value) or code(arg.value) for arg in node.bases if arg.keyword is None]
+        summary = ClassSummary(
+            name=name,
+            line=line,
+            column=column,
+            bases=bases,
+            is_protocol=any(b == "Protocol" or b.endswith(".Protocol") for b in bases)
+            or any(code(arg.value).startswith("Protocol[") for arg in node.bases),
+        )
+        functions: dict[str, cst.FunctionDef] = {}
+        body = node.body.body if isinstance(node.body, cst.IndentedBlock) else ()
+        for stmt in body:
+            if isinstance(stmt, cst.FunctionDef):
+                fname = stmt.name.value
+                fline, fcol = self.locator.find("def", fname, self._last_line)
+                self._last_line = fline
+                functions[fname] = stmt
+                summary.methods[fname] = _method(stmt, fline, fcol)
+            elif isinstance(stmt, cst.SimpleStatementLine):
+                for small in stmt.body:
+                    _class_attr(small, summary, line)
+        self._init_assigns(summary, functions)
+        forward = functions.get("forward")
+        if forward is not None:
+            method = summary.methods["forward"]
+            summary.forward = _forward(forward, method.line, method.column, summary)
+        self.summary.classes[name] = summary
+
+    def _init_assigns(self, summary: ClassSummary, functions: dict[str, cst.FunctionDef]) -> None:
+        init = functions.get("__init__")
+        if init is None:
+            return
+        position = function_positions(init, summary.methods["__init__"].line, 0)
+        helpers: list[str] = []
+        for stmt in _statements(init.body):
+            for target, value in _self_assignments(stmt):
+                if target == "layers" or target.endswith(".layers"):
+                    summary.assigns_layers = True
+                if "." in target or target in summary.init_assigns:
+                    continue
+                summary.init_assigns[target] = _init_assign(value, position(stmt)[0])
+            helpers.extend(_self_calls(stmt))
+        for helper in helpers:
+            func = functions.get(helper)
+            if func is None:
+                continue
+            for stmt in _statements(func.body):
+                for target, value in _self_assignments(stmt):
+                    if target == "layers":
+                        summary.assigns_layers = True
+                    if target not in summary.init_assigns and "." not in target:
+                        assign = _init_assign(value, summary.methods[helper].line)
+                        assign.via = helper
+                        summary.init_assigns[target] = assign
+
+
+# -- helpers on nodes ---------------------------------------------------------------------
+
+
+def _platform_test(test: cst.BaseExpression) -> str | None:
+    """`current_platform.is_rocm()` → "rocm"; None for any other condition."""
+    if isinstance(test, cst.Call) and not test.args and isinstance(test.func, cst.Attribute):
+        attr = test.func.attr.value
+        owner = dotted(test.func.value) or ""
+        if attr.startswith("is_") and owner.split(".")[-1] == "current_platform":
+            return attr.removeprefix("is_")
+    return None
+
+
+def _registry_dict(node: cst.Dict) -> DictLiteral | None:
+    literal = DictLiteral(line=0)
+    for element in node.elements:
+        if isinstance(element, cst.StarredDictElement):
+            name = dotted(element.value)
+            if name:
+                literal.splats.append(name)
+            continue
+        key = string_value(element.key)
+        value = element.value
+        if key is None or not isinstance(value, cst.Tuple) or len(value.elements) != 2:
+            continue
+        module = string_value(value.elements[0].value)
+        cls = string_value(value.elements[1].value)
+        if module is not None and cls is not None:
+            literal.entries.append(DictEntry(key, module, cls))
+    return literal if literal.entries or literal.splats else None
+
+
+def _body_without_docstring(body: cst.BaseSuite) -> list[cst.BaseStatement]:
+    statements = list(body.body) if isinstance(body, cst.IndentedBlock) else []
+    if isinstance(body, cst.SimpleStatementSuite):
+        return [cst.SimpleStatementLine(body=body.body)]
+    if statements and isinstance(statements[0], cst.SimpleStatementLine):
+        first = statements[0].body
+        if len(first) == 1 and isinstance(first[0], cst.Expr) and string_value(first[0].value):
+            statements = statements[1:]
+    return statements
+
+
+def _is_stub(body: cst.BaseSuite) -> bool:
+    for stmt in _body_without_docstring(body):
+        if not isinstance(stmt, cst.SimpleStatementLine):
+            return False
+        for small in stmt.body:
+            if isinstance(small, cst.Pass):
+                continue
+            if isinstance(small, cst.Expr) and isinstance(small.value, cst.Ellipsis):
+                continue
+            if isinstance(small, cst.Raise) and small.exc is not None:
+                raised = small.exc.func if isinstance(small.exc, cst.Call) else small.exc
+                if dotted(raised) == "NotImplementedError":
+                    continue
+            return False
+    return True
+
+
+def _method(node: cst.FunctionDef, line: int, column: int) -> MethodSummary:
+    method = MethodSummary(
+        name=node.name.value, line=line, column=column, is_stub=_is_stub(node.body)
+    )
+    statements = _body_without_docstring(node.body)
+    if len(statements) == 1 and isinstance(statements[0], cst.SimpleStatementLine):
+        small = statements[0].body[0]
+        call = small.value if isinstance(small, cst.Return | cst.Expr) else None
+        if isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute):
+            owner = dotted(call.func.value) or ""
+            if call.func.attr.value == method.name and owner.startswith("self."):
+                method.delegates_to = owner.removeprefix("self.")
+    for stmt in _statements(node.body):
+        for target, _ in _self_assignments(stmt):
+            method.self_attr_assigns.append(target)
+        method.calls_self.extend(_self_calls(stmt))
+        if method.returns_call is None and isinstance(stmt, cst.SimpleStatementLine):
+            small = stmt.body[0]
+            if isinstance(small, cst.Return) and isinstance(small.value, cst.Call):
+                method.returns_call = dotted(small.value.func)
+    return method
+
+
+def _class_attr(small: cst.BaseSmallStatement, summary: ClassSummary, class_line: int) -> None:
+    if isinstance(small, cst.Assign):
+        for target in small.targets:
+            if isinstance(target.target, cst.Name):
+                summary.attrs[target.target.value] = AttrSummary(
+                    line=class_line, value=dotted(small.value)
+                )
+    elif isinstance(small, cst.AnnAssign) and isinstance(small.target, cst.Name):
+        summary.attrs[small.target.value] = AttrSummary(
+            line=class_line,
+            value=dotted(small.value) if small.value is not None else None,
+            has_value=small.value is not None,
+        )
+
+
+def _statements(body: cst.BaseSuite) -> Iterator[cst.BaseStatement]:
+    """Statements of a function body, descending into if/with/try/for blocks, not into defs."""
+    for stmt in body.body if isinstance(body, cst.IndentedBlock) else ():
+        yield stmt
+        if isinstance(stmt, cst.If):
+            yield from _statements(stmt.body)
+            orelse = stmt.orelse
+            while orelse is not None:
+                yield from _statements(orelse.body)
+                orelse = orelse.orelse if isinstance(orelse, cst.If) else None
+        elif isinstance(stmt, cst.With | cst.For | cst.While):
+            yield from _statements(stmt.body)
+        elif isinstance(stmt, cst.Try):
+            yield from _statements(stmt.body)
+            for handler in stmt.handlers:
+                yield from _statements(handler.body)
+
+
+def _self_assignments(stmt: cst.BaseStatement) -> Iterator[tuple[str, cst.BaseExpression]]:
+    if not isinstance(stmt, cst.SimpleStatementLine):
+        return
+    for small in stmt.body:
+        targets: list[cst.BaseExpression] = []
+        value: cst.BaseExpression | None = None
+        if isinstance(small, cst.Assign):
+            value = small.value
+            for target in small.targets:
+                if isinstance(target.target, cst.Tuple):
+                    targets.extend(e.value for e in target.target.elements)
+                else:
+                    targets.append(target.target)
+        elif isinstance(small, cst.AnnAssign) and small.value is not None:
+            value = small.value
+            targets.append(small.target)
+        if value is None:
+            continue
+        for target in targets:
+            text = dotted(target)
+            if text and text.startswith("self."):
+                yield text.removeprefix("self."), value
+
+
+def _self_calls(stmt: cst.BaseStatement) -> list[str]:
+    """`self.name(...)` calls made at statement level (expression or assigned value)."""
+    if not isinstance(stmt, cst.SimpleStatementLine):
+        return []
+    calls = []
+    for small in stmt.body:
+        value = small.value if isinstance(small, cst.Expr | cst.Assign | cst.Return) else None
+        if isinstance(value, cst.Call):
+            name = dotted(value.func) or ""
+            if name.startswith("self.") and name.count(".") == 1:
+                calls.append(name.removeprefix("self."))
+    return calls
+
+
+def _init_assign(value: cst.BaseExpression, line: int) -> InitAssign:
+    assign = InitAssign(line=line)
+    if isinstance(value, cst.Call):
+        assign.callee = dotted(value.func)
+        for arg in value.args:
+            if arg.keyword is not None and arg.keyword.value == "architectures":
+                if isinstance(arg.value, cst.List | cst.Tuple):
+                    assign.architectures = [
+                        s for e in arg.value.elements if (s := string_value(e.value)) is not None
+                    ]
+    else:
+        assign.callee = None
+    return assign
+
+
+# -- forward ------------------------------------------------------------------------------
+
+
+def _forward(
+    func: cst.FunctionDef, line: int, column: int, summary: ClassSummary
+) -> ForwardSummary:
+    forward = ForwardSummary(line=line, column=column)
+    layer_loops = [s for s in _statements(func.body) if isinstance(s, cst.For) and _is_layer_loop(s)]
+    calls = [c for s in _statements(func.body) for c in _self_calls(s)]
+    forward.delegates_to = next((c for c in calls if c in summary.init_assigns), None)
+    if not layer_loops and "aux" not in code(func.body) and forward.delegates_to:
+        return forward
+    position = function_positions(func, line, column)
+    aux_names: set[str] = set()
+    for loop in layer_loops:
+        summary_loop = _loop(loop, position)
+        forward.loops.append(summary_loop)
+        aux_names.update(_aux_targets(loop))
+    first_loop = layer_loops[0] if layer_loops else None
+    for stmt in _statements(func.body):
+        if stmt is first_loop:
+            break
+        for tap_call, aux_name in _helper_taps(stmt):
+            tap_line, tap_col = position(stmt)
+            forward.pre_loop_taps.append(
+                TapSummary(tap_line, tap_col, "helper", code(tap_call.args[1].value), "", True, True)
+            )
+            aux_names.add(aux_name)
+    for stmt in _statements(func.body):
+        if not isinstance(stmt, cst.SimpleStatementLine):
+            continue
+        for small in stmt.body:
+            if isinstance(small, cst.Assign):
+                for target in small.targets:
+                    if isinstance(target.target, cst.Name) and target.target.value in aux_names:
+                        forward.aux_list_initialised = True
+            elif isinstance(small, cst.AnnAssign) and isinstance(small.target, cst.Name):
+                if small.target.value in aux_names and small.value is not None:
+                    forward.aux_list_initialised = True
+            elif isinstance(small, cst.Return) and small.value is not None:
+                value = small.value
+                if isinstance(value, cst.Tuple) and any(
+                    aux_names & _names_in(e.value) for e in value.elements
+                ):
+                    forward.returns_aux_tuple = True
+                elif not isinstance(value, cst.Tuple):
+                    forward.returns_bare = True
+    return forward
+
+
+def _names_in(node: cst.BaseExpression) -> set[str]:
+    return set(re.findall(r"[A-Za-z_]\w*", code(node)))
+
+
+def _is_layer_loop(loop: cst.For) -> bool:
+    iter_text = code(loop.iter)
+    if "self.layers" in iter_text:
+        return True
+    return iter_text.startswith("range(") and "self.layers[" in code(loop.body)
+
+
+def _loop(loop: cst.For, position) -> LoopSummary:  # noqa: ANN001 - a position callable
+    iter_node = loop.iter
+    index_var: str | None = None
+    start: str | None = None
+    inner = iter_node
+    if isinstance(iter_node, cst.Call) and dotted(iter_node.func) == "enumerate":
+        positional = [a for a in iter_node.args if a.keyword is None]
+        inner = positional[0].value if positional else iter_node
+        for i, arg in enumerate(iter_node.args):
+            if (arg.keyword is not None and arg.keyword.value == "start") or (
+                arg.keyword is None and i == 1
+            ):
+                start = code(arg.value)
+        if isinstance(loop.target, cst.Tuple) and loop.target.elements:
+            first = loop.target.elements[0].value
+            index_var = first.value if isinstance(first, cst.Name) else None
+    elif isinstance(iter_node, cst.Call) and dotted(iter_node.func) == "range":
+        index_var = loop.target.value if isinstance(loop.target, cst.Name) else None
+        args = [a for a in iter_node.args if a.keyword is None]
+        start = code(args[0].value) if len(args) >= 2 else None
+    inner_text = code(inner)
+    slices = inner_text.startswith("islice(") or ("self.layers[" in inner_text and ":" in inner_text)
+    line, column = position(loop)
+    summary = LoopSummary(
+        line=line,
+        column=column,
+        iter_expr=code(iter_node),
+        index_var=index_var,
+        enumerate_start=start,
+        slices_layers=slices,
+    )
+    layer_call_index = None
+    body = list(loop.body.body) if isinstance(loop.body, cst.IndentedBlock) else []
+    for i, stmt in enumerate(body):
+        if layer_call_index is None and _calls_layer(stmt):
+            layer_call_index = i
+    for i, stmt in enumerate(body):
+        before = layer_call_index is None or i < layer_call_index
+        for index_text, value, _ in _explicit_taps(stmt):
+            tap_line, tap_col = position(stmt)
+            summary.taps.append(
+                TapSummary(
+                    tap_line,
+                    tap_col,
+                    "explicit",
+                    index_text,
+                    code(value),
+                    _guards_residual(value),
+                    before,
+                )
+            )
+        for tap_call, _ in _helper_taps(stmt):
+            tap_line, tap_col = position(stmt)
+            summary.taps.append(
+                TapSummary(
+                    tap_line, tap_col, "helper", code(tap_call.args[1].value), "", True, before
+                )
+            )
+    return summary
+
+
+def _calls_layer(stmt: cst.BaseStatement) -> bool:
+    text = code(stmt) if isinstance(stmt, cst.SimpleStatementLine) else ""
+    return bool(re.search(r"\blayer\s*\(|self\.layers\[[^\]]*\]\s*\(", text))
+
+
+def _explicit_taps(stmt: cst.BaseStatement) -> list[tuple[str, cst.BaseExpression, str]]:
+    """`if i in self.aux_hidden_state_layers: x.append(value)` → [(index text, value, "x")]."""
+    if not isinstance(stmt, cst.If) or not isinstance(stmt.test, cst.Comparison):
+        return []
+    test = stmt.test
+    if len(test.comparisons) != 1 or not isinstance(test.comparisons[0].operator, cst.In):
+        return []
+    if AUX_LAYERS_ATTR not in code(test.comparisons[0].comparator):
+        return []
+    taps = []
+    for inner in _statements(stmt.body):
+        if not isinstance(inner, cst.SimpleStatementLine):
+            continue
+        for small in inner.body:
+            if (
+                isinstance(small, cst.Expr)
+                and isinstance(small.value, cst.Call)
+                and isinstance(small.value.func, cst.Attribute)
+                and small.value.func.attr.value == "append"
+                and small.value.args
+            ):
+                owner = dotted(small.value.func.value) or ""
+                taps.append((code(test.left), small.value.args[0].value, owner))
+    return taps
+
+
+def _helper_taps(stmt: cst.BaseStatement) -> list[tuple[cst.Call, str]]:
+    """`self._maybe_add_hidden_state(aux, idx, h, r)` calls (bare or assigned)."""
+    if not isinstance(stmt, cst.SimpleStatementLine):
+        return []
+    taps = []
+    for small in stmt.body:
+        value = small.value if isinstance(small, cst.Expr | cst.Assign) else None
+        if (
+            isinstance(value, cst.Call)
+            and dotted(value.func) == f"self.{TAP_HELPER}"
+            and len(value.args) >= 2
+        ):
+            first = value.args[0].value
+            name = first.value if isinstance(first, cst.Name) else None
+            if name is None and isinstance(small, cst.Assign):
+                target = small.targets[0].target
+                name = target.value if isinstance(target, cst.Name) else None
+            taps.append((value, name or ""))
+    return taps
+
+
+def _aux_targets(loop: cst.For) -> set[str]:
+    """Names of the lists a loop's taps append to."""
+    names = set()
+    for stmt in _statements(loop.body):
+        names.update(owner for _, _, owner in _explicit_taps(stmt) if owner)
+        names.update(name for _, name in _helper_taps(stmt) if name)
+    return names
+
+
+def _guards_residual(value: cst.BaseExpression) -> bool:
+    """True unless the value adds a residual that is None on the first rank's first layer."""
+    text = code(value)
+    if "residual" not in text:
+        return True
+    return isinstance(value, cst.IfExp) or "is not None" in text or "is None" in text

@@ -1,0 +1,64 @@
+"""Line numbers for CST nodes without libcst's whole-file position pass.
+
+libcst computes positions by generating code for the whole module, which costs about as much
+again as parsing it. The index needs positions for a handful of nodes per file, so it anchors
+class and `def` headers by a text search that moves forward in document order (headers are
+found in the order the tree lists them, so an earlier look-alike in a string cannot be taken
+twice), and computes exact positions inside the few functions it analyses in depth by running
+the position pass on that function alone.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+import libcst as cst
+from libcst.metadata import MetadataWrapper, PositionProvider
+
+
+class HeaderLocator:
+    """Finds `class NAME` / `def NAME` header lines in document order."""
+
+    def __init__(self, source: str) -> None:
+        self._source = source
+        self._line_starts = [0]
+        for match in re.finditer("\n", source):
+            self._line_starts.append(match.end())
+
+    def offset_of_line(self, line: int) -> int:
+        return self._line_starts[min(line, len(self._line_starts)) - 1]
+
+    def find(self, keyword: str, name: str, after_line: int) -> tuple[int, int]:
+        """Line and column of the first `keyword name` header at or after `after_line`."""
+        pattern = re.compile(
+            rf"^([ \t]*)(?:async[ \t]+)?{keyword}[ \t]+{re.escape(name)}\b", re.MULTILINE
+        )
+        match = pattern.search(self._source, self.offset_of_line(max(after_line, 1)))
+        if match is None:
+            match = pattern.search(self._source)
+        if match is None:
+            return after_line, 0
+        line = self._source.count("\n", 0, match.start()) + 1
+        return line, len(match.group(1).expandtabs())
+
+
+def function_positions(
+    func: cst.FunctionDef, def_line: int, def_column: int
+) -> Callable[[cst.CSTNode], tuple[int, int]]:
+    """Exact (line, column) of nodes inside `func`, given where its `def` header is.
+
+    The function is laid out on its own, so its body's indentation is relative to the header;
+    adding the header's column puts every node back where it is in the file.
+    """
+    wrapper = MetadataWrapper(cst.Module(body=[func]), unsafe_skip_copy=True)
+    positions = wrapper.resolve(PositionProvider)
+    offset = def_line - positions[func.name].start.line
+
+    def position(node: cst.CSTNode) -> tuple[int, int]:
+        code_range = positions.get(node)
+        if code_range is None:
+            return def_line, 0
+        return code_range.start.line + offset, code_range.start.column + def_column
+
+    return position

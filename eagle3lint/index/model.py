@@ -1,0 +1,236 @@
+"""The facts the index keeps about one source file.
+
+A `FileSummary` is everything the rules and the contract reader need to know about a file,
+extracted once per file content and cached as JSON. Nothing in it refers to a syntax tree, so
+it can cross process boundaries and be stored safely (JSON, never pickle: a cache entry is data,
+not code).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import types
+import typing
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+SUMMARY_FORMAT = 3
+"""Bumped whenever the shape or meaning of a summary changes: old cache entries are then ignored."""
+
+
+@dataclass(slots=True)
+class ImportRef:
+    """Where a local name comes from: `module` and, for `from m import n`, the `name` in it."""
+
+    module: str
+    name: str | None = None
+
+
+@dataclass(slots=True)
+class Span:
+    line: int
+    column: int = 0
+
+
+@dataclass(slots=True)
+class MethodSummary:
+    name: str
+    line: int
+    column: int
+    is_stub: bool
+    """Body is only `...`, `pass`, a docstring or `raise NotImplementedError`: no implementation."""
+    delegates_to: str | None = None
+    """`self.<attr>.<same name>(...)` is the whole body: the attribute it delegates to."""
+    self_attr_assigns: list[str] = field(default_factory=list)
+    """`self.a.b = ...` targets inside the body, as dotted text without `self.`."""
+    calls_self: list[str] = field(default_factory=list)
+    """Names of `self.<name>(...)` calls in the body."""
+    returns_call: str | None = None
+    """Dotted callee of the first `return <callee>(...)` (factory methods such as `_init_model`)."""
+
+
+@dataclass(slots=True)
+class AttrSummary:
+    """A class-level attribute: `value` is dotted text when the value is a plain name."""
+
+    line: int
+    value: str | None = None
+    has_value: bool = True
+
+
+@dataclass(slots=True)
+class InitAssign:
+    """`self.<attr> = <value>` in `__init__` (directly or in a helper it calls)."""
+
+    line: int
+    callee: str | None = None
+    """Dotted text of the called thing when the value is a call: `DeepseekV2Model`, `self.model_cls`."""
+    architectures: list[str] = field(default_factory=list)
+    """String literals given as `architectures=[...]` (vLLM's `init_vllm_registered_model`)."""
+    via: str | None = None
+    """The helper method the assignment was found in, when not `__init__` itself."""
+
+
+@dataclass(slots=True)
+class TapSummary:
+    """One place where a forward collects an auxiliary hidden state."""
+
+    line: int
+    column: int
+    style: str
+    """`explicit` (`if idx in self.aux_hidden_state_layers: aux.append(v)`) or `helper`."""
+    index_expr: str
+    value_expr: str
+    residual_guarded: bool
+    """The captured value copes with `residual is None` (first pipeline rank, layer 0)."""
+    before_layer: bool
+
+
+@dataclass(slots=True)
+class LoopSummary:
+    """A `for` loop over `self.layers` in a forward."""
+
+    line: int
+    column: int
+    iter_expr: str
+    index_var: str | None
+    enumerate_start: str | None
+    """Source text of enumerate's start (`self.start_layer`), None when not given."""
+    slices_layers: bool
+    """The loop walks only this rank's layers (`islice(self.layers, start, end)` or a slice)."""
+    taps: list[TapSummary] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class ForwardSummary:
+    line: int
+    column: int
+    loops: list[LoopSummary] = field(default_factory=list)
+    aux_list_initialised: bool = False
+    pre_loop_taps: list[TapSummary] = field(default_factory=list)
+    returns_aux_tuple: bool = False
+    returns_bare: bool = False
+    """Some return gives the hidden states alone (fine when no aux layer is requested)."""
+    delegates_to: str | None = None
+    """`self.<attr>(...)` result returned as-is: the forward of that attribute does the work."""
+
+
+@dataclass(slots=True)
+class ClassSummary:
+    name: str
+    line: int
+    column: int
+    bases: list[str]
+    """Base classes as dotted text, as written (`nn.Module`, `interfaces.SupportsEagle3`)."""
+    is_protocol: bool = False
+    methods: dict[str, MethodSummary] = field(default_factory=dict)
+    attrs: dict[str, AttrSummary] = field(default_factory=dict)
+    init_assigns: dict[str, InitAssign] = field(default_factory=dict)
+    forward: ForwardSummary | None = None
+    assigns_layers: bool = False
+    """`__init__` sets `self.layers` (directly or by tuple unpacking)."""
+
+
+@dataclass(slots=True)
+class DictEntry:
+    key: str
+    module: str
+    cls: str
+
+
+@dataclass(slots=True)
+class DictLiteral:
+    """A module-level dict literal whose values are `(module, class)` string pairs."""
+
+    line: int
+    entries: list[DictEntry] = field(default_factory=list)
+    splats: list[str] = field(default_factory=list)
+    """Names merged in with `**name`, in order."""
+
+
+@dataclass(slots=True)
+class PlatformImport:
+    platform: str
+    local: str
+    ref: ImportRef
+    line: int
+
+
+@dataclass(slots=True)
+class FileSummary:
+    path: str
+    module: str
+    imports: dict[str, ImportRef] = field(default_factory=dict)
+    classes: dict[str, ClassSummary] = field(default_factory=dict)
+    aliases: dict[str, str] = field(default_factory=dict)
+    """Module-level `Name = other.Name` bindings (class aliases)."""
+    registry_dicts: dict[str, DictLiteral] = field(default_factory=dict)
+    platform_imports: list[PlatformImport] = field(default_factory=list)
+    """Imports chosen by `if current_platform.is_x(): ...` chains (vLLM's `vllm/models` tree)."""
+    version: str | None = None
+    """`__version__` when the file assigns it (vLLM's `_version.py`)."""
+    config_reads: list[str] = field(default_factory=list)
+    """Attribute names the file reads from config objects (`config.x`, `hf_config.x`)."""
+
+
+def to_json(obj: Any) -> Any:
+    """A summary as plain JSON data."""
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return {f.name: to_json(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+    if isinstance(obj, dict):
+        return {k: to_json(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [to_json(v) for v in obj]
+    return obj
+
+
+class SummaryFormatError(ValueError):
+    """Raised when JSON data does not have the shape of a summary (a corrupt or foreign cache)."""
+
+
+_HINTS: dict[type, dict[str, Any]] = {}
+
+
+def from_json(cls: type[T], data: Any) -> T:
+    """Rebuild a summary from `to_json` output, checking every field's type on the way."""
+    return _build(cls, data)
+
+
+def _build(tp: Any, data: Any) -> Any:
+    origin = typing.get_origin(tp)
+    if origin in (typing.Union, types.UnionType):
+        args = typing.get_args(tp)
+        if data is None and type(None) in args:
+            return None
+        (inner,) = [a for a in args if a is not type(None)]
+        return _build(inner, data)
+    if origin is list:
+        if not isinstance(data, list):
+            raise SummaryFormatError(f"expected a list, got {type(data).__name__}")
+        (item,) = typing.get_args(tp)
+        return [_build(item, v) for v in data]
+    if origin is dict:
+        if not isinstance(data, dict):
+            raise SummaryFormatError(f"expected an object, got {type(data).__name__}")
+        _, item = typing.get_args(tp)
+        return {str(k): _build(item, v) for k, v in data.items()}
+    if dataclasses.is_dataclass(tp):
+        if not isinstance(data, dict):
+            raise SummaryFormatError(f"expected an object for {tp.__name__}")
+        hints = _HINTS.get(tp)
+        if hints is None:
+            hints = _HINTS[tp] = typing.get_type_hints(tp)
+        kwargs = {}
+        for f in dataclasses.fields(tp):
+            if f.name in data:
+                kwargs[f.name] = _build(hints[f.name], data[f.name])
+            elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+                raise SummaryFormatError(f"{tp.__name__}.{f.name} is missing")
+        return tp(**kwargs)
+    if tp in (str, int, bool):
+        if type(data) is not tp:
+            raise SummaryFormatError(f"expected {tp.__name__}, got {type(data).__name__}")
+        return data
+    raise SummaryFormatError(f"unsupported type {tp!r}")

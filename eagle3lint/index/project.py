@@ -1,0 +1,280 @@
+"""The index of a whole source tree: summaries loaded on demand, names resolved across files.
+
+Summaries are loaded lazily, so `--arch X` reads only the files X needs. A full check first
+`preload`s the files it knows it will need, parsing cache misses in a process pool.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Iterator
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+import libcst as cst
+
+from eagle3lint.findings import InputError
+from eagle3lint.index.cache import SummaryCache, content_key
+from eagle3lint.index.extract import summarize
+from eagle3lint.index.model import ClassSummary, FileSummary
+from eagle3lint.sources.files import UnreadableSource, decode_source, read_source_bytes
+
+INLINE_PARSE_LIMIT = 6
+"""Below this many cache misses a process pool costs more than it saves."""
+
+
+@dataclass(frozen=True, slots=True)
+class ClassRef:
+    """A class found in the index, with the file that defines it."""
+
+    file: FileSummary
+    cls: ClassSummary
+
+    @property
+    def qualname(self) -> str:
+        return f"{self.file.module}.{self.cls.name}"
+
+    @property
+    def name(self) -> str:
+        return self.cls.name
+
+
+@dataclass(frozen=True, slots=True)
+class ExternalRef:
+    """A name that resolves outside the analysed trees (`torch.nn.Module`) or not at all."""
+
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class ModuleRef:
+    module: str
+
+
+Resolved = ClassRef | ExternalRef | ModuleRef
+
+
+@dataclass(frozen=True, slots=True)
+class SourceFile:
+    """A file of an analysed tree: absolute path, and path relative to its import root."""
+
+    path: Path
+    relpath: str
+
+
+def _parse_job(job: tuple[str, bytes, str]) -> tuple[str, FileSummary | None, str | None, int | None]:
+    """Worker: summarise one file. Returns (relpath, summary, error message, error line)."""
+    relpath, data, key = job
+    try:
+        summary = summarize(decode_source(data), relpath)
+    except UnreadableSource as exc:
+        return relpath, None, str(exc), None
+    except cst.ParserSyntaxError as exc:
+        return relpath, None, f"syntax error: {exc.message}", exc.raw_line
+    except RecursionError:
+        return relpath, None, "too deeply nested to analyse", None
+    return relpath, summary, key, None
+
+
+class ProjectIndex:
+    """Summaries of the files under one or more import roots, with name resolution."""
+
+    def __init__(
+        self, roots: Iterable[Path], cache: SummaryCache | None = None, jobs: int | None = None
+    ) -> None:
+        self.roots = [r.resolve() for r in roots]
+        self.cache = cache
+        self.jobs = jobs or os.cpu_count() or 1
+        self.errors: list[InputError] = []
+        self._by_module: dict[str, FileSummary | None] = {}
+        self._files: dict[str, SourceFile | None] = {}
+        self.parsed = 0
+        """How many files were parsed (not loaded from the cache): the cost of a run."""
+
+    # -- files ----------------------------------------------------------------------------
+    def source_file(self, module: str) -> SourceFile | None:
+        if module in self._files:
+            return self._files[module]
+        found = None
+        parts = module.split(".")
+        for root in self.roots:
+            for candidate in (root.joinpath(*parts).with_suffix(".py"), root.joinpath(*parts, "__init__.py")):
+                if candidate.is_file():
+                    found = SourceFile(candidate, candidate.relative_to(root).as_posix())
+                    break
+            if found:
+                break
+        self._files[module] = found
+        return found
+
+    def module_of(self, path: Path) -> str | None:
+        """Module name of a file under one of the roots."""
+        path = path.resolve()
+        for root in self.roots:
+            if path.is_relative_to(root):
+                rel = path.relative_to(root).as_posix()
+                parts = rel.removesuffix(".py").split("/")
+                if parts[-1] == "__init__":
+                    parts = parts[:-1]
+                module = ".".join(parts)
+                self._files.setdefault(module, SourceFile(path, rel))
+                return module
+        return None
+
+    def display_path(self, file: FileSummary) -> str:
+        source = self.source_file(file.module)
+        return str(source.path) if source else file.path
+
+    # -- summaries ------------------------------------------------------------------------
+    def summary(self, module: str) -> FileSummary | None:
+        if module not in self._by_module:
+            self.preload([module])
+        return self._by_module.get(module)
+
+    def preload(self, modules: Iterable[str]) -> None:
+        """Load the summaries of `modules`, parsing cache misses in parallel."""
+        jobs: list[tuple[str, bytes, str]] = []
+        pending: dict[str, str] = {}
+        for module in dict.fromkeys(modules):
+            if module in self._by_module:
+                continue
+            source = self.source_file(module)
+            self._by_module[module] = None
+            if source is None:
+                continue
+            try:
+                data = read_source_bytes(source.path)
+            except UnreadableSource as exc:
+                self.errors.append(InputError(str(source.path), str(exc), code="EAG902"))
+                continue
+            key = content_key(data, source.relpath)
+            cached = self.cache.load(key) if self.cache else None
+            if cached is not None:
+                self._by_module[module] = cached
+                continue
+            jobs.append((source.relpath, data, key))
+            pending[source.relpath] = module
+        for relpath, summary, detail, line in self._run(jobs):
+            module = pending[relpath]
+            if summary is None:
+                source = self.source_file(module)
+                code = "EAG901" if detail and detail.startswith("syntax") else "EAG902"
+                self.errors.append(
+                    InputError(str(source.path if source else relpath), detail or "", line, code)
+                )
+                continue
+            self.parsed += 1
+            self._by_module[module] = summary
+            if self.cache and detail:
+                self.cache.store(detail, summary)
+
+    def _run(self, jobs: list[tuple[str, bytes, str]]) -> Iterator[tuple[str, FileSummary | None, str | None, int | None]]:
+        if len(jobs) < INLINE_PARSE_LIMIT or self.jobs <= 1:
+            yield from map(_parse_job, jobs)
+            return
+        # Largest files first so one big file does not finish last on an idle pool.
+        jobs = sorted(jobs, key=lambda job: -len(job[1]))
+        with ProcessPoolExecutor(max_workers=min(self.jobs, len(jobs))) as pool:
+            yield from pool.map(_parse_job, jobs, chunksize=1)
+
+    def loaded(self) -> list[FileSummary]:
+        return [s for s in self._by_module.values() if s is not None]
+
+    # -- names ----------------------------------------------------------------------------
+    def resolve(self, module: str, name: str, _depth: int = 0) -> Resolved:
+        """What `name` means at the top level of `module` (following imports and aliases)."""
+        if _depth > 20:
+            return ExternalRef(f"{module}.{name}")
+        summary = self.summary(module)
+        if summary is None:
+            if self.source_file(f"{module}.{name}"):
+                return ModuleRef(f"{module}.{name}")
+            return ExternalRef(f"{module}.{name}")
+        if name in summary.classes:
+            return ClassRef(summary, summary.classes[name])
+        if name in summary.aliases and summary.aliases[name] != name:
+            return self.resolve_dotted(module, summary.aliases[name], _depth + 1)
+        ref = summary.imports.get(name)
+        if ref is None:
+            if self.source_file(f"{module}.{name}"):
+                return ModuleRef(f"{module}.{name}")
+            return ExternalRef(f"{module}.{name}")
+        if ref.name is None:
+            return ModuleRef(ref.module)
+        if self.source_file(f"{ref.module}.{ref.name}"):
+            return ModuleRef(f"{ref.module}.{ref.name}")
+        return self.resolve(ref.module, ref.name, _depth + 1)
+
+    def resolve_dotted(self, module: str, text: str, _depth: int = 0) -> Resolved:
+        """Resolve `a.b.C` as written in `module`."""
+        head, *rest = text.split(".")
+        current = self.resolve(module, head, _depth)
+        for part in rest:
+            if not isinstance(current, ModuleRef):
+                return ExternalRef(text)
+            current = self.resolve(current.module, part, _depth + 1)
+        if isinstance(current, ExternalRef):
+            return ExternalRef(text if current.text.endswith(text) else current.text)
+        return current
+
+    def variants(self, module: str, name: str) -> dict[str, ClassRef]:
+        """Per-platform classes a package picks with `if current_platform.is_x():` imports."""
+        summary = self.summary(module)
+        result: dict[str, ClassRef] = {}
+        if summary is None:
+            return result
+        for item in summary.platform_imports:
+            if item.local != name:
+                continue
+            target = (
+                self.resolve(item.ref.module, item.ref.name) if item.ref.name else ModuleRef("")
+            )
+            if isinstance(target, ClassRef):
+                result[item.platform] = target
+        return result
+
+    def bases(self, ref: ClassRef) -> list[ClassRef | ExternalRef]:
+        out: list[ClassRef | ExternalRef] = []
+        for base in ref.cls.bases:
+            target = self.resolve_dotted(ref.file.module, base.split("[")[0])
+            if isinstance(target, ClassRef) and target.qualname == ref.qualname:
+                target = ExternalRef(base)
+            out.append(target if not isinstance(target, ModuleRef) else ExternalRef(base))
+        return out
+
+    def mro(self, ref: ClassRef) -> list[ClassRef | ExternalRef]:
+        """C3 linearisation over resolved bases; external bases stay as opaque entries."""
+        return _c3(ref, self, set())
+
+
+def _c3(ref: ClassRef, index: ProjectIndex, seen: set[str]) -> list[ClassRef | ExternalRef]:
+    if ref.qualname in seen:
+        return [ref]
+    seen = seen | {ref.qualname}
+    sequences: list[list[ClassRef | ExternalRef]] = []
+    bases = index.bases(ref)
+    for base in bases:
+        sequences.append(_c3(base, index, seen) if isinstance(base, ClassRef) else [base])
+    sequences.append(list(bases))
+    result: list[ClassRef | ExternalRef] = [ref]
+
+    def key(item: ClassRef | ExternalRef) -> str:
+        return item.qualname if isinstance(item, ClassRef) else f"<external>{item.text}"
+
+    sequences = [s for s in sequences if s]
+    while sequences:
+        for seq in sequences:
+            head = seq[0]
+            if not any(key(head) in {key(x) for x in other[1:]} for other in sequences):
+                break
+        else:
+            # Inconsistent hierarchy (Python would refuse it); fall back to depth-first order.
+            head = sequences[0][0]
+        result.append(head)
+        sequences = [[x for x in s if key(x) != key(head)] for s in sequences]
+        sequences = [s for s in sequences if s]
+    unique: dict[str, ClassRef | ExternalRef] = {}
+    for item in result:
+        unique.setdefault(key(item), item)
+    return list(unique.values())

@@ -1,0 +1,140 @@
+"""The rule plugin API.
+
+A rule is a small class (in the spirit of Fixit 2): it declares the codes it can report with
+their names and defaults, carries examples of model code it must accept and reject, and turns
+one target into findings. Built-in rules and third-party packs register the same way, under the
+`eagle3lint.rules` entry-point group, pointing at a `Rule` subclass or a module with `RULES`.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from importlib.metadata import entry_points
+from typing import Any, ClassVar
+
+from eagle3lint.contract.model import Contract
+from eagle3lint.findings import Finding, Repair, Severity
+from eagle3lint.index.project import ClassRef, ProjectIndex
+from eagle3lint.targets import Target
+
+ENTRY_POINT_GROUP = "eagle3lint.rules"
+
+
+@dataclass(frozen=True, slots=True)
+class Code:
+    """One stable code a rule reports."""
+
+    code: str
+    name: str
+    summary: str
+    severity: Severity
+    fixable: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Example:
+    """Model code a rule is tested on (Fixit-style).
+
+    `source` becomes a model file inside a fixture tree of contract era `era` (a folder under
+    `fixtures/eras/`); `expect` lists the codes this rule must report for the classes the file
+    defines (empty: the example is valid for this rule).
+    """
+
+    source: str
+    era: str
+    expect: tuple[str, ...] = ()
+    model_type: str | None = None
+
+
+@dataclass
+class RuleContext:
+    """What a rule may consult besides the target."""
+
+    index: ProjectIndex
+    contract: Contract
+    model_type: str | None = None
+    hf_config: Mapping[str, Any] | None = None
+    hf_config_path: str | None = None
+    options: Mapping[str, Any] = field(default_factory=dict)
+
+    def path(self, ref: ClassRef) -> str:
+        return self.index.display_path(ref.file)
+
+
+class Rule:
+    """Base class of rule plugins."""
+
+    slug: ClassVar[str]
+    codes: ClassVar[tuple[Code, ...]]
+    valid: ClassVar[tuple[Example, ...]] = ()
+    invalid: ClassVar[tuple[Example, ...]] = ()
+    plugin: ClassVar[str] = "eagle3lint"
+
+    def __init__(self, options: Mapping[str, Any] | None = None) -> None:
+        self.options = dict(options or {})
+        self._codes = {c.code: c for c in self.codes}
+
+    def check(self, target: Target, ctx: RuleContext) -> Iterator[Finding]:
+        """Findings for one target."""
+        raise NotImplementedError
+
+    def report(
+        self,
+        code: str,
+        message: str,
+        path: str,
+        line: int,
+        column: int = 0,
+        *,
+        hint: str = "",
+        repair: Repair | None = None,
+        severity: Severity | None = None,
+    ) -> Finding:
+        spec = self._codes[code]
+        return Finding(
+            code=code,
+            rule=self.slug,
+            severity=severity or spec.severity,
+            message=message,
+            path=path,
+            line=line,
+            column=column,
+            hint=hint,
+            repair=repair,
+        )
+
+
+def load_rules() -> list[type[Rule]]:
+    """Rule classes of every installed plugin, built-ins first, in a stable order."""
+    found: dict[str, type[Rule]] = {}
+    for point in sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda p: p.name):
+        loaded = point.load()
+        classes = getattr(loaded, "RULES", None) if not isinstance(loaded, type) else [loaded]
+        for cls in classes or ():
+            if isinstance(cls, type) and issubclass(cls, Rule):
+                cls.plugin = point.dist.name if point.dist else point.name
+                found.setdefault(cls.slug, cls)
+    if not found:
+        # Running from a source checkout that was never installed: the built-ins still work.
+        for module in BUILTIN_MODULES:
+            for cls in importlib.import_module(module).RULES:
+                found.setdefault(cls.slug, cls)
+    return sorted(found.values(), key=lambda cls: (cls.plugin != "eagle3lint", cls.codes[0].code))
+
+
+BUILTIN_MODULES = (
+    "eagle3lint.rules.protocol_inheritance",
+    "eagle3lint.rules.aux_layer_methods",
+    "eagle3lint.rules.forward_taps",
+    "eagle3lint.rules.config_attr_names",
+    "eagle3lint.rules.target_gate",
+)
+
+
+def selected(code: str, select: list[str] | None, ignore: list[str] | None) -> bool:
+    """Prefix selection as ruff does it: `EAG1` selects or ignores the family."""
+    if select and not any(code.startswith(p) for p in select):
+        return False
+    return not (ignore and any(code.startswith(p) for p in ignore))

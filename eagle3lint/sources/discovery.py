@@ -1,0 +1,139 @@
+"""What the PATH arguments mean: which vLLM tree holds the contract, what is reported on."""
+
+from __future__ import annotations
+
+import importlib.util
+from dataclasses import dataclass, field
+from fnmatch import fnmatch
+from pathlib import Path
+
+from eagle3lint.sources.download import fetch_release
+
+
+class UsageError(Exception):
+    """Bad command-line input: exit code 2 with this message."""
+
+
+@dataclass
+class Workspace:
+    """The trees to index and the files to report on."""
+
+    vllm_dir: Path | None
+    """The `vllm` package folder whose contract applies (None: the newest known contract)."""
+    contract_source: str
+    extra_roots: list[Path] = field(default_factory=list)
+    """Folders of out-of-tree model files, indexed as import roots of their own."""
+    files: list[Path] = field(default_factory=list)
+    """Files given explicitly (or found under out-of-tree folders)."""
+    only_files: bool = False
+    """Report only findings located in `files` (pre-commit passes changed files)."""
+    missing: list[Path] = field(default_factory=list)
+
+    @property
+    def import_root(self) -> Path | None:
+        return self.vllm_dir.parent if self.vllm_dir else None
+
+
+def is_vllm_package(folder: Path) -> bool:
+    return (folder / "model_executor" / "models").is_dir()
+
+
+def enclosing_vllm(path: Path) -> Path | None:
+    """The vLLM package folder that contains `path`, walking up."""
+    for folder in [path, *path.parents] if path.is_dir() else path.parents:
+        if is_vllm_package(folder):
+            return folder
+    return None
+
+
+def installed_vllm() -> Path | None:
+    """The installed vLLM package folder, located without importing it."""
+    try:
+        spec = importlib.util.find_spec("vllm")
+    except (ImportError, ValueError):
+        return None
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    folder = Path(next(iter(spec.submodule_search_locations)))
+    return folder if is_vllm_package(folder) else None
+
+
+def python_files(folder: Path, exclude: list[str]) -> list[Path]:
+    files = []
+    for path in sorted(folder.rglob("*.py")):
+        rel = path.relative_to(folder).as_posix()
+        if not any(fnmatch(rel, pattern) or fnmatch(path.name, pattern) for pattern in exclude):
+            files.append(path)
+    return files
+
+
+def discover(
+    paths: list[Path],
+    vllm_version: str | None = None,
+    exclude: list[str] | None = None,
+    progress: bool = False,
+) -> Workspace:
+    """Interpret PATH arguments as the issue's forms; raise UsageError when none applies."""
+    exclude = exclude or []
+    if vllm_version and not paths:
+        return Workspace(fetch_release(vllm_version, progress=progress), f"vllm=={vllm_version}")
+    if not paths:
+        found = installed_vllm()
+        if found is None:
+            raise UsageError(
+                "no vLLM tree to check: pass a vLLM checkout or package folder, model files, or "
+                "--vllm X.Y.Z to check a release from PyPI (no installed vllm was found)."
+            )
+        return Workspace(found, "installed vLLM")
+
+    workspace = Workspace(None, "")
+    trees: set[Path] = set()
+    for raw in paths:
+        path = raw.expanduser()
+        if not path.exists():
+            workspace.missing.append(raw)
+            continue
+        path = path.resolve()
+        if path.is_dir() and is_vllm_package(path):
+            trees.add(path)
+            continue
+        if path.is_dir() and is_vllm_package(path / "vllm"):
+            trees.add(path / "vllm")
+            continue
+        tree = enclosing_vllm(path)
+        if tree is not None:
+            trees.add(tree)
+            workspace.only_files = True
+            workspace.files.extend(python_files(path, exclude) if path.is_dir() else [path])
+            continue
+        # Out-of-tree model code: its own import root, the contract from elsewhere.
+        root = path if path.is_dir() else path.parent
+        if root not in workspace.extra_roots:
+            workspace.extra_roots.append(root)
+        workspace.files.extend(python_files(path, exclude) if path.is_dir() else [path])
+    if len(trees) > 1:
+        raise UsageError(
+            "the paths belong to several vLLM trees ("
+            + ", ".join(sorted(str(t) for t in trees))
+            + "): check one tree at a time."
+        )
+    if trees:
+        workspace.vllm_dir = trees.pop()
+        workspace.contract_source = "tree"
+    elif workspace.extra_roots:
+        if vllm_version:
+            workspace.vllm_dir = fetch_release(vllm_version, progress=progress)
+            workspace.contract_source = f"vllm=={vllm_version}"
+        elif (found := installed_vllm()) is not None:
+            workspace.vllm_dir = found
+            workspace.contract_source = "installed vLLM"
+        else:
+            workspace.contract_source = "newest known"
+        if not workspace.files:
+            raise UsageError(
+                f"{', '.join(str(p) for p in paths)}: no vLLM tree (a folder holding "
+                "model_executor/models/) and no Python model files were found there."
+            )
+    elif not workspace.missing:
+        raise UsageError("nothing to check")
+    return workspace

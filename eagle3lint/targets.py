@@ -1,0 +1,240 @@
+"""Targets: the classes vLLM instantiates for each registered architecture, and what they hold.
+
+A target bundles what every rule needs: the class and its resolved MRO, the inner decoder that
+runs the layer loop, the language model of a multimodal wrapper, and the per-platform variants
+a `vllm/models/<family>` package chooses between.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from functools import cached_property
+
+from eagle3lint.contract.model import Contract
+from eagle3lint.index.model import DictLiteral, InitAssign, MethodSummary
+from eagle3lint.index.project import ClassRef, ExternalRef, ProjectIndex
+
+REGISTRY = "vllm.model_executor.models.registry"
+MODELS_PACKAGE = "vllm.model_executor.models"
+ENTRY_CLASS = re.compile(r"(ForCausalLM|ForConditionalGeneration|LMHeadModel)$")
+MAX_WRAPPER_DEPTH = 4
+
+
+@dataclass(frozen=True, slots=True)
+class RegistryEntry:
+    arch: str
+    module: str
+    cls: str
+
+
+def registered_architectures(index: ProjectIndex) -> list[RegistryEntry]:
+    """Every arch → (module, class) of the registry, following `**` merges of its dicts."""
+    summary = index.summary(REGISTRY)
+    if summary is None:
+        return []
+    dicts = summary.registry_dicts
+    merged = [name for name, literal in dicts.items() if literal.splats]
+    roots = [n for n in merged if not any(n in dicts[m].splats for m in merged)]
+    order: list[str] = []
+
+    def expand(name: str, seen: frozenset[str]) -> None:
+        literal: DictLiteral | None = dicts.get(name)
+        if literal is None or name in seen:
+            return
+        for splat in literal.splats:
+            expand(splat, seen | {name})
+        order.append(name)
+
+    for name in roots or list(dicts):
+        expand(name, frozenset())
+    entries: dict[str, RegistryEntry] = {}
+    for name in order:
+        for entry in dicts[name].entries:
+            module = entry.module if "." in entry.module else f"{MODELS_PACKAGE}.{entry.module}"
+            entries[entry.key] = RegistryEntry(entry.key, module, entry.cls)
+    return list(entries.values())
+
+
+@dataclass
+class Target:
+    """One architecture as vLLM would build it."""
+
+    arch: str
+    ref: ClassRef
+    index: ProjectIndex
+    contract: Contract
+    variant: str | None = None
+    """The platform this class is chosen for, when its package picks one per platform."""
+    variants: dict[str, ClassRef] = field(default_factory=dict)
+    registered: bool = True
+    depth: int = 0
+
+    @cached_property
+    def mro(self) -> list[ClassRef | ExternalRef]:
+        return self.index.mro(self.ref)
+
+    @cached_property
+    def mro_names(self) -> set[str]:
+        return {e.qualname if isinstance(e, ClassRef) else e.text for e in self.mro}
+
+    def inherits(self, qualname: str | None) -> bool:
+        return qualname is not None and qualname in self.mro_names
+
+    @cached_property
+    def implements_eagle3(self) -> bool:
+        """What vLLM's `supports_eagle3()` answers: every protocol member is on the class."""
+        if self.contract.protocol is None:
+            return False
+        if self.inherits(self.contract.protocol):
+            return True
+        return all(self.has_attribute(name) for name in self.contract.protocol_members)
+
+    def has_attribute(self, name: str) -> bool:
+        for entry in self.mro:
+            if isinstance(entry, ClassRef):
+                attr = entry.cls.attrs.get(name)
+                if name in entry.cls.methods or (attr is not None and attr.has_value):
+                    return True
+        return False
+
+    @property
+    def implements_eagle1(self) -> bool:
+        protocol = self.contract.protocol
+        return protocol is not None and self.inherits(protocol.replace("Eagle3", "Eagle"))
+
+    @property
+    def is_multimodal(self) -> bool:
+        return self.inherits(self.contract.multimodal_protocol)
+
+    def method(self, name: str) -> tuple[ClassRef, MethodSummary] | None:
+        """The implementation `name` resolves to through the MRO (protocol stubs included)."""
+        for entry in self.mro:
+            if isinstance(entry, ClassRef) and name in entry.cls.methods:
+                return entry, entry.cls.methods[name]
+        return None
+
+    def init_assign(self, attr: str) -> tuple[ClassRef, InitAssign] | None:
+        for entry in self.mro:
+            if isinstance(entry, ClassRef) and attr in entry.cls.init_assigns:
+                return entry, entry.cls.init_assigns[attr]
+        return None
+
+    def _built_class(self, attr: str) -> ClassRef | None:
+        """The class whose instance `__init__` stores in `self.<attr>`."""
+        found = self.init_assign(attr)
+        if found is None or found[1].callee is None:
+            return None
+        owner, assign = found
+        return resolve_callee(self, owner, assign.callee)
+
+    @cached_property
+    def inner_model(self) -> ClassRef | None:
+        """The decoder in `self.model` that runs the layer loop."""
+        return self._built_class("model")
+
+    @cached_property
+    def language_model(self) -> Target | None:
+        """For a multimodal wrapper: the model built in `self.language_model`."""
+        if self.depth >= MAX_WRAPPER_DEPTH:
+            return None
+        found = self.init_assign("language_model")
+        if found is None:
+            return None
+        owner, assign = found
+        ref: ClassRef | None = None
+        arch = assign.architectures[0] if assign.architectures else None
+        if arch is not None:
+            ref = class_for_arch(self.index, arch)
+        elif assign.callee is not None:
+            ref = resolve_callee(self, owner, assign.callee)
+        if ref is None:
+            return None
+        return Target(
+            arch or ref.name, ref, self.index, self.contract, registered=False, depth=self.depth + 1
+        )
+
+    @property
+    def decoder_owner(self) -> Target:
+        """The model whose `self.model` is the decoder: the language model of a wrapper."""
+        return self.language_model or self
+
+
+def resolve_callee(target: Target, owner: ClassRef, callee: str) -> ClassRef | None:
+    """A callee as written in `owner` (`Foo`, `self.model_cls`, `self._init_model`) → class."""
+    index = target.index
+    if callee.startswith("self."):
+        name = callee.removeprefix("self.")
+        for entry in target.mro:
+            if not isinstance(entry, ClassRef):
+                continue
+            attr = entry.cls.attrs.get(name)
+            if attr is not None and attr.value:
+                found = index.resolve_dotted(entry.file.module, attr.value)
+                return found if isinstance(found, ClassRef) else None
+            method = entry.cls.methods.get(name)
+            if method is not None and method.returns_call:
+                if method.returns_call.startswith("self."):
+                    return None
+                found = index.resolve_dotted(entry.file.module, method.returns_call)
+                return found if isinstance(found, ClassRef) else None
+        return None
+    found = index.resolve_dotted(owner.file.module, callee)
+    return found if isinstance(found, ClassRef) else None
+
+
+def class_for_arch(index: ProjectIndex, arch: str) -> ClassRef | None:
+    for entry in registered_architectures(index):
+        if entry.arch == arch:
+            found = index.resolve(entry.module, entry.cls)
+            return found if isinstance(found, ClassRef) else None
+    return None
+
+
+def build_targets(
+    index: ProjectIndex,
+    contract: Contract,
+    entries: list[RegistryEntry],
+    unresolved: list[RegistryEntry],
+) -> list[Target]:
+    """Targets for registry entries; entries whose class cannot be found go to `unresolved`."""
+    targets: list[Target] = []
+    for entry in entries:
+        variants = index.variants(entry.module, entry.cls)
+        if variants:
+            chosen = variants.get("cuda") or variants.get("default") or next(iter(variants.values()))
+            platform = next(p for p, ref in variants.items() if ref == chosen)
+            targets.append(
+                Target(entry.arch, chosen, index, contract, variant=platform, variants=variants)
+            )
+            continue
+        found = index.resolve(entry.module, entry.cls)
+        if isinstance(found, ClassRef):
+            targets.append(Target(entry.arch, found, index, contract))
+        else:
+            unresolved.append(entry)
+    return targets
+
+
+def file_targets(
+    index: ProjectIndex, contract: Contract, modules: list[str], known: set[str]
+) -> list[Target]:
+    """Model entry classes defined in the given files that the registry does not list."""
+    targets = []
+    for module in modules:
+        summary = index.summary(module)
+        if summary is None:
+            continue
+        for cls in summary.classes.values():
+            ref = ClassRef(summary, cls)
+            if ref.qualname in known:
+                continue
+            target = Target(cls.name, ref, index, contract, registered=False)
+            interfaces = contract.interfaces_module or ""
+            uses_interfaces = any(
+                isinstance(e, ClassRef) and e.file.module == interfaces and e.cls.is_protocol
+                for e in target.mro[1:]
+            )
+            if ENTRY_CLASS.search(cls.name) or (uses_interfaces and not cls.is_protocol):
+                targets.append(target)
+    return targets

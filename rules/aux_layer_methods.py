@@ -1,0 +1,220 @@
+"""EAG2xx aux-layer-methods: the methods the runner calls must really be implemented."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from eagle3lint.findings import Finding, Repair, Severity
+from eagle3lint.index.project import ClassRef
+from eagle3lint.rule import Code, Example, Rule, RuleContext
+from eagle3lint.rules.protocol_inheritance import repair_owner
+from eagle3lint.targets import Target
+
+
+def is_candidate(target: Target) -> bool:
+    """A target worth a to-do list: it claims EAGLE support or owns a decoder layer loop."""
+    owner = target.decoder_owner
+    if target.implements_eagle3 or owner.implements_eagle3 or target.implements_eagle1:
+        return True
+    inner = owner.inner_model
+    if inner is None:
+        return False
+    forward = _forward_of(owner, inner)
+    return forward is not None and bool(forward.loops)
+
+
+def _forward_of(target: Target, inner: ClassRef):  # noqa: ANN202 - ForwardSummary | None
+    for entry in target.index.mro(inner):
+        if isinstance(entry, ClassRef) and entry.cls.forward is not None:
+            return entry.cls.forward
+    return None
+
+
+class AuxLayerMethods(Rule):
+    slug = "aux-layer-methods"
+    codes = (
+        Code("EAG201", "missing-aux-method",
+             "A method the runner calls has no real implementation (only the protocol stub).",
+             Severity.ERROR, fixable=True),
+        Code("EAG202", "wrapper-not-delegating",
+             "A multimodal wrapper does not pass the aux-layer calls to its language model.",
+             Severity.ERROR, fixable=True),
+        Code("EAG203", "dead-override",
+             "A getter is defined under a name this release never calls.",
+             Severity.WARNING, fixable=True),
+        Code("EAG204", "inner-model-not-mixin",
+             "The protocol defaults need the inner model to be an EagleModelMixin with layers.",
+             Severity.ERROR, fixable=True),
+    )
+    valid = (
+        Example(
+            era="e2_stub",
+            source='''
+from torch import nn
+from .interfaces import SupportsEagle3
+class Methods2ForCausalLM(nn.Module, SupportsEagle3):
+    def set_aux_hidden_state_layers(self, layers):
+        self.model.aux_hidden_state_layers = layers
+    def get_eagle3_aux_hidden_state_layers(self):
+        return (2, 4, 6)
+''',
+        ),
+    )
+    invalid = (
+        Example(
+            era="e2_stub",
+            expect=("EAG201", "EAG201"),
+            source='''
+from torch import nn
+from .interfaces import SupportsEagle3
+class StubsForCausalLM(nn.Module, SupportsEagle3):
+    pass
+''',
+        ),
+        Example(
+            era="e3_mixin",
+            expect=("EAG203",),
+            source='''
+from torch import nn
+from .interfaces import SupportsEagle3
+class OldNameForCausalLM(nn.Module, SupportsEagle3):
+    def set_aux_hidden_state_layers(self, layers):
+        self.model.aux_hidden_state_layers = layers
+    def get_eagle3_aux_hidden_state_layers(self):
+        return (2, 4, 6)
+''',
+        ),
+    )
+
+    def check(self, target: Target, ctx: RuleContext) -> Iterator[Finding]:
+        if not is_candidate(target):
+            return
+        yield from self._dead_overrides(target, ctx)
+        if target.language_model is not None:
+            yield from self._wrapper(target, ctx)
+            yield from self._methods(target.language_model, ctx)
+        else:
+            yield from self._methods(target, ctx)
+
+    def _implementation(self, target: Target, name: str) -> tuple[ClassRef, bool] | None:
+        """Where `name` resolves and whether that is a real body (not a protocol stub)."""
+        found = target.method(name)
+        if found is None:
+            return None
+        ref, method = found
+        return ref, not method.is_stub
+
+    def _methods(self, target: Target, ctx: RuleContext) -> Iterator[Finding]:
+        contract = ctx.contract
+        owner = repair_owner(target)
+        owner_path = ctx.path(owner.ref)
+        for name in contract.required_methods:
+            found = self._implementation(target, name)
+            if found is None and name in contract.default_methods:
+                # Not a SupportsEagle3 yet (EAG101): once it is, the protocol default applies.
+                yield from self._default_needs(target, ctx, name)
+                continue
+            if found is not None and found[1]:
+                ref = found[0]
+                if ref.file.module == contract.interfaces_module and ref.cls.is_protocol:
+                    yield from self._default_needs(target, ctx, name)
+                continue
+            yield self.report(
+                "EAG201",
+                f"{target.ref.name} has no implementation of {name}() "
+                + ("(only the protocol's stub, which does nothing)" if found else "")
+                + ": the runner calls it to choose and set the aux hidden-state layers.",
+                ctx.path(target.ref), target.ref.cls.line, target.ref.cls.column,
+                hint=f"Define {name} on {owner.ref.name}, as the release's llama.py does.",
+                repair=Repair.make(
+                    "add-aux-methods", owner_path, cls=owner.ref.name, getter=contract.getter
+                ),
+            )
+
+    def _default_needs(self, target: Target, ctx: RuleContext, name: str) -> Iterator[Finding]:
+        """The protocol defaults assert `<model>.model` is an EagleModelMixin with `.layers`."""
+        contract = ctx.contract
+        inner = target.inner_model
+        if inner is None:
+            return
+        inner_mro = {e.qualname for e in target.index.mro(inner) if isinstance(e, ClassRef)}
+        needs_mixin = name == contract.setter and contract.mixin is not None
+        if needs_mixin and contract.mixin not in inner_mro:
+            yield self.report(
+                "EAG204",
+                f"{target.ref.name} relies on the protocol's default {name}(), which asserts that "
+                f"{inner.name} is an EagleModelMixin; it is not, so loading fails with an "
+                "AssertionError.",
+                ctx.path(inner), inner.cls.line, inner.cls.column,
+                hint=f"Make {inner.name} an EagleModelMixin (with its tap helper) or override "
+                f"{name} on {target.ref.name}.",
+                repair=Repair.make(
+                    "add-aux-methods",
+                    ctx.path(repair_owner(target).ref),
+                    cls=repair_owner(target).ref.name,
+                    getter=contract.getter,
+                ),
+            )
+        has_layers = any(
+            isinstance(e, ClassRef) and (e.cls.assigns_layers or "layers" in e.cls.attrs)
+            for e in target.index.mro(inner)
+        )
+        if name == contract.getter and not has_layers:
+            yield self.report(
+                "EAG204",
+                f"The default {name}() reads {inner.name}.layers, which {inner.name} never sets.",
+                ctx.path(inner), inner.cls.line, inner.cls.column,
+                hint=f"Override {name} on {target.ref.name}.",
+            )
+
+    def _wrapper(self, target: Target, ctx: RuleContext) -> Iterator[Finding]:
+        contract = ctx.contract
+        path = ctx.path(target.ref)
+        for name in contract.required_methods:
+            found = self._implementation(target, name)
+            if found is not None and found[1]:
+                continue
+            yield self.report(
+                "EAG202",
+                f"{target.ref.name} does not pass {name}() on to its language model "
+                f"{target.language_model.ref.name if target.language_model else ''}: the "
+                "protocol's stub is all the runner reaches.",
+                path, target.ref.cls.line, target.ref.cls.column,
+                hint="Delegate to self.language_model, as vLLM 0.18's Kimi-K2.5 wrapper does.",
+                repair=Repair.make(
+                    "add-delegating-methods", path, cls=target.ref.name, getter=contract.getter
+                ),
+            )
+
+    def _dead_overrides(self, target: Target, ctx: RuleContext) -> Iterator[Finding]:
+        contract = ctx.contract
+        if contract.protocol is None and not contract.getter:
+            return
+        seen: set[str] = set()
+        for candidate in (target, target.language_model):
+            if candidate is None:
+                continue
+            for entry in candidate.mro:
+                if not isinstance(entry, ClassRef) or entry.cls.is_protocol:
+                    continue
+                for name in contract.legacy_getters:
+                    method = entry.cls.methods.get(name)
+                    key = f"{entry.qualname}.{name}"
+                    if method is None or key in seen:
+                        continue
+                    seen.add(key)
+                    path = ctx.path(entry)
+                    can_rename = contract.getter not in entry.cls.methods
+                    yield self.report(
+                        "EAG203",
+                        f"{entry.name}.{name}() is never called by this vLLM release, which calls "
+                        f"{contract.getter}(): its layer choice is silently ignored.",
+                        path, method.line, method.column,
+                        hint=f"Rename it to {contract.getter}.",
+                        repair=Repair.make(
+                            "rename-method", path, cls=entry.name, old=name, new=contract.getter
+                        ) if can_rename else None,
+                    )
+
+
+RULES = [AuxLayerMethods]

@@ -1,0 +1,51 @@
+"""EAG5xx target-gate: the speculative config's model_type allow-list must accept the target."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from eagle3lint.findings import Finding, Repair, Severity
+from eagle3lint.rule import Code, Rule, RuleContext
+from eagle3lint.targets import Target
+
+
+class TargetGate(Rule):
+    slug = "target-gate"
+    codes = (
+        Code("EAG501", "model-type-rejected",
+             "The EAGLE-3 model_type allow-list rejects the target's text model_type.",
+             Severity.ERROR, fixable=True),
+        Code("EAG502", "model-type-gate",
+             "Lists what the allow-list accepts when the target's model_type is not known.",
+             Severity.INFO),
+    )
+
+    def check(self, target: Target, ctx: RuleContext) -> Iterator[Finding]:
+        gate = ctx.contract.gate
+        if gate is None:
+            return
+        accepted = ", ".join(repr(e) for e in gate.entries)
+        methods = "/".join(gate.methods) or "eagle3"
+        if ctx.model_type is None:
+            yield self.report(
+                "EAG502",
+                f"For method {methods} vLLM accepts a target only if its text config's "
+                f"model_type contains one of: {accepted}. Pass --hf-config or --model-type to "
+                f"check {target.arch}.",
+                gate.path, gate.line,
+            )
+            return
+        if gate.accepts(ctx.model_type):
+            return
+        yield self.report(
+            "EAG501",
+            f"model_type {ctx.model_type!r} matches none of {accepted}: vLLM rejects "
+            f"{target.arch} for {methods} when the speculative config is built "
+            f"('{methods.split('/')[0].capitalize()} is only supported for [...] models').",
+            gate.path, gate.line,
+            hint=f"Add {ctx.model_type!r} to {gate.variable or 'the allow-list'}.",
+            repair=Repair.make("add-gate-entry", gate.path, model_type=ctx.model_type),
+        )
+
+
+RULES = [TargetGate]
