@@ -20,6 +20,8 @@ from .errors import CodemodRefused
 
 LINE_LENGTH = 88
 INDENT = "    "
+# With `indent=True` (libcst's default) a blank line would carry the block's indentation.
+BLANK_LINE = cst.EmptyLine(indent=False)
 
 _Element = TypeVar("_Element", cst.Arg, cst.ImportAlias, cst.Element)
 

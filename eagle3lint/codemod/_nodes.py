@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import libcst as cst
 from libcst.helpers import get_full_name_for_node
 
@@ -29,12 +31,25 @@ def class_body(cls: cst.ClassDef) -> list[cst.BaseStatement]:
     return list(cls.body.body)
 
 
+def method_name(statement: cst.BaseStatement) -> str | None:
+    """The name of a `def` statement, None for any other statement."""
+    return statement.name.value if isinstance(statement, cst.FunctionDef) else None
+
+
+def method_index(body: Sequence[cst.BaseStatement], name: str) -> int | None:
+    """Where the method `name` is among a class's body statements, if it is there."""
+    return next((i for i, statement in enumerate(body) if method_name(statement) == name), None)
+
+
 def find_method(cls: cst.ClassDef, name: str) -> cst.FunctionDef | None:
     """The method `name` defined directly in the class body, if any."""
-    for statement in class_body(cls):
-        if isinstance(statement, cst.FunctionDef) and statement.name.value == name:
-            return statement
-    return None
+    body = class_body(cls)
+    index = method_index(body, name)
+    if index is None:
+        return None
+    method = body[index]
+    assert isinstance(method, cst.FunctionDef)
+    return method
 
 
 def with_body(cls: cst.ClassDef, body: list[cst.BaseStatement]) -> cst.ClassDef:

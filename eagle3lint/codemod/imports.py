@@ -8,6 +8,7 @@ import libcst as cst
 from libcst.helpers import get_full_name_for_node
 
 from ._layout import (
+    BLANK_LINE,
     bracketed,
     first_fitting,
     has_magic_comma,
@@ -155,7 +156,7 @@ def _added(module: cst.Module, name: str, from_module: str) -> cst.Module:
     else:
         # A new isort section, after every other import (or the docstring).
         index = imports[-1] + 1 if imports else _docstring_end(module)
-        body.insert(index, new.with_changes(leading_lines=[cst.EmptyLine()] if index else []))
+        body.insert(index, new.with_changes(leading_lines=[BLANK_LINE] if index else []))
     return module.with_changes(body=body)
 
 

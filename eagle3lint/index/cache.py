@@ -12,6 +12,7 @@ import hashlib
 import json
 import os
 import tempfile
+from functools import cache
 from pathlib import Path
 
 from eagle3lint import __version__
@@ -27,10 +28,21 @@ def default_cache_dir() -> Path:
     return Path(base) / "eagle3lint"
 
 
+@cache
+def extractor_fingerprint() -> str:
+    """A hash of the code that builds summaries, so any change to it invalidates the cache."""
+    digest = hashlib.blake2b(digest_size=12)
+    for module in ("extract.py", "model.py", "locate.py"):
+        digest.update((Path(__file__).parent / module).read_bytes())
+    return digest.hexdigest()
+
+
 def content_key(data: bytes, relpath: str) -> str:
     """The cache key of a file: what it holds and where it sits (module names come from it)."""
     digest = hashlib.blake2b(digest_size=20)
-    digest.update(f"{__version__}\0{SUMMARY_FORMAT}\0{relpath}\0".encode())
+    digest.update(
+        f"{__version__}\0{SUMMARY_FORMAT}\0{extractor_fingerprint()}\0{relpath}\0".encode()
+    )
     digest.update(data)
     return digest.hexdigest()
 

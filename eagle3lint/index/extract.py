@@ -31,6 +31,7 @@ from eagle3lint.index.model import (
 AUX_LAYERS_ATTR = "aux_hidden_state_layers"
 TAP_HELPER = "_maybe_add_hidden_state"
 _CODE = cst.Module(body=[])
+_MODULE_NAME = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*$")
 _CONFIG_READ = re.compile(r"\b(?:config|hf_config|text_config)\.([A-Za-z_]\w*)")
 
 
@@ -88,6 +89,8 @@ def summarize(source: str, relpath: str) -> FileSummary:
     module, is_package = module_name_for(relpath)
     builder = _FileBuilder(source, relpath, module, is_package)
     builder.walk(tree.body, platform=None)
+    if not builder.has_module_getattr:
+        builder.summary.lazy_exports.clear()
     return builder.summary
 
 
@@ -100,6 +103,7 @@ class _FileBuilder:
             path=relpath, module=module, config_reads=sorted(set(_CONFIG_READ.findall(source)))
         )
         self._last_line = 1
+        self.has_module_getattr = False
 
     # -- module level -------------------------------------------------------------------
     def walk(self, body: Sequence[cst.CSTNode], platform: str | None) -> None:
@@ -109,9 +113,13 @@ class _FileBuilder:
                     if isinstance(small, cst.Import | cst.ImportFrom):
                         self._import(small, platform)
                     elif isinstance(small, cst.Assign):
-                        self._assign(small)
+                        self._assign([t.target for t in small.targets], small.value)
+                    elif isinstance(small, cst.AnnAssign) and small.value is not None:
+                        self._assign([small.target], small.value)
             elif isinstance(stmt, cst.ClassDef):
                 self._class(stmt)
+            elif isinstance(stmt, cst.FunctionDef):
+                self.has_module_getattr |= stmt.name.value == "__getattr__"
             elif isinstance(stmt, cst.If):
                 self._if(stmt)
             elif isinstance(stmt, cst.Try):
@@ -169,11 +177,10 @@ class _FileBuilder:
             if platform in ("cuda", "default") or local not in self.summary.imports:
                 self.summary.imports[local] = ref
 
-    def _assign(self, node: cst.Assign) -> None:
-        names = [t.target.value for t in node.targets if isinstance(t.target, cst.Name)]
+    def _assign(self, targets: list[cst.BaseExpression], value: cst.BaseExpression) -> None:
+        names = [t.value for t in targets if isinstance(t, cst.Name)]
         if not names:
             return
-        value = node.value
         text = string_value(value)
         if text is not None and "__version__" in names:
             self.summary.version = text
@@ -182,11 +189,23 @@ class _FileBuilder:
             for name in names:
                 self.summary.aliases[name] = target
         if isinstance(value, cst.Dict):
+            self._lazy_exports(value)
             literal = _registry_dict(value)
             if literal is not None:
                 literal.line = self.locator.find("", names[0], self._last_line)[0]
                 for name in names:
                     self.summary.registry_dicts[name] = literal
+
+    def _lazy_exports(self, node: cst.Dict) -> None:
+        """`{"Name": "pkg.module"}` maps, which a module `__getattr__` uses to import lazily."""
+        pairs = {}
+        for element in node.elements:
+            if isinstance(element, cst.DictElement):
+                key, value = string_value(element.key), string_value(element.value)
+                if key is None or value is None or not _MODULE_NAME.match(value):
+                    return
+                pairs[key] = value
+        self.summary.lazy_exports.update(pairs)
 
     # -- classes ------------------------------------------------------------------------
     def _class(self, node: cst.ClassDef) -> None:

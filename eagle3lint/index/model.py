@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 
 T = TypeVar("T")
 
-SUMMARY_FORMAT = 3
+SUMMARY_FORMAT = 4
 """Bumped whenever the shape or meaning of a summary changes: old cache entries are then ignored."""
 
 
@@ -171,6 +171,8 @@ class FileSummary:
     """Imports chosen by `if current_platform.is_x(): ...` chains (vLLM's `vllm/models` tree)."""
     version: str | None = None
     """`__version__` when the file assigns it (vLLM's `_version.py`)."""
+    lazy_exports: dict[str, str] = field(default_factory=dict)
+    """Names a module-level `__getattr__` imports on first use, from a `{name: module}` dict."""
     config_reads: list[str] = field(default_factory=list)
     """Attribute names the file reads from config objects (`config.x`, `hf_config.x`)."""
 

@@ -196,6 +196,8 @@ class ProjectIndex:
         if name in summary.aliases and summary.aliases[name] != name:
             return self.resolve_dotted(module, summary.aliases[name], _depth + 1)
         ref = summary.imports.get(name)
+        if ref is None and name in summary.lazy_exports:
+            return self.resolve(summary.lazy_exports[name], name, _depth + 1)
         if ref is None:
             if self.source_file(f"{module}.{name}"):
                 return ModuleRef(f"{module}.{name}")

@@ -1,0 +1,196 @@
+"""Adding and renaming the EAGLE-3 methods of a model class."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import libcst as cst
+import libcst.matchers as m
+
+from ._layout import BLANK_LINE, parse_statement
+from ._nodes import (
+    class_body,
+    find_class,
+    find_method,
+    method_index,
+    method_name,
+    replace,
+    with_body,
+)
+from .errors import CodemodRefused
+
+SETTER = "set_aux_hidden_state_layers"
+
+
+def add_aux_methods(
+    module: cst.Module, class_name: str, *, getter_name: str, inner_attr: str = "model"
+) -> cst.Module:
+    """Give a causal-LM class the EAGLE-3 methods that reach into its decoder `self.<inner_attr>`.
+
+    Adds, as vLLM's llama.py and deepseek_v2.py do::
+
+        def set_aux_hidden_state_layers(self, layers: tuple[int, ...]) -> None:
+            self.model.aux_hidden_state_layers = layers
+
+        def <getter_name>(self) -> tuple[int, ...]:
+            num_layers = len(self.model.layers)
+            return (2, num_layers // 2, num_layers - 3)
+
+    `getter_name` is `get_eagle3_aux_hidden_state_layers` up to vLLM 0.17 and
+    `get_eagle3_default_aux_hidden_state_layers` from 0.18. They go after `__init__` and the
+    methods right after it that `__init__` calls as `self.name(...)` (`set_moe_parameters` in
+    deepseek_v2.py), or at the end of a class without `__init__`. A method already defined is
+    skipped; when only one of the two exists, the other is put next to it.
+
+    Refuses when the class is missing.
+    """
+    setter = f"""
+def {SETTER}(self, layers: tuple[int, ...]) -> None:
+    self.{inner_attr}.aux_hidden_state_layers = layers
+"""
+    getter = f"""
+def {getter_name}(self) -> tuple[int, ...]:
+    num_layers = len(self.{inner_attr}.layers)
+    return (2, num_layers // 2, num_layers - 3)
+"""
+    return _insert_pair(module, class_name, (SETTER, setter), (getter_name, getter), _after_init)
+
+
+def add_delegating_methods(
+    module: cst.Module,
+    class_name: str,
+    *,
+    getter_name: str,
+    language_model_attr: str = "language_model",
+) -> cst.Module:
+    """Give a multimodal wrapper EAGLE-3 methods that forward to its language model.
+
+    Adds, as vLLM 0.18's kimi_k25.py does::
+
+        def set_aux_hidden_state_layers(self, layers: tuple[int, ...]) -> None:
+            self.language_model.set_aux_hidden_state_layers(layers)
+
+        def <getter_name>(self) -> tuple[int, ...]:
+            return self.language_model.<getter_name>()
+
+    They go before `load_weights`, or at the end of the class without it. A method already
+    defined is skipped; when only one of the two exists, the other is put next to it.
+
+    Refuses when the class is missing.
+    """
+    setter = f"""
+def {SETTER}(self, layers: tuple[int, ...]) -> None:
+    self.{language_model_attr}.{SETTER}(layers)
+"""
+    getter = f"""
+def {getter_name}(self) -> tuple[int, ...]:
+    return self.{language_model_attr}.{getter_name}()
+"""
+    return _insert_pair(
+        module, class_name, (SETTER, setter), (getter_name, getter), _before_load_weights
+    )
+
+
+def rename_method(module: cst.Module, class_name: str, old: str, new: str) -> cst.Module:
+    """Rename the method `old` of `class_name` to `new`, with the class's own `self.old` uses.
+
+    Calls through other objects (`self.language_model.old()`) are left alone: they name another
+    class's method. Nothing changes when `old` is gone and `new` exists (already renamed).
+
+    Refuses when the class is missing, when it defines both names, or neither.
+    """
+    cls = find_class(module, class_name)
+    has_old = find_method(cls, old) is not None
+    has_new = find_method(cls, new) is not None
+    if has_old and has_new:
+        raise CodemodRefused(f"{class_name} already defines {new}; not renaming {old} onto it")
+    if not has_old:
+        if has_new:
+            return module
+        raise CodemodRefused(f"{class_name} defines no method {old!r} to rename")
+    renamed = cls.visit(_MethodRenamer(old, new))
+    assert isinstance(renamed, cst.ClassDef)
+    return replace(module, cls, renamed)
+
+
+class _MethodRenamer(cst.CSTTransformer):
+    """Renames `def old` directly in the class body and `self.old` anywhere in it."""
+
+    def __init__(self, old: str, new: str) -> None:
+        super().__init__()
+        self._old = old
+        self._new = new
+        self._depth = 0
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+        self._depth += 1
+        return True
+
+    def leave_FunctionDef(
+        self, original_node: cst.FunctionDef, updated_node: cst.FunctionDef
+    ) -> cst.FunctionDef:
+        self._depth -= 1
+        if self._depth == 0 and original_node.name.value == self._old:
+            return updated_node.with_changes(name=cst.Name(self._new))
+        return updated_node
+
+    def leave_Attribute(
+        self, original_node: cst.Attribute, updated_node: cst.Attribute
+    ) -> cst.Attribute:
+        if m.matches(original_node, m.Attribute(value=m.Name("self"), attr=m.Name(self._old))):
+            return updated_node.with_changes(attr=cst.Name(self._new))
+        return updated_node
+
+
+def _after_init(body: list[cst.BaseStatement]) -> int:
+    """Index after `__init__` and the methods right after it that it calls as `self.name(...)`."""
+    init = method_index(body, "__init__")
+    if init is None:
+        return len(body)
+    called = {
+        attribute.attr.value
+        for attribute in m.findall(body[init], m.Attribute(value=m.Name("self"), attr=m.Name()))
+        if isinstance(attribute, cst.Attribute)
+    }
+    index = init + 1
+    while index < len(body) and method_name(body[index]) in called:
+        index += 1
+    return index
+
+
+def _before_load_weights(body: list[cst.BaseStatement]) -> int:
+    index = method_index(body, "load_weights")
+    return len(body) if index is None else index
+
+
+def _insert_pair(
+    module: cst.Module,
+    class_name: str,
+    setter: tuple[str, str],
+    getter: tuple[str, str],
+    anchor: Callable[[list[cst.BaseStatement]], int],
+) -> cst.Module:
+    """Insert the setter and getter methods (name, code) that `class_name` does not define yet.
+
+    Both go at `anchor(body)`, setter first; when one of them exists, the other goes next to
+    it (the setter before the getter). Each new method is preceded by one blank line.
+    """
+    cls = find_class(module, class_name)
+    body = class_body(cls)
+    setter_index = method_index(body, setter[0])
+    getter_index = method_index(body, getter[0])
+    if setter_index is None and getter_index is None:
+        index, missing = anchor(body), [setter, getter]
+    elif setter_index is None:
+        index, missing = getter_index, [setter]
+    elif getter_index is None:
+        index, missing = setter_index + 1, [getter]
+    else:
+        return module
+    methods = [
+        parse_statement(module, code.lstrip("\n")).with_changes(
+            leading_lines=[BLANK_LINE] if index or position else []
+        )
+        for position, (_, code) in enumerate(missing)
+    ]
+    return replace(module, cls, with_body(cls, body[:index] + methods + body[index:]))
