@@ -172,6 +172,34 @@ def _emit(report, output_format: OutputFormat, *, quiet: bool, verbose: bool) ->
 
 
 @app.command()
+def fix(
+    paths: PathsArg = None,
+    vllm: VllmOpt = None,
+    arch: ArchOpt = None,
+    hf_config: HfConfigOpt = None,
+    model_type: ModelTypeOpt = None,
+    select: SelectOpt = None,
+    ignore: IgnoreOpt = None,
+    diff: Annotated[
+        bool, typer.Option("--diff", help="Print a unified diff; write nothing.")
+    ] = False,
+    jobs: JobsOpt = None,
+    no_cache: NoCacheOpt = False,
+    debug: DebugOpt = False,
+) -> None:
+    """Apply every fixable finding, then check again (exit 0 ready, 1 blockers remain)."""
+    with _guard(debug):
+        from eagle3lint.fixer import run_fix
+
+        options = _options(
+            paths, vllm, arch, hf_config, model_type, select, ignore, jobs, no_cache,
+            progress=sys.stderr.isatty(),
+        )
+        code = run_fix(options, diff=diff)
+    raise typer.Exit(code)
+
+
+@app.command()
 def rules() -> None:
     """List the rules: code, name, what it checks, fixable, plugin."""
     from rich.console import Console

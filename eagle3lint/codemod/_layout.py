@@ -114,15 +114,15 @@ def natural_key(text: str) -> tuple[str | int, ...]:
 
 
 def columns(
-    module: cst.Module, scope: cst.BaseCompoundStatement, scope_column: int
+    module: cst.Module, scope: cst.BaseCompoundStatement | None = None, scope_column: int = 0
 ) -> Callable[[cst.CSTNode], int]:
-    """Start column of nodes inside `scope`, a statement that starts at `scope_column`.
+    """Start column of nodes in `module`, or inside `scope`, a statement at `scope_column`.
 
-    Positions are computed on `scope` alone rather than on the whole file, which is the costly
+    Positions computed on `scope` alone save laying out the whole file, which is the costly
     part of libcst's position pass.
     """
-    wrapper = MetadataWrapper(module.with_changes(body=[scope]), unsafe_skip_copy=True)
-    positions = wrapper.resolve(PositionProvider)
+    root = module if scope is None else module.with_changes(body=[scope])
+    positions = MetadataWrapper(root, unsafe_skip_copy=True).resolve(PositionProvider)
     return lambda node: scope_column + positions[node].start.column
 
 

@@ -1,0 +1,48 @@
+"""Shared fixtures: real vLLM releases, fetched once through eagle3lint's own `--vllm` path."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from eagle3lint.index.cache import default_cache_dir
+from eagle3lint.sources.download import fetch_release
+
+REPO = Path(__file__).resolve().parent.parent
+FIXTURES = REPO / "fixtures"
+
+
+@pytest.fixture(scope="session")
+def release_cache() -> Path:
+    """Where releases are cached: the user's eagle3lint cache, shared across test runs."""
+    return default_cache_dir()
+
+
+@pytest.fixture(scope="session")
+def vllm_release(release_cache: Path) -> Callable[[str], Path]:
+    """`vllm_release("0.16.0")` → the release's `vllm/` folder (downloaded on first use)."""
+
+    def get(version: str) -> Path:
+        return fetch_release(version, release_cache)
+
+    return get
+
+
+@pytest.fixture
+def release_copy(vllm_release: Callable[[str], Path], tmp_path: Path) -> Callable[[str], Path]:
+    """A writable copy of a release's `vllm/` folder, for tests that rewrite files."""
+
+    def copy(version: str) -> Path:
+        target = tmp_path / version / "vllm"
+        shutil.copytree(vllm_release(version), target)
+        return target
+
+    return copy
+
+
+@pytest.fixture(autouse=True)
+def _plain_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("NO_COLOR", "1")
