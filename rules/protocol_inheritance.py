@@ -31,7 +31,7 @@ class ProtocolInheritance(Rule):
              "A multimodal wrapper is not a SupportsEagle3 although its language model can be.",
              Severity.ERROR, fixable=True),
         Code("EAG103", "language-model-missing-supports-eagle3",
-             "A wrapper is a SupportsEagle3 but the language model it delegates to is not.",
+             "The language model a multimodal wrapper delegates to is not a SupportsEagle3.",
              Severity.ERROR, fixable=True),
         Code("EAG104", "platform-variant-differs",
              "A platform variant of the architecture answers supports_eagle3() differently.",
@@ -99,14 +99,14 @@ class OnlyEagleForCausalLM(nn.Module, SupportsEagle):
                         "add-protocol-base", ctx.path(owner.ref), cls=owner.ref.name
                     ),
                 )
-        elif language_model is not None and not language_model.implements_eagle3:
+        if language_model is not None and not language_model.implements_eagle3:
             lm = language_model.ref
             owner = repair_owner(language_model)
             yield self.report(
                 "EAG103",
-                f"{cls.name} is a SupportsEagle3 but its language model {lm.name} is not: the "
-                "aux-layer calls it delegates have nothing to reach.",
-                path, cls.line, cls.column,
+                f"The language model {lm.name} of {cls.name} is not a SupportsEagle3: the "
+                "aux-layer calls the wrapper delegates have nothing to reach.",
+                ctx.path(lm), lm.cls.line, lm.cls.column,
                 hint=f"Make {owner.ref.name} a SupportsEagle3.",
                 repair=Repair.make("add-protocol-base", ctx.path(owner.ref), cls=owner.ref.name),
             )
