@@ -8,7 +8,7 @@ from typing import Any
 
 from eagle3lint.findings import Finding, Repair, Severity
 from eagle3lint.index.project import ClassRef
-from eagle3lint.rule import Code, Rule, RuleContext
+from eagle3lint.rule import Code, Example, Rule, RuleContext
 from eagle3lint.targets import Target
 
 CONFIGS_PACKAGE = "vllm.transformers_utils.configs"
@@ -58,6 +58,32 @@ class ConfigAttrNames(Rule):
         Code("EAG403", "image-token-attr-mismatch",
              "The model and the proposer read the image token from different attributes.",
              Severity.WARNING),
+    )
+
+    valid = (
+        Example(
+            era="e2_stub",
+            source='''
+from torch import nn
+from vllm.transformers_utils.configs.good_vl import GoodVLConfig
+from .interfaces import SupportsMultiModal
+class GoodVLForConditionalGeneration(nn.Module, SupportsMultiModal):
+    pass
+''',
+        ),
+    )
+    invalid = (
+        Example(
+            era="e2_stub",
+            expect=("EAG401",),
+            source='''
+from torch import nn
+from vllm.transformers_utils.configs.kimi_like import KimiLikeConfig
+from .interfaces import SupportsMultiModal
+class MediaVLForConditionalGeneration(nn.Module, SupportsMultiModal):
+    pass
+''',
+        ),
     )
 
     def check(self, target: Target, ctx: RuleContext) -> Iterator[Finding]:

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
+from typing import Any, ClassVar
 
 from eagle3lint.findings import Finding, Repair, Severity
 from eagle3lint.index.model import ForwardSummary
@@ -46,6 +47,10 @@ class ForwardTaps(Rule):
         Code("EAG308", "decoder-not-found",
              "The inner decoder (`self.model`) could not be resolved.", Severity.WARNING),
     )
+    option_help: ClassVar[Mapping[str, str]] = {
+        "aux-layers": "The layer ids your drafters request (eagle_aux_hidden_state_layer_ids). "
+        "EAG305 is then reported only if 0 is among them, and as an error.",
+    }
     valid = (
         Example(
             era="e2_stub",
@@ -94,6 +99,19 @@ class NoTapForCausalLM(nn.Module, SupportsEagle3):
 ''',
         ),
     )
+
+    @classmethod
+    def validate_options(cls, options: Mapping[str, Any]) -> None:
+        super().validate_options(options)
+        layers = options.get("aux-layers")
+        if layers is not None and not (
+            isinstance(layers, list)
+            and all(isinstance(i, int) and not isinstance(i, bool) and i >= 0 for i in layers)
+        ):
+            raise ValueError(
+                f"rule {cls.slug}: aux-layers must be a list of layer ids (integers >= 0), "
+                f"not {layers!r}"
+            )
 
     def check(self, target: Target, ctx: RuleContext) -> Iterator[Finding]:
         if not is_candidate(target):
@@ -178,16 +196,22 @@ class NoTapForCausalLM(nn.Module, SupportsEagle3):
                     hint="Use enumerate(islice(self.layers, self.start_layer, self.end_layer), "
                     "start=self.start_layer).",
                 )
-        for tap in taps:
-            if not tap.residual_guarded:
-                yield self.report(
-                    "EAG305",
-                    f"The tap captures `{tap.value_expr}`, but residual is None entering the first "
-                    "layer on the first rank: requesting layer 0 raises TypeError.",
-                    path, tap.line, tap.column,
-                    hint="Capture `hidden_states + residual if residual is not None else "
-                    "hidden_states`.",
-                )
+        requested = self.options.get("aux-layers")
+        # Known requested ids settle EAG305: without layer 0 the None residual is never added,
+        # with it the TypeError is certain.
+        if requested is None or 0 in requested:
+            severity = None if requested is None else Severity.ERROR
+            for tap in taps:
+                if not tap.residual_guarded:
+                    yield self.report(
+                        "EAG305",
+                        f"The tap captures `{tap.value_expr}`, but residual is None entering the "
+                        "first layer on the first rank: requesting layer 0 raises TypeError.",
+                        path, tap.line, tap.column,
+                        hint="Capture `hidden_states + residual if residual is not None else "
+                        "hidden_states`.",
+                        severity=severity,
+                    )
         if all(t.before_layer for t in taps):
             yield self.report(
                 "EAG306",
