@@ -116,8 +116,6 @@ def run_check(options: CheckOptions, rules: Iterable[type[Rule]] | None = None) 
 
     file_modules = [m for f in workspace.files if (m := index.module_of(f)) is not None]
     entries = registered_architectures(index) if workspace.vllm_dir else []
-    if options.archs and workspace.only_files:
-        pass
     chosen = _choose_entries(entries, options.archs) if entries or options.archs else []
     if not options.archs and not workspace.only_files:
         index.preload([e.module for e in chosen])
@@ -146,6 +144,10 @@ def run_check(options: CheckOptions, rules: Iterable[type[Rule]] | None = None) 
         model_type=model_type,
         hf_config=hf_config,
         hf_config_path=str(options.hf_config) if options.hf_config else None,
+        hf_architectures=tuple(
+            a for a in (hf_config or {}).get("architectures") or () if isinstance(a, str)
+        ),
+        explicit_model_type=options.model_type is not None,
     )
     rule_objects = [
         cls(options.rule_options.get(cls.slug)) for cls in (rules or load_rules())

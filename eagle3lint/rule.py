@@ -23,6 +23,22 @@ ENTRY_POINT_GROUP = "eagle3lint.rules"
 
 
 @dataclass(frozen=True, slots=True)
+class Explanation:
+    """The long form of a code: `eagle3lint explain CODE` and `docs/rules/CODE.md` show it."""
+
+    runtime: str
+    """What vLLM does at run time that the code is about."""
+    error: str
+    """The exact error vLLM raises, or what goes wrong silently."""
+    releases: str
+    """The vLLM releases affected."""
+    example: str
+    """Model code that gets the code reported."""
+    fix: str
+    """The same code, fixed."""
+
+
+@dataclass(frozen=True, slots=True)
 class Code:
     """One stable code a rule reports."""
 
@@ -31,6 +47,7 @@ class Code:
     summary: str
     severity: Severity
     fixable: bool = False
+    explain: Explanation | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,8 +76,26 @@ class RuleContext:
     hf_config_path: str | None = None
     options: Mapping[str, Any] = field(default_factory=dict)
 
+    hf_architectures: tuple[str, ...] = ()
+    """The `architectures` of --hf-config: its facts apply to these targets only."""
+    explicit_model_type: bool = False
+
     def path(self, ref: ClassRef) -> str:
         return self.index.display_path(ref.file)
+
+    def describes(self, target: Target) -> bool:
+        """Whether --hf-config is the config of this target (or names no architecture)."""
+        return not self.hf_architectures or bool(
+            {target.arch, target.ref.name} & set(self.hf_architectures)
+        )
+
+    def config_for(self, target: Target) -> Mapping[str, Any] | None:
+        return self.hf_config if self.describes(target) else None
+
+    def model_type_for(self, target: Target) -> str | None:
+        if self.explicit_model_type or self.describes(target):
+            return self.model_type
+        return None
 
 
 class Rule:
@@ -71,10 +106,23 @@ class Rule:
     valid: ClassVar[tuple[Example, ...]] = ()
     invalid: ClassVar[tuple[Example, ...]] = ()
     plugin: ClassVar[str] = "eagle3lint"
+    option_help: ClassVar[Mapping[str, str]] = {}
+    """The options `[tool.eagle3lint.rules.<slug>]` may set, with what each one does."""
 
     def __init__(self, options: Mapping[str, Any] | None = None) -> None:
+        self.validate_options(options or {})
         self.options = dict(options or {})
         self._codes = {c.code: c for c in self.codes}
+
+    @classmethod
+    def validate_options(cls, options: Mapping[str, Any]) -> None:
+        """Raise ValueError for an option the rule does not declare; rules add value checks."""
+        unknown = sorted(set(options) - set(cls.option_help))
+        if unknown:
+            known = ", ".join(sorted(cls.option_help)) or "none"
+            raise ValueError(
+                f"rule {cls.slug} has no option {', '.join(unknown)} (its options: {known})"
+            )
 
     def check(self, target: Target, ctx: RuleContext) -> Iterator[Finding]:
         """Findings for one target."""

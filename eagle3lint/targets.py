@@ -202,8 +202,10 @@ def build_targets(
     for entry in entries:
         variants = index.variants(entry.module, entry.cls)
         if variants:
-            chosen = variants.get("cuda") or variants.get("default") or next(iter(variants.values()))
-            platform = next(p for p, ref in variants.items() if ref == chosen)
+            platform = next(
+                (p for p in ("cuda", "default") if p in variants), next(iter(variants))
+            )
+            chosen = variants[platform]
             targets.append(
                 Target(entry.arch, chosen, index, contract, variant=platform, variants=variants)
             )

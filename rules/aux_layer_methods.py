@@ -134,7 +134,7 @@ class OldNameForCausalLM(nn.Module, SupportsEagle3):
     def _default_needs(self, target: Target, ctx: RuleContext, name: str) -> Iterator[Finding]:
         """The protocol defaults assert `<model>.model` is an EagleModelMixin with `.layers`."""
         contract = ctx.contract
-        inner = target.inner_model
+        inner = target.decoder_owner.inner_model
         if inner is None:
             return
         inner_mro = {e.qualname for e in target.index.mro(inner) if isinstance(e, ClassRef)}
@@ -171,15 +171,26 @@ class OldNameForCausalLM(nn.Module, SupportsEagle3):
         contract = ctx.contract
         path = ctx.path(target.ref)
         for name in contract.required_methods:
-            found = self._implementation(target, name)
-            if (found is not None and found[1]) or (found is None and name in contract.default_methods):
-                # A real body, or the protocol default the wrapper gains with SupportsEagle3.
+            found = target.method(name)
+            if found is None and name in contract.default_methods:
+                # Gains the protocol default with SupportsEagle3 (EAG102): check what it needs.
+                yield from self._default_needs(target, ctx, name)
                 continue
+            if found is not None and not found[1].is_stub:
+                ref, method = found
+                if ref.file.module == contract.interfaces_module and ref.cls.is_protocol:
+                    yield from self._default_needs(target, ctx, name)
+                    continue
+                reaches = (method.delegates_to or "").startswith("language_model") or any(
+                    a.startswith("language_model.") for a in method.self_attr_assigns
+                )
+                if name != contract.setter or reaches or "get_language_model" in method.calls_self:
+                    continue
             yield self.report(
                 "EAG202",
                 f"{target.ref.name} does not pass {name}() on to its language model "
                 f"{target.language_model.ref.name if target.language_model else ''}: the "
-                "protocol's stub is all the runner reaches.",
+                "decoder's aux layers are never set and the runner gets a bare tensor.",
                 path, target.ref.cls.line, target.ref.cls.column,
                 hint="Delegate to self.language_model, as vLLM 0.18's Kimi-K2.5 wrapper does.",
                 repair=Repair.make(

@@ -107,10 +107,11 @@ class MediaVLForConditionalGeneration(nn.Module, SupportsMultiModal):
         )
         available: set[str] | None = None
         source = ""
-        if ctx.hf_config is not None:
-            if json_has(ctx.hf_config, attribute):
+        hf_config = ctx.config_for(target)
+        if hf_config is not None:
+            if json_has(hf_config, attribute):
                 return
-            available = {k for k in ctx.hf_config if isinstance(k, str)}
+            available = {k for k in hf_config if isinstance(k, str)}
             source = f"{ctx.hf_config_path or 'the given config.json'}"
         else:
             classes = config_classes(target)

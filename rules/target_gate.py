@@ -47,7 +47,8 @@ class TargetGate(Rule):
         # message and the repair point at the gate itself.
         path, cls = ctx.path(target.ref), target.ref.cls
         where = f"{gate.path}:{gate.line}"
-        if ctx.model_type is None:
+        model_type = ctx.model_type_for(target)
+        if model_type is None:
             yield self.report(
                 "EAG502",
                 f"For method {methods} vLLM accepts a target only if its text config's "
@@ -56,17 +57,17 @@ class TargetGate(Rule):
                 path, cls.line, cls.column,
             )
             return
-        if gate.accepts(ctx.model_type):
+        if gate.accepts(model_type):
             return
         yield self.report(
             "EAG501",
-            f"model_type {ctx.model_type!r} matches none of {accepted}: vLLM rejects "
+            f"model_type {model_type!r} matches none of {accepted}: vLLM rejects "
             f"{target.arch} for {methods} when the speculative config is built "
             f"('{methods.split('/')[0].capitalize()} is only supported for [...] models', "
             f"{where}).",
             path, cls.line, cls.column,
-            hint=f"Add {ctx.model_type!r} to {gate.variable or 'the allow-list'}.",
-            repair=Repair.make("add-gate-entry", gate.path, model_type=ctx.model_type),
+            hint=f"Add {model_type!r} to {gate.variable or 'the allow-list'}.",
+            repair=Repair.make("add-gate-entry", gate.path, model_type=model_type),
         )
 
 
