@@ -149,9 +149,7 @@ def run_check(options: CheckOptions, rules: Iterable[type[Rule]] | None = None) 
         ),
         explicit_model_type=options.model_type is not None,
     )
-    rule_objects = [
-        cls(options.rule_options.get(cls.slug)) for cls in (rules or load_rules())
-    ]
+    rule_objects = [cls(options.rule_options.get(cls.slug)) for cls in (rules or load_rules())]
     report_paths = {str(p.resolve()) for p in workspace.files} if workspace.only_files else None
     results = []
     for target in targets:
@@ -191,7 +189,7 @@ def _run_rules(
     for rule in rules:
         try:
             produced = list(rule.check(target, ctx))
-        except Exception as exc:  # noqa: BLE001 - a plugin's bug must not stop the other rules
+        except Exception as exc:
             produced = [
                 Finding(
                     code="EAG903",
@@ -203,9 +201,7 @@ def _run_rules(
                     line=target.ref.cls.line,
                 )
             ]
-        findings += [
-            f for f in produced if selected(f.code, options.select, options.ignore)
-        ]
+        findings += [f for f in produced if selected(f.code, options.select, options.ignore)]
     unique: dict[tuple[str, str, int, str], Finding] = {}
     for finding in findings:
         unique.setdefault((finding.code, finding.path, finding.line, finding.message), finding)

@@ -28,7 +28,7 @@ class Repair:
     params: tuple[tuple[str, str], ...] = ()
 
     @classmethod
-    def make(repair_cls, kind: str, path: str, **params: str) -> Repair:  # noqa: N804
+    def make(repair_cls, kind: str, path: str, **params: str) -> Repair:
         return repair_cls(kind, path, tuple(sorted(params.items())))
 
     def get(self, key: str, default: str = "") -> str:

@@ -99,7 +99,9 @@ def rewrite(path: Path, repairs: list[Repair]) -> FileEdit:
     try:
         compile(new, str(path), "exec", dont_inherit=True)
     except (SyntaxError, ValueError) as exc:
-        edit.refused += [(r, f"the rewrite would not compile ({exc}); left unchanged") for r in edit.applied]
+        edit.refused += [
+            (r, f"the rewrite would not compile ({exc}); left unchanged") for r in edit.applied
+        ]
         edit.applied = []
         return edit
     edit.new = new

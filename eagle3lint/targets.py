@@ -202,9 +202,7 @@ def build_targets(
     for entry in entries:
         variants = index.variants(entry.module, entry.cls)
         if variants:
-            platform = next(
-                (p for p in ("cuda", "default") if p in variants), next(iter(variants))
-            )
+            platform = next((p for p in ("cuda", "default") if p in variants), next(iter(variants)))
             chosen = variants[platform]
             targets.append(
                 Target(entry.arch, chosen, index, contract, variant=platform, variants=variants)

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from eagle3lint.rules.protocol_inheritance import repair_owner
+
 from eagle3lint.findings import Finding, Repair, Severity
 from eagle3lint.index.project import ClassRef
 from eagle3lint.rule import Code, Example, Rule, RuleContext
-from eagle3lint.rules.protocol_inheritance import repair_owner
 from eagle3lint.targets import Target
 
 
@@ -23,7 +24,7 @@ def is_candidate(target: Target) -> bool:
     return forward is not None and bool(forward.loops)
 
 
-def _forward_of(target: Target, inner: ClassRef):  # noqa: ANN202 - ForwardSummary | None
+def _forward_of(target: Target, inner: ClassRef):
     for entry in target.index.mro(inner):
         if isinstance(entry, ClassRef) and entry.cls.forward is not None:
             return entry.cls.forward
@@ -33,23 +34,39 @@ def _forward_of(target: Target, inner: ClassRef):  # noqa: ANN202 - ForwardSumma
 class AuxLayerMethods(Rule):
     slug = "aux-layer-methods"
     codes = (
-        Code("EAG201", "missing-aux-method",
-             "A method the runner calls has no real implementation (only the protocol stub).",
-             Severity.ERROR, fixable=True),
-        Code("EAG202", "wrapper-not-delegating",
-             "A multimodal wrapper does not pass the aux-layer calls to its language model.",
-             Severity.ERROR, fixable=True),
-        Code("EAG203", "dead-override",
-             "A getter is defined under a name this release never calls.",
-             Severity.WARNING, fixable=True),
-        Code("EAG204", "inner-model-not-mixin",
-             "The protocol defaults need the inner model to be an EagleModelMixin with layers.",
-             Severity.ERROR, fixable=True),
+        Code(
+            "EAG201",
+            "missing-aux-method",
+            "A method the runner calls has no real implementation (only the protocol stub).",
+            Severity.ERROR,
+            fixable=True,
+        ),
+        Code(
+            "EAG202",
+            "wrapper-not-delegating",
+            "A multimodal wrapper does not pass the aux-layer calls to its language model.",
+            Severity.ERROR,
+            fixable=True,
+        ),
+        Code(
+            "EAG203",
+            "dead-override",
+            "A getter is defined under a name this release never calls.",
+            Severity.WARNING,
+            fixable=True,
+        ),
+        Code(
+            "EAG204",
+            "inner-model-not-mixin",
+            "The protocol defaults need the inner model to be an EagleModelMixin with layers.",
+            Severity.ERROR,
+            fixable=True,
+        ),
     )
     valid = (
         Example(
             era="e2_stub",
-            source='''
+            source="""
 from torch import nn
 from .interfaces import SupportsEagle3
 class Methods2ForCausalLM(nn.Module, SupportsEagle3):
@@ -57,24 +74,24 @@ class Methods2ForCausalLM(nn.Module, SupportsEagle3):
         self.model.aux_hidden_state_layers = layers
     def get_eagle3_aux_hidden_state_layers(self):
         return (2, 4, 6)
-''',
+""",
         ),
     )
     invalid = (
         Example(
             era="e2_stub",
             expect=("EAG201", "EAG201"),
-            source='''
+            source="""
 from torch import nn
 from .interfaces import SupportsEagle3
 class StubsForCausalLM(nn.Module, SupportsEagle3):
     pass
-''',
+""",
         ),
         Example(
             era="e3_mixin",
             expect=("EAG203",),
-            source='''
+            source="""
 from torch import nn
 from .interfaces import SupportsEagle3
 class OldNameForCausalLM(nn.Module, SupportsEagle3):
@@ -82,7 +99,7 @@ class OldNameForCausalLM(nn.Module, SupportsEagle3):
         self.model.aux_hidden_state_layers = layers
     def get_eagle3_aux_hidden_state_layers(self):
         return (2, 4, 6)
-''',
+""",
         ),
     )
 
@@ -124,7 +141,9 @@ class OldNameForCausalLM(nn.Module, SupportsEagle3):
                 f"{target.ref.name} has no implementation of {name}() "
                 + ("(only the protocol's stub, which does nothing)" if found else "")
                 + ": the runner calls it to choose and set the aux hidden-state layers.",
-                ctx.path(target.ref), target.ref.cls.line, target.ref.cls.column,
+                ctx.path(target.ref),
+                target.ref.cls.line,
+                target.ref.cls.column,
                 hint=f"Define {name} on {owner.ref.name}, as the release's llama.py does.",
                 repair=Repair.make(
                     "add-aux-methods", owner_path, cls=owner.ref.name, getter=contract.getter
@@ -145,7 +164,9 @@ class OldNameForCausalLM(nn.Module, SupportsEagle3):
                 f"{target.ref.name} relies on the protocol's default {name}(), which asserts that "
                 f"{inner.name} is an EagleModelMixin; it is not, so loading fails with an "
                 "AssertionError.",
-                ctx.path(inner), inner.cls.line, inner.cls.column,
+                ctx.path(inner),
+                inner.cls.line,
+                inner.cls.column,
                 hint=f"Make {inner.name} an EagleModelMixin (with its tap helper) or override "
                 f"{name} on {target.ref.name}.",
                 repair=Repair.make(
@@ -163,7 +184,9 @@ class OldNameForCausalLM(nn.Module, SupportsEagle3):
             yield self.report(
                 "EAG204",
                 f"The default {name}() reads {inner.name}.layers, which {inner.name} never sets.",
-                ctx.path(inner), inner.cls.line, inner.cls.column,
+                ctx.path(inner),
+                inner.cls.line,
+                inner.cls.column,
                 hint=f"Override {name} on {target.ref.name}.",
             )
 
@@ -191,7 +214,9 @@ class OldNameForCausalLM(nn.Module, SupportsEagle3):
                 f"{target.ref.name} does not pass {name}() on to its language model "
                 f"{target.language_model.ref.name if target.language_model else ''}: the "
                 "decoder's aux layers are never set and the runner gets a bare tensor.",
-                path, target.ref.cls.line, target.ref.cls.column,
+                path,
+                target.ref.cls.line,
+                target.ref.cls.column,
                 hint="Delegate to self.language_model, as vLLM 0.18's Kimi-K2.5 wrapper does.",
                 repair=Repair.make(
                     "add-delegating-methods", path, cls=target.ref.name, getter=contract.getter
@@ -221,11 +246,15 @@ class OldNameForCausalLM(nn.Module, SupportsEagle3):
                         "EAG203",
                         f"{entry.name}.{name}() is never called by this vLLM release, which calls "
                         f"{contract.getter}(): its layer choice is silently ignored.",
-                        path, method.line, method.column,
+                        path,
+                        method.line,
+                        method.column,
                         hint=f"Rename it to {contract.getter}.",
                         repair=Repair.make(
                             "rename-method", path, cls=entry.name, old=name, new=contract.getter
-                        ) if can_rename else None,
+                        )
+                        if can_rename
+                        else None,
                     )
 
 

@@ -49,40 +49,50 @@ def config_attributes(target: Target, ref: ClassRef) -> set[str]:
 class ConfigAttrNames(Rule):
     slug = "config-attr-names"
     codes = (
-        Code("EAG401", "image-token-attr-missing",
-             "The config lacks the image-token attribute the EAGLE proposer reads.",
-             Severity.ERROR, fixable=True),
-        Code("EAG402", "image-token-attr-unverified",
-             "The config attribute the proposer reads could not be verified statically.",
-             Severity.INFO),
-        Code("EAG403", "image-token-attr-mismatch",
-             "The model and the proposer read the image token from different attributes.",
-             Severity.WARNING),
+        Code(
+            "EAG401",
+            "image-token-attr-missing",
+            "The config lacks the image-token attribute the EAGLE proposer reads.",
+            Severity.ERROR,
+            fixable=True,
+        ),
+        Code(
+            "EAG402",
+            "image-token-attr-unverified",
+            "The config attribute the proposer reads could not be verified statically.",
+            Severity.INFO,
+        ),
+        Code(
+            "EAG403",
+            "image-token-attr-mismatch",
+            "The model and the proposer read the image token from different attributes.",
+            Severity.WARNING,
+        ),
     )
 
     valid = (
         Example(
             era="e2_stub",
-            source='''
+            source="""
 from torch import nn
 from vllm.transformers_utils.configs.good_vl import GoodVLConfig
 from .interfaces import SupportsMultiModal
 class GoodVLForConditionalGeneration(nn.Module, SupportsMultiModal):
     pass
-''',
+""",
         ),
     )
     invalid = (
         Example(
             era="e2_stub",
             expect=("EAG401",),
-            source='''
+            source="""
 from torch import nn
 from vllm.transformers_utils.configs.kimi_like import KimiLikeConfig
 from .interfaces import SupportsMultiModal
 class MediaVLForConditionalGeneration(nn.Module, SupportsMultiModal):
     pass
-''',
+""",
         ),
     )
 
@@ -96,9 +106,7 @@ class MediaVLForConditionalGeneration(nn.Module, SupportsMultiModal):
             return
         path = ctx.path(target.ref)
         cls = target.ref.cls
-        model_reads = {
-            a for a in target.ref.file.config_reads if IMAGE_TOKEN_ATTR.match(a)
-        }
+        model_reads = {a for a in target.ref.file.config_reads if IMAGE_TOKEN_ATTR.match(a)}
         head = attribute.split(".")[0]
         where = f"{mapping.path}:{mapping.line}"
         consequence = (
@@ -133,11 +141,15 @@ class MediaVLForConditionalGeneration(nn.Module, SupportsMultiModal):
             yield self.report(
                 "EAG401",
                 f"{source} has no {attribute}: {consequence}.",
-                path, cls.line, cls.column,
+                path,
+                cls.line,
+                cls.column,
                 hint=hint,
                 repair=Repair.make(
                     "add-proposer-branch", mapping.path, cls=name, attribute=alternative[0]
-                ) if alternative else None,
+                )
+                if alternative
+                else None,
             )
             return
         if attribute in target.ref.file.config_reads:
@@ -147,14 +159,18 @@ class MediaVLForConditionalGeneration(nn.Module, SupportsMultiModal):
                 "EAG403",
                 f"{name} reads {', '.join(sorted(model_reads))} from its config while the "
                 f"proposer reads {attribute}: check the config still has {attribute}.",
-                path, cls.line, cls.column,
+                path,
+                cls.line,
+                cls.column,
             )
             return
         yield self.report(
             "EAG402",
             f"Cannot verify that {name}'s config has {attribute} (its config class is not in "
             f"this tree); otherwise {consequence}. Pass --hf-config to check.",
-            path, cls.line, cls.column,
+            path,
+            cls.line,
+            cls.column,
         )
 
 

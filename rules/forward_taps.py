@@ -5,11 +5,12 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any, ClassVar
 
+from eagle3lint.rules.aux_layer_methods import is_candidate
+
 from eagle3lint.findings import Finding, Repair, Severity
 from eagle3lint.index.model import ForwardSummary
 from eagle3lint.index.project import ClassRef
 from eagle3lint.rule import Code, Example, Rule, RuleContext
-from eagle3lint.rules.aux_layer_methods import is_candidate
 from eagle3lint.targets import Target
 
 AUX_ATTR = "aux_hidden_state_layers"
@@ -26,26 +27,57 @@ def forward_of(target: Target, inner: ClassRef) -> tuple[ClassRef, ForwardSummar
 class ForwardTaps(Rule):
     slug = "forward-taps"
     codes = (
-        Code("EAG301", "missing-forward-tap",
-             "The decoder's layer loop never collects aux hidden states.",
-             Severity.ERROR, fixable=True),
-        Code("EAG302", "aux-layers-not-initialised",
-             "`aux_hidden_state_layers` is read by the forward but never initialised.",
-             Severity.ERROR, fixable=True),
-        Code("EAG303", "aux-not-returned",
-             "The forward does not build and return `(hidden_states, aux_hidden_states)`.",
-             Severity.ERROR, fixable=True),
-        Code("EAG304", "pp-rank-local-index",
-             "Tap indices are rank-local under pipeline parallelism.", Severity.WARNING),
-        Code("EAG305", "residual-none-first-layer",
-             "`hidden_states + residual` fails for layer 0 where residual is None.",
-             Severity.WARNING),
-        Code("EAG306", "final-layer-unreachable",
-             "Taps before each layer cannot capture the last layer's output.", Severity.INFO),
-        Code("EAG307", "no-layer-loop",
-             "No loop over `self.layers` was found in the decoder's forward.", Severity.WARNING),
-        Code("EAG308", "decoder-not-found",
-             "The inner decoder (`self.model`) could not be resolved.", Severity.WARNING),
+        Code(
+            "EAG301",
+            "missing-forward-tap",
+            "The decoder's layer loop never collects aux hidden states.",
+            Severity.ERROR,
+            fixable=True,
+        ),
+        Code(
+            "EAG302",
+            "aux-layers-not-initialised",
+            "`aux_hidden_state_layers` is read by the forward but never initialised.",
+            Severity.ERROR,
+            fixable=True,
+        ),
+        Code(
+            "EAG303",
+            "aux-not-returned",
+            "The forward does not build and return `(hidden_states, aux_hidden_states)`.",
+            Severity.ERROR,
+            fixable=True,
+        ),
+        Code(
+            "EAG304",
+            "pp-rank-local-index",
+            "Tap indices are rank-local under pipeline parallelism.",
+            Severity.WARNING,
+        ),
+        Code(
+            "EAG305",
+            "residual-none-first-layer",
+            "`hidden_states + residual` fails for layer 0 where residual is None.",
+            Severity.WARNING,
+        ),
+        Code(
+            "EAG306",
+            "final-layer-unreachable",
+            "Taps before each layer cannot capture the last layer's output.",
+            Severity.INFO,
+        ),
+        Code(
+            "EAG307",
+            "no-layer-loop",
+            "No loop over `self.layers` was found in the decoder's forward.",
+            Severity.WARNING,
+        ),
+        Code(
+            "EAG308",
+            "decoder-not-found",
+            "The inner decoder (`self.model`) could not be resolved.",
+            Severity.WARNING,
+        ),
     )
     option_help: ClassVar[Mapping[str, str]] = {
         "aux-layers": "The layer ids your drafters request (eagle_aux_hidden_state_layer_ids). "
@@ -54,7 +86,7 @@ class ForwardTaps(Rule):
     valid = (
         Example(
             era="e2_stub",
-            source='''
+            source="""
 from itertools import islice
 from torch import nn
 from .interfaces import SupportsEagle3
@@ -77,14 +109,14 @@ class TapModel(nn.Module):
 class TapForCausalLM(nn.Module, SupportsEagle3):
     def __init__(self):
         self.model = TapModel()
-''',
+""",
         ),
     )
     invalid = (
         Example(
             era="e2_stub",
             expect=("EAG301",),
-            source='''
+            source="""
 from itertools import islice
 from torch import nn
 from .interfaces import SupportsEagle3
@@ -96,7 +128,7 @@ class NoTapModel(nn.Module):
 class NoTapForCausalLM(nn.Module, SupportsEagle3):
     def __init__(self):
         self.model = NoTapModel()
-''',
+""",
         ),
     )
 
@@ -123,7 +155,9 @@ class NoTapForCausalLM(nn.Module, SupportsEagle3):
                 "EAG308",
                 f"Cannot tell which decoder {owner.ref.name} builds in self.model, so its "
                 "forward taps cannot be checked.",
-                ctx.path(owner.ref), owner.ref.cls.line, owner.ref.cls.column,
+                ctx.path(owner.ref),
+                owner.ref.cls.line,
+                owner.ref.cls.column,
             )
             return
         found = forward_of(owner, inner)
@@ -135,13 +169,18 @@ class NoTapForCausalLM(nn.Module, SupportsEagle3):
                 "EAG307",
                 f"{where.name}.forward has no loop over self.layers: the aux hidden-state taps "
                 "cannot be checked (or added).",
-                ctx.path(where), line,
+                ctx.path(where),
+                line,
             )
             return
         yield from self._taps(owner, inner, *found, ctx)
 
     def _taps(
-        self, owner: Target, inner: ClassRef, where: ClassRef, forward: ForwardSummary,
+        self,
+        owner: Target,
+        inner: ClassRef,
+        where: ClassRef,
+        forward: ForwardSummary,
         ctx: RuleContext,
     ) -> Iterator[Finding]:
         path = ctx.path(where)
@@ -154,33 +193,39 @@ class NoTapForCausalLM(nn.Module, SupportsEagle3):
                 f"{where.name}.forward never collects aux hidden states in its layer loop: with "
                 "aux layers requested it returns a bare tensor and the runner's "
                 "`hidden_states, aux_hidden_states = model_output` unpacking fails.",
-                path, loop.line, loop.column,
+                path,
+                loop.line,
+                loop.column,
                 hint="Collect `hidden_states + residual` entering each layer listed in "
                 "self.aux_hidden_state_layers and return (hidden_states, aux_hidden_states).",
                 repair=repair,
             )
             return
         mro = [e for e in owner.index.mro(inner) if isinstance(e, ClassRef)]
-        initialised = any(
-            AUX_ATTR in e.cls.init_assigns or AUX_ATTR in e.cls.attrs for e in mro
-        )
+        initialised = any(AUX_ATTR in e.cls.init_assigns or AUX_ATTR in e.cls.attrs for e in mro)
         if not initialised and any(t.style == "explicit" for t in taps):
             yield self.report(
                 "EAG302",
                 f"{inner.name} reads self.{AUX_ATTR} in forward but never initialises it: the "
                 "first forward (profiling, before layers are set) raises AttributeError.",
-                ctx.path(inner), inner.cls.line, inner.cls.column,
+                ctx.path(inner),
+                inner.cls.line,
+                inner.cls.column,
                 hint=f"Set self.{AUX_ATTR} = tuple[int, ...]() in __init__.",
                 repair=repair,
             )
         if not forward.aux_list_initialised or not forward.returns_aux_tuple:
-            missing = "initialise the aux list" if not forward.aux_list_initialised else (
-                "return (hidden_states, aux_hidden_states)"
+            missing = (
+                "initialise the aux list"
+                if not forward.aux_list_initialised
+                else ("return (hidden_states, aux_hidden_states)")
             )
             yield self.report(
                 "EAG303",
                 f"{where.name}.forward taps layers but does not {missing}.",
-                path, forward.line, forward.column,
+                path,
+                forward.line,
+                forward.column,
                 hint="Return (hidden_states, aux_hidden_states) when the list is non-empty.",
                 repair=repair,
             )
@@ -192,7 +237,9 @@ class NoTapForCausalLM(nn.Module, SupportsEagle3):
                     f"{where.name}.forward enumerates only this pipeline rank's layers without "
                     "start=self.start_layer: under pipeline parallelism the tap indices are "
                     "rank-local and select the wrong layers.",
-                    path, each.line, each.column,
+                    path,
+                    each.line,
+                    each.column,
                     hint="Use enumerate(islice(self.layers, self.start_layer, self.end_layer), "
                     "start=self.start_layer).",
                 )
@@ -207,7 +254,9 @@ class NoTapForCausalLM(nn.Module, SupportsEagle3):
                         "EAG305",
                         f"The tap captures `{tap.value_expr}`, but residual is None entering the "
                         "first layer on the first rank: requesting layer 0 raises TypeError.",
-                        path, tap.line, tap.column,
+                        path,
+                        tap.line,
+                        tap.column,
                         hint="Capture `hidden_states + residual if residual is not None else "
                         "hidden_states`.",
                         severity=severity,
@@ -217,7 +266,9 @@ class NoTapForCausalLM(nn.Module, SupportsEagle3):
                 "EAG306",
                 f"{where.name}.forward taps before each layer, so the last layer's output "
                 "(index num_layers) can never be captured.",
-                path, taps[0].line, taps[0].column,
+                path,
+                taps[0].line,
+                taps[0].column,
             )
 
 

@@ -12,12 +12,19 @@ from eagle3lint.targets import Target
 class TargetGate(Rule):
     slug = "target-gate"
     codes = (
-        Code("EAG501", "model-type-rejected",
-             "The EAGLE-3 model_type allow-list rejects the target's text model_type.",
-             Severity.ERROR, fixable=True),
-        Code("EAG502", "model-type-gate",
-             "Lists what the allow-list accepts when the target's model_type is not known.",
-             Severity.INFO),
+        Code(
+            "EAG501",
+            "model-type-rejected",
+            "The EAGLE-3 model_type allow-list rejects the target's text model_type.",
+            Severity.ERROR,
+            fixable=True,
+        ),
+        Code(
+            "EAG502",
+            "model-type-gate",
+            "Lists what the allow-list accepts when the target's model_type is not known.",
+            Severity.INFO,
+        ),
     )
 
     valid = (
@@ -54,7 +61,9 @@ class TargetGate(Rule):
                 f"For method {methods} vLLM accepts a target only if its text config's "
                 f"model_type contains one of: {accepted} ({where}). Pass --hf-config or "
                 f"--model-type to check {target.arch}.",
-                path, cls.line, cls.column,
+                path,
+                cls.line,
+                cls.column,
             )
             return
         if gate.accepts(model_type):
@@ -65,7 +74,9 @@ class TargetGate(Rule):
             f"{target.arch} for {methods} when the speculative config is built "
             f"('{methods.split('/')[0].capitalize()} is only supported for [...] models', "
             f"{where}).",
-            path, cls.line, cls.column,
+            path,
+            cls.line,
+            cls.column,
             hint=f"Add {model_type!r} to {gate.variable or 'the allow-list'}.",
             repair=Repair.make("add-gate-entry", gate.path, model_type=model_type),
         )

@@ -62,7 +62,9 @@ def test_llama_and_deepseek_across_releases(
     version: str, deepseek_implements: bool, vllm_release: Callable
 ) -> None:
     root = vllm_release(version)
-    _, report = check_json(str(root), "--arch", "LlamaForCausalLM", "--arch", "DeepseekV3ForCausalLM")
+    _, report = check_json(
+        str(root), "--arch", "LlamaForCausalLM", "--arch", "DeepseekV3ForCausalLM"
+    )
     targets = by_arch(report)
     assert targets["LlamaForCausalLM"]["eagle3_ready"], targets["LlamaForCausalLM"]["findings"]
     assert targets["LlamaForCausalLM"]["implements_eagle3"]

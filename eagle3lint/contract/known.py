@@ -34,7 +34,10 @@ def contract_from_json(data: dict) -> Contract:
         else ImageTokenMap(
             "vllm/" + tokens["path"],
             tokens["line"],
-            tuple(ImageTokenBranch(tuple(b["classes"]), b["attribute"], b["line"]) for b in tokens["branches"]),
+            tuple(
+                ImageTokenBranch(tuple(b["classes"]), b["attribute"], b["line"])
+                for b in tokens["branches"]
+            ),
             tokens["fallback"],
         ),
     )

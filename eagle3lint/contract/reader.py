@@ -223,9 +223,7 @@ def _read_gate(vllm_dir: Path) -> Gate | None:
             literal = finder.lists.get((id(function) if function else 0, variable))
             if literal is None:
                 continue
-            entries = tuple(
-                s for e in literal.elements if (s := string_value(e.value)) is not None
-            )
+            entries = tuple(s for e in literal.elements if (s := string_value(e.value)) is not None)
             start = text.find(f"def {function.name.value}") if function else 0
             line = _line_of(text, f"{variable} = [", max(start, 0))
             return Gate(str(path), line, variable, entries, methods)

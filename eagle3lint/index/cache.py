@@ -8,6 +8,7 @@ an entry that does not load and validate is ignored and rebuilt, never trusted.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -16,7 +17,13 @@ from functools import cache
 from pathlib import Path
 
 from eagle3lint import __version__
-from eagle3lint.index.model import SUMMARY_FORMAT, FileSummary, SummaryFormatError, from_json, to_json
+from eagle3lint.index.model import (
+    SUMMARY_FORMAT,
+    FileSummary,
+    SummaryFormatError,
+    from_json,
+    to_json,
+)
 
 
 def default_cache_dir() -> Path:
@@ -67,6 +74,7 @@ class SummaryCache:
 
     def store(self, key: str, summary: FileSummary) -> None:
         path = self._path(key)
+        tmp: str | None = None
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
@@ -75,7 +83,6 @@ class SummaryCache:
             os.replace(tmp, path)
         except OSError:
             # A cache that cannot be written only costs speed, never a result.
-            try:
-                os.unlink(tmp)
-            except (OSError, UnboundLocalError):
-                pass
+            if tmp is not None:
+                with contextlib.suppress(OSError):
+                    os.unlink(tmp)

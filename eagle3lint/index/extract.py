@@ -427,13 +427,11 @@ def _init_assign(value: cst.BaseExpression, line: int) -> InitAssign:
     if isinstance(value, cst.Call):
         assign.callee = dotted(value.func)
         for arg in value.args:
-            if arg.keyword is not None and arg.keyword.value == "architectures":
-                if isinstance(arg.value, cst.List | cst.Tuple):
-                    assign.architectures = [
-                        s for e in arg.value.elements if (s := string_value(e.value)) is not None
-                    ]
-    else:
-        assign.callee = None
+            keyword = arg.keyword.value if arg.keyword is not None else None
+            if keyword == "architectures" and isinstance(arg.value, cst.List | cst.Tuple):
+                assign.architectures = [
+                    s for e in arg.value.elements if (s := string_value(e.value)) is not None
+                ]
     return assign
 
 
@@ -444,7 +442,9 @@ def _forward(
     func: cst.FunctionDef, line: int, column: int, summary: ClassSummary
 ) -> ForwardSummary:
     forward = ForwardSummary(line=line, column=column)
-    layer_loops = [s for s in _statements(func.body) if isinstance(s, cst.For) and _is_layer_loop(s)]
+    layer_loops = [
+        s for s in _statements(func.body) if isinstance(s, cst.For) and _is_layer_loop(s)
+    ]
     calls = [c for s in _statements(func.body) for c in _self_calls(s)]
     forward.delegates_to = next((c for c in calls if c in summary.init_assigns), None)
     if not layer_loops and "aux" not in code(func.body) and forward.delegates_to:
@@ -462,7 +462,9 @@ def _forward(
         for tap_call, aux_name in _helper_taps(stmt):
             tap_line, tap_col = position(stmt)
             forward.pre_loop_taps.append(
-                TapSummary(tap_line, tap_col, "helper", code(tap_call.args[1].value), "", True, True)
+                TapSummary(
+                    tap_line, tap_col, "helper", code(tap_call.args[1].value), "", True, True
+                )
             )
             aux_names.add(aux_name)
     for stmt in _statements(func.body):
@@ -498,7 +500,7 @@ def _is_layer_loop(loop: cst.For) -> bool:
     return iter_text.startswith("range(") and "self.layers[" in code(loop.body)
 
 
-def _loop(loop: cst.For, position) -> LoopSummary:  # noqa: ANN001 - a position callable
+def _loop(loop: cst.For, position) -> LoopSummary:
     iter_node = loop.iter
     index_var: str | None = None
     start: str | None = None
@@ -519,7 +521,9 @@ def _loop(loop: cst.For, position) -> LoopSummary:  # noqa: ANN001 - a position 
         args = [a for a in iter_node.args if a.keyword is None]
         start = code(args[0].value) if len(args) >= 2 else None
     inner_text = code(inner)
-    slices = inner_text.startswith("islice(") or ("self.layers[" in inner_text and ":" in inner_text)
+    slices = inner_text.startswith("islice(") or (
+        "self.layers[" in inner_text and ":" in inner_text
+    )
     line, column = position(loop)
     summary = LoopSummary(
         line=line,

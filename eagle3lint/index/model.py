@@ -66,7 +66,7 @@ class InitAssign:
 
     line: int
     callee: str | None = None
-    """Dotted text of the called thing when the value is a call: `DeepseekV2Model`, `self.model_cls`."""
+    """Dotted text of the callee when the value is a call: `DeepseekV2Model`, `self.model_cls`."""
     architectures: list[str] = field(default_factory=list)
     """String literals given as `architectures=[...]` (vLLM's `init_vllm_registered_model`)."""
     via: str | None = None

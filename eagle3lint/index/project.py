@@ -63,7 +63,9 @@ class SourceFile:
     relpath: str
 
 
-def _parse_job(job: tuple[str, bytes, str]) -> tuple[str, FileSummary | None, str | None, int | None]:
+def _parse_job(
+    job: tuple[str, bytes, str],
+) -> tuple[str, FileSummary | None, str | None, int | None]:
     """Worker: summarise one file. Returns (relpath, summary, error message, error line)."""
     relpath, data, key = job
     try:
@@ -99,7 +101,10 @@ class ProjectIndex:
         found = None
         parts = module.split(".")
         for root in self.roots:
-            for candidate in (root.joinpath(*parts).with_suffix(".py"), root.joinpath(*parts, "__init__.py")):
+            for candidate in (
+                root.joinpath(*parts).with_suffix(".py"),
+                root.joinpath(*parts, "__init__.py"),
+            ):
                 if candidate.is_file():
                     found = SourceFile(candidate, candidate.relative_to(root).as_posix())
                     break
@@ -169,7 +174,9 @@ class ProjectIndex:
             if self.cache and detail:
                 self.cache.store(detail, summary)
 
-    def _run(self, jobs: list[tuple[str, bytes, str]]) -> Iterator[tuple[str, FileSummary | None, str | None, int | None]]:
+    def _run(
+        self, jobs: list[tuple[str, bytes, str]]
+    ) -> Iterator[tuple[str, FileSummary | None, str | None, int | None]]:
         if len(jobs) < INLINE_PARSE_LIMIT or self.jobs <= 1:
             yield from map(_parse_job, jobs)
             return

@@ -20,7 +20,9 @@ def relative(path: str) -> str:
     return os.path.relpath(path, cwd) if path.startswith(cwd + os.sep) else path
 
 
-def render_text(report: Report, console: Console, *, verbose: bool = False, quiet: bool = False) -> None:
+def render_text(
+    report: Report, console: Console, *, verbose: bool = False, quiet: bool = False
+) -> None:
     contract = report.contract
     if not quiet:
         console.print(
@@ -39,11 +41,17 @@ def render_text(report: Report, console: Console, *, verbose: bool = False, quie
             findings = [f for f in findings if f.severity is Severity.ERROR]
         if not findings and (target.eagle3_ready or quiet):
             continue
-        verdict = Text("ready", style="green") if target.eagle3_ready else Text("blocked", style="bold red")
+        verdict = (
+            Text("ready", style="green")
+            if target.eagle3_ready
+            else Text("blocked", style="bold red")
+        )
         variant = f" [{target.variant}]" if target.variant else ""
         console.print(
             Text.assemble(
-                (target.arch, "bold"), f" ({target.cls}{variant}) ", verdict,
+                (target.arch, "bold"),
+                f" ({target.cls}{variant}) ",
+                verdict,
                 f"  {relative(target.path)}:{target.line}",
             )
         )

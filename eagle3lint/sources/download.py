@@ -54,8 +54,16 @@ def fetch_release(version: str, cache_root: Path | None = None, progress: bool =
 
 def _download(version: str, into: Path, progress: bool) -> Path:
     command = [
-        sys.executable, "-m", "pip", "download", "--no-deps", "--disable-pip-version-check",
-        "--quiet", "--dest", str(into), f"vllm=={version}",
+        sys.executable,
+        "-m",
+        "pip",
+        "download",
+        "--no-deps",
+        "--disable-pip-version-check",
+        "--quiet",
+        "--dest",
+        str(into),
+        f"vllm=={version}",
     ]
     if progress:
         from rich.console import Console
@@ -67,7 +75,9 @@ def _download(version: str, into: Path, progress: bool) -> Path:
     if result.returncode != 0:
         detail = (result.stderr or result.stdout).strip().splitlines()
         last = detail[-1] if detail else "pip failed"
-        offline = any(w in (result.stderr or "") for w in ("NewConnectionError", "Network", "resolve"))
+        offline = any(
+            w in (result.stderr or "") for w in ("NewConnectionError", "Network", "resolve")
+        )
         why = "no network connection to PyPI" if offline else last
         raise DownloadError(
             f"could not download vllm=={version}: {why}. Point eagle3lint at a vLLM checkout "
