@@ -244,7 +244,9 @@ class _FileBuilder:
         init = functions.get("__init__")
         if init is None:
             return
-        position = function_positions(init, summary.methods["__init__"].line, 0)
+        # Assignments are located at the `def __init__` line: exact positions would need
+        # libcst's position pass over the whole method, which costs more than the parse itself.
+        init_line = summary.methods["__init__"].line
         helpers: list[str] = []
         for stmt in _statements(init.body):
             for target, value in _self_assignments(stmt):
@@ -252,7 +254,7 @@ class _FileBuilder:
                     summary.assigns_layers = True
                 if "." in target or target in summary.init_assigns:
                     continue
-                summary.init_assigns[target] = _init_assign(value, position(stmt)[0])
+                summary.init_assigns[target] = _init_assign(value, init_line)
             helpers.extend(_self_calls(stmt))
         for helper in helpers:
             func = functions.get(helper)
@@ -447,7 +449,8 @@ def _forward(
     ]
     calls = [c for s in _statements(func.body) for c in _self_calls(s)]
     forward.delegates_to = next((c for c in calls if c in summary.init_assigns), None)
-    if not layer_loops and "aux" not in code(func.body) and forward.delegates_to:
+    pre_loop = [s for s in _statements(func.body) if _helper_taps(s)]
+    if not layer_loops and not pre_loop:
         return forward
     position = function_positions(func, line, column)
     aux_names: set[str] = set()
