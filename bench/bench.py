@@ -1,0 +1,122 @@
+"""Speed of eagle3lint on a real vLLM release, as ratios to baselines measured in the same run.
+
+    python bench/bench.py [--version 0.33.0] [--repeat 3]
+
+Fetches the release through eagle3lint's own download path, then measures (best of --repeat):
+cold full check vs a single-process libcst parse of the same model files, warm full check vs
+`ruff check --no-cache` on them, cold single-arch check vs cold full check, and peak RSS.
+Machines are noisy, so only ratios are compared with the targets; nothing here is a test.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from eagle3lint.sources.download import fetch_release
+
+TARGETS = {
+    "cold full / libcst parse": 0.60,
+    "warm full / ruff --no-cache": 1.0,
+    "cold --arch / cold full": 0.15,
+}
+PARSE_ALL = """
+import sys, libcst
+for path in sys.argv[1:]:
+    with open(path, encoding="utf-8") as handle:
+        libcst.parse_module(handle.read())
+"""
+
+
+def model_files(vllm: Path) -> list[Path]:
+    return sorted(
+        p for folder in ("model_executor/models", "models") for p in (vllm / folder).rglob("*.py")
+    )
+
+
+def timed(command: list[str], env: dict[str, str] | None = None) -> float:
+    start = time.perf_counter()
+    subprocess.run(
+        command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False
+    )
+    return time.perf_counter() - start
+
+
+def best(repeat: int, run: Callable[[], float]) -> float:
+    return min(run() for _ in range(repeat))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--version", default="0.33.0")
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--arch", default="KimiK25ForConditionalGeneration")
+    args = parser.parse_args()
+
+    vllm = fetch_release(args.version, progress=True)
+    files = [str(p) for p in model_files(vllm)]
+    check = [
+        sys.executable,
+        "-m",
+        "eagle3lint",
+        "check",
+        str(vllm),
+        "--format",
+        "json",
+        "--exit-zero",
+    ]
+    scratch = Path(tempfile.mkdtemp(prefix="eagle3lint-bench-"))
+
+    def fresh_env() -> dict[str, str]:
+        cache = tempfile.mkdtemp(dir=scratch)
+        return {**os.environ, "EAGLE3LINT_CACHE_DIR": cache}
+
+    warm_env = fresh_env()
+    subprocess.run(check, env=warm_env, stdout=subprocess.DEVNULL, check=False)
+
+    results = {
+        "libcst parse (1 process)": best(
+            args.repeat, lambda: timed([sys.executable, "-c", PARSE_ALL, *files])
+        ),
+        "cold full check": best(args.repeat, lambda: timed(check, fresh_env())),
+        "warm full check": best(args.repeat, lambda: timed(check, warm_env)),
+        "ruff check --no-cache": best(
+            args.repeat,
+            lambda: timed(
+                [shutil.which("ruff") or "ruff", "check", "--no-cache", "--exit-zero", *files]
+            ),
+        ),
+        "cold --arch check": best(
+            args.repeat, lambda: timed([*check, "--arch", args.arch], fresh_env())
+        ),
+    }
+    peak_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    shutil.rmtree(scratch, ignore_errors=True)
+
+    cores = os.cpu_count()
+    print(f"vLLM {args.version}: {len(files)} model files, {cores} cores, best of {args.repeat}")
+    for name, seconds in results.items():
+        print(f"  {name:28s} {seconds:7.2f} s")
+    ratios = {
+        "cold full / libcst parse": results["cold full check"]
+        / results["libcst parse (1 process)"],
+        "warm full / ruff --no-cache": results["warm full check"]
+        / results["ruff check --no-cache"],
+        "cold --arch / cold full": results["cold --arch check"] / results["cold full check"],
+    }
+    for name, ratio in ratios.items():
+        verdict = "ok" if ratio <= TARGETS[name] else "over target"
+        print(f"  {name:28s} {ratio:7.2f}  (target ≤ {TARGETS[name]:.2f}: {verdict})")
+    print(f"  {'peak RSS of one process':28s} {peak_mb:7.0f} MB  (target ≤ 500 MB)")
+
+
+if __name__ == "__main__":
+    main()
