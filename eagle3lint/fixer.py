@@ -24,7 +24,8 @@ from eagle3lint.codemod.gate import add_gate_entry
 from eagle3lint.codemod.methods import add_aux_methods, add_delegating_methods, rename_method
 from eagle3lint.codemod.proposer import add_proposer_branch
 from eagle3lint.codemod.protocol import add_base
-from eagle3lint.codemod.taps import add_forward_taps
+from eagle3lint.codemod.taps import add_forward_taps, add_mixin_taps
+from eagle3lint.codemod.verify import render_checked
 from eagle3lint.engine import CheckOptions, run_check
 from eagle3lint.findings import Repair, Severity
 from eagle3lint.sources.discovery import UsageError
@@ -39,6 +40,7 @@ TRANSFORMS: dict[str, Transform] = {
         m, r.get("cls"), getter_name=r.get("getter")
     ),
     "add-forward-taps": lambda m, r: add_forward_taps(m, r.get("cls"), enumerate_start=True),
+    "add-mixin-taps": lambda m, r: add_mixin_taps(m, r.get("cls"), enumerate_start=True),
     "rename-method": lambda m, r: rename_method(m, r.get("cls"), r.get("old"), r.get("new")),
     "add-gate-entry": lambda m, r: add_gate_entry(m, r.get("model_type")),
     "add-proposer-branch": lambda m, r: add_proposer_branch(m, r.get("cls"), r.get("attribute")),
@@ -95,16 +97,14 @@ def rewrite(path: Path, repairs: list[Repair]) -> FileEdit:
             edit.refused.append((repair, exc.reason))
             continue
         edit.applied.append(repair)
-    new = module.bytes
     try:
-        compile(new, str(path), "exec", dont_inherit=True)
-    except (SyntaxError, ValueError) as exc:
-        edit.refused += [
-            (r, f"the rewrite would not compile ({exc}); left unchanged") for r in edit.applied
-        ]
+        code = render_checked(original.decode(module.encoding), module, str(path))
+    except CodemodRefused as exc:
+        edit.refused += [(r, f"{exc.reason}; left unchanged") for r in edit.applied]
         edit.applied = []
         return edit
-    edit.new = new
+    # The module's encoding is the file's own (PEP 263 cookie, or utf-8-sig keeping a BOM).
+    edit.new = code.encode(module.encoding)
     return edit
 
 

@@ -33,9 +33,11 @@ class Explanation:
     releases: str
     """The vLLM releases affected."""
     example: str
-    """Model code that gets the code reported."""
+    """Code that gets the code reported."""
     fix: str
     """The same code, fixed."""
+    language: str = "python"
+    """The language of `example` and `fix`, for highlighting."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,7 +8,7 @@ from eagle3lint.rules.protocol_inheritance import repair_owner
 
 from eagle3lint.findings import Finding, Repair, Severity
 from eagle3lint.index.project import ClassRef
-from eagle3lint.rule import Code, Example, Rule, RuleContext
+from eagle3lint.rule import Code, Example, Explanation, Rule, RuleContext
 from eagle3lint.targets import Target
 
 
@@ -31,6 +31,117 @@ def _forward_of(target: Target, inner: ClassRef):
     return None
 
 
+_UNPACK_ERROR = (
+    "```text\nValueError: too many values to unpack (expected 2)\n```\nraised by the runner's "
+    "`hidden_states, aux_hidden_states = model_output` on the first forward, because the "
+    "decoder, never told which layers to tap, returns a bare tensor."
+)
+
+_EAG201 = Explanation(
+    runtime="With aux hidden states requested, the runner takes the layer ids from the draft "
+    "config's `eagle_aux_hidden_state_layer_ids`, else from the model's "
+    "`get_eagle3_aux_hidden_state_layers()`, and hands them to `set_aux_hidden_state_layers()`. "
+    "Up to 0.17.0 the protocol's bodies are `...`: inheriting SupportsEagle3 passes the check, "
+    "but the getter returns None and the setter does nothing.",
+    error=_UNPACK_ERROR + " In 0.10.0, which has no protocol, a missing method raises "
+    "`AttributeError`.",
+    releases="0.10.0-0.17.0. From 0.18.0 the protocol has working default bodies (see EAG204).",
+    example="""\
+class MyModelForCausalLM(nn.Module, SupportsPP, SupportsEagle3):
+    def __init__(self, *, vllm_config, prefix=""):
+        super().__init__()
+        self.model = MyModel(vllm_config=vllm_config, prefix=prefix)
+""",
+    fix="""\
+class MyModelForCausalLM(nn.Module, SupportsPP, SupportsEagle3):
+    ...
+
+    def set_aux_hidden_state_layers(self, layers: tuple[int, ...]) -> None:
+        self.model.aux_hidden_state_layers = layers
+
+    def get_eagle3_aux_hidden_state_layers(self) -> tuple[int, ...]:
+        num_layers = len(self.model.layers)
+        return (2, num_layers // 2, num_layers - 3)
+""",
+)
+
+_EAG202 = Explanation(
+    runtime="The runner calls the aux-layer methods on the model it serves, the multimodal "
+    "wrapper. Up to 0.17.0 the wrapper inherits only the protocol's `...` bodies unless it "
+    "passes the calls on to its language model.",
+    error=_UNPACK_ERROR,
+    releases="0.11.0-0.17.0. From 0.18.0 the protocol defaults reach the language model "
+    "themselves (through `get_language_model()`).",
+    example="""\
+class MyVLForConditionalGeneration(nn.Module, SupportsMultiModal, SupportsEagle3):
+    def __init__(self, *, vllm_config, prefix=""):
+        ...
+        self.language_model = MyModelForCausalLM(...)
+""",
+    fix="""\
+class MyVLForConditionalGeneration(nn.Module, SupportsMultiModal, SupportsEagle3):
+    ...
+
+    def set_aux_hidden_state_layers(self, layers: tuple[int, ...]) -> None:
+        self.language_model.set_aux_hidden_state_layers(layers)
+
+    def get_eagle3_aux_hidden_state_layers(self) -> tuple[int, ...]:
+        return self.language_model.get_eagle3_aux_hidden_state_layers()
+""",
+)
+
+_EAG203 = Explanation(
+    runtime="The runner asks the model for its default aux layers under one name: "
+    "`get_eagle3_aux_hidden_state_layers()` up to 0.17.0, "
+    "`get_eagle3_default_aux_hidden_state_layers()` from 0.18.0. A method under the other name "
+    "is never called.",
+    error="None: the model's layer choice is ignored silently. From 0.18.0 the protocol default "
+    "`(2, num_layers // 2, num_layers - 3)` applies instead (or fails as in EAG204); up to 0.17.0 "
+    "the protocol stub returns None and nothing is tapped (EAG201).",
+    releases="0.18.0 and later for `get_eagle3_aux_hidden_state_layers`; 0.11.0-0.17.0 for "
+    "`get_eagle3_default_aux_hidden_state_layers`.",
+    example="""\
+# vLLM 0.18.0 or later
+class MyModelForCausalLM(nn.Module, SupportsEagle3):
+    def get_eagle3_aux_hidden_state_layers(self) -> tuple[int, ...]:
+        return (1, 23, 44)
+""",
+    fix="""\
+class MyModelForCausalLM(nn.Module, SupportsEagle3):
+    def get_eagle3_default_aux_hidden_state_layers(self) -> tuple[int, ...]:
+        return (1, 23, 44)
+""",
+)
+
+_EAG204 = Explanation(
+    runtime="From 0.18.0 the protocol's methods have default bodies. The default "
+    "`set_aux_hidden_state_layers()` takes the decoder (`self.model`, or the language model's "
+    "`.model`; from 0.28.0 the language model itself when it has no `.model`) and asserts that "
+    "it is an `EagleModelMixin`; the default getter counts the decoder's `.layers`.",
+    error="```text\nAssertionError: Model instance must inherit from EagleModelMixin to set "
+    "auxiliary layers\n```\nor `AssertionError: Model instance must have 'layers' attribute to "
+    "get number of layers`, after the weight load.",
+    releases="0.18.0 and later.",
+    example="""\
+class MyModel(nn.Module):  # the decoder
+    ...
+
+
+class MyModelForCausalLM(nn.Module, SupportsPP, SupportsEagle3):
+    # relies on the protocol's default set_aux_hidden_state_layers()
+    ...
+""",
+    fix="""\
+from vllm.model_executor.models.interfaces import EagleModelMixin, SupportsEagle3
+
+
+class MyModel(nn.Module, EagleModelMixin):
+    # tapping with self._maybe_add_hidden_state(...) in forward (EAG301)
+    ...
+""",
+)
+
+
 class AuxLayerMethods(Rule):
     slug = "aux-layer-methods"
     codes = (
@@ -40,6 +151,7 @@ class AuxLayerMethods(Rule):
             "A method the runner calls has no real implementation (only the protocol stub).",
             Severity.ERROR,
             fixable=True,
+            explain=_EAG201,
         ),
         Code(
             "EAG202",
@@ -47,6 +159,7 @@ class AuxLayerMethods(Rule):
             "A multimodal wrapper does not pass the aux-layer calls to its language model.",
             Severity.ERROR,
             fixable=True,
+            explain=_EAG202,
         ),
         Code(
             "EAG203",
@@ -54,6 +167,7 @@ class AuxLayerMethods(Rule):
             "A getter is defined under a name this release never calls.",
             Severity.WARNING,
             fixable=True,
+            explain=_EAG203,
         ),
         Code(
             "EAG204",
@@ -61,6 +175,7 @@ class AuxLayerMethods(Rule):
             "The protocol defaults need the inner model to be an EagleModelMixin with layers.",
             Severity.ERROR,
             fixable=True,
+            explain=_EAG204,
         ),
     )
     valid = (
@@ -169,12 +284,7 @@ class OldNameForCausalLM(nn.Module, SupportsEagle3):
                 inner.cls.column,
                 hint=f"Make {inner.name} an EagleModelMixin (with its tap helper) or override "
                 f"{name} on {target.ref.name}.",
-                repair=Repair.make(
-                    "add-aux-methods",
-                    ctx.path(repair_owner(target).ref),
-                    cls=repair_owner(target).ref.name,
-                    getter=contract.getter,
-                ),
+                repair=self._mixin_repair(target, inner, ctx),
             )
         has_layers = any(
             isinstance(e, ClassRef) and (e.cls.assigns_layers or "layers" in e.cls.attrs)
@@ -189,6 +299,18 @@ class OldNameForCausalLM(nn.Module, SupportsEagle3):
                 inner.cls.column,
                 hint=f"Override {name} on {target.ref.name}.",
             )
+
+    def _mixin_repair(self, target: Target, inner: ClassRef, ctx: RuleContext) -> Repair:
+        """An untapped decoder becomes a mixin (the release's own style); one with a custom tap
+        keeps it and the model overrides the setter instead, as DeepseekV2 does upstream."""
+        forward = _forward_of(target, inner)
+        tapped = forward is not None and any(loop.taps for loop in forward.loops)
+        if not tapped:
+            return Repair.make("add-mixin-taps", ctx.path(inner), cls=inner.name)
+        owner = repair_owner(target)
+        return Repair.make(
+            "add-aux-methods", ctx.path(owner.ref), cls=owner.ref.name, getter=ctx.contract.getter
+        )
 
     def _wrapper(self, target: Target, ctx: RuleContext) -> Iterator[Finding]:
         contract = ctx.contract

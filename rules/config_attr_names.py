@@ -8,7 +8,7 @@ from typing import Any
 
 from eagle3lint.findings import Finding, Repair, Severity
 from eagle3lint.index.project import ClassRef
-from eagle3lint.rule import Code, Example, Rule, RuleContext
+from eagle3lint.rule import Code, Example, Explanation, Rule, RuleContext
 from eagle3lint.targets import Target
 
 CONFIGS_PACKAGE = "vllm.transformers_utils.configs"
@@ -46,6 +46,62 @@ def config_attributes(target: Target, ref: ClassRef) -> set[str]:
     return names
 
 
+_PROPOSER_RUNTIME = (
+    "When the target is multimodal, the EAGLE proposer's `load_model` (in "
+    "`v1/spec_decode/eagle.py`, from 0.20.0 `v1/spec_decode/llm_base_proposer.py`) copies the "
+    "image token id from the target's config to the drafter's. A few classes, matched by exact "
+    "class name, have a branch of their own: `image_token_id` (Qwen2.5-VL, Qwen3-VL, ...), "
+    "`vision_config.image_token_id` (Pixtral), `media_placeholder_token_id` (Kimi-K2.5 from "
+    "0.18.0). Every other class is read as `config.image_token_index`."
+)
+
+_EAG401 = Explanation(
+    runtime=_PROPOSER_RUNTIME,
+    error="```text\nAttributeError: 'KimiK25Config' object has no attribute 'image_token_index'"
+    "\n```\n(naming the target's config class), after the target's weights are loaded.",
+    releases="0.10.0 and later; the branches differ per release. Kimi-K2.5 fails before 0.18.0.",
+    example="""\
+# The config names the token media_placeholder_token_id; the proposer has no branch for
+# KimiK25ForConditionalGeneration and reads config.image_token_index.
+class KimiK25Config(PretrainedConfig):
+    def __init__(self, media_placeholder_token_id: int = 163605, **kwargs): ...
+""",
+    fix="""\
+# In the proposer's load_model, a branch for the class, as vLLM 0.18.0 added:
+elif self.get_model_name(target_model) == "KimiK25ForConditionalGeneration":
+    self.model.config.image_token_index = target_model.config.media_placeholder_token_id
+""",
+)
+
+_EAG402 = Explanation(
+    runtime=_PROPOSER_RUNTIME + " Whether the checkpoint's config has the attribute can only be "
+    "verified from its config class in the tree or from its config.json.",
+    error="The `AttributeError` of EAG401 if the config lacks the attribute.",
+    releases="0.10.0 and later.",
+    example="eagle3lint check /path/to/vllm\n",
+    fix="eagle3lint check /path/to/vllm --hf-config path/to/checkpoint/config.json\n",
+    language="shell",
+)
+
+_EAG403 = Explanation(
+    runtime=_PROPOSER_RUNTIME + " The model file itself may read the token from another "
+    "attribute, a sign that the config no longer has the one the proposer reads.",
+    error="The `AttributeError` of EAG401 if the config has only the attribute the model reads.",
+    releases="Kimi-K2.5 from 0.32.0: kimi_k25.py reads `config.image_token_id` while the "
+    "proposer reads `media_placeholder_token_id`, which depends on the transformers config.",
+    example="""\
+# model file
+self.media_placeholder = self.config.image_token_id
+# proposer
+self.model.config.image_token_index = target_model.config.media_placeholder_token_id
+""",
+    fix="""\
+# Read the same attribute in both places (or check the config.json with --hf-config):
+self.model.config.image_token_index = target_model.config.image_token_id
+""",
+)
+
+
 class ConfigAttrNames(Rule):
     slug = "config-attr-names"
     codes = (
@@ -55,18 +111,21 @@ class ConfigAttrNames(Rule):
             "The config lacks the image-token attribute the EAGLE proposer reads.",
             Severity.ERROR,
             fixable=True,
+            explain=_EAG401,
         ),
         Code(
             "EAG402",
             "image-token-attr-unverified",
             "The config attribute the proposer reads could not be verified statically.",
             Severity.INFO,
+            explain=_EAG402,
         ),
         Code(
             "EAG403",
             "image-token-attr-mismatch",
             "The model and the proposer read the image token from different attributes.",
             Severity.WARNING,
+            explain=_EAG403,
         ),
     )
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from eagle3lint.findings import Finding, Repair, Severity
-from eagle3lint.rule import Code, Example, Rule, RuleContext
+from eagle3lint.rule import Code, Example, Explanation, Rule, RuleContext
 from eagle3lint.targets import Target
 
 RUNNER_ERROR = "Model does not support EAGLE3 interface but aux_hidden_state_outputs was requested"
@@ -20,6 +20,120 @@ def repair_owner(target: Target) -> Target:
     return Target(found[0].name, found[0], target.index, target.contract, registered=False)
 
 
+_RUNTIME_CHECK = (
+    "vLLM asks the target for aux hidden states when the drafter is EAGLE-3 (unless its "
+    "`eagle_config` sets `use_aux_hidden_state` to false), and for `extract_hidden_states` "
+    "(0.17.0+) and `dflash` (0.20.0+). Right after loading the target's weights the model runner "
+    "checks `supports_eagle3(model)`: an `isinstance` test against the runtime-checkable "
+    "`SupportsEagle3` protocol, made on the top-level model class it serves "
+    "(`GPUModelRunner.load_model`, from 0.22.0 `_setup_eagle3_aux_hidden_state_outputs`; the V2 "
+    "runner's `set_eagle3_aux_hidden_state_layers` from 0.17.0)."
+)
+_RUNTIME_ERROR = (
+    "```text\nRuntimeError: Model does not support EAGLE3 interface but aux_hidden_state_outputs "
+    "was requested\n```\nThe V2 model runner raises `RuntimeError: Model does not support EAGLE3 "
+    "interface`. Either comes after the whole weight load."
+)
+
+_EAG101 = Explanation(
+    runtime=_RUNTIME_CHECK,
+    error=_RUNTIME_ERROR,
+    releases="0.11.0 and later (0.10.0 had no protocol and called the methods unchecked). "
+    "DeepseekV2ForCausalLM, which serves DeepSeek-V2/V3 and Kimi-K2, only implements "
+    "SupportsEagle (EAGLE-1/2) before 0.18.0.",
+    example="""\
+from vllm.model_executor.models.interfaces import SupportsEagle, SupportsPP
+
+
+class MyModelForCausalLM(nn.Module, SupportsPP, SupportsEagle): ...
+""",
+    fix="""\
+from vllm.model_executor.models.interfaces import SupportsEagle, SupportsEagle3, SupportsPP
+
+
+class MyModelForCausalLM(nn.Module, SupportsPP, SupportsEagle, SupportsEagle3):
+    # with the aux-layer methods (EAG2xx) and the forward taps (EAG3xx) the release needs
+    ...
+""",
+)
+
+_EAG102 = Explanation(
+    runtime=_RUNTIME_CHECK
+    + " For a multimodal model that class is the wrapper (`...ForConditionalGeneration`), not "
+    "the language model inside it: only the wrapper's own bases count.",
+    error=_RUNTIME_ERROR,
+    releases="0.11.0 and later. KimiK25ForConditionalGeneration (Kimi-K2.5) is not a "
+    "SupportsEagle3 before 0.18.0.",
+    example="""\
+class KimiK25ForConditionalGeneration(nn.Module, SupportsMultiModal, SupportsPP, SupportsQuant):
+    def __init__(self, *, vllm_config, prefix=""):
+        ...
+        self.language_model = DeepseekV2ForCausalLM(...)
+""",
+    fix="""\
+class KimiK25ForConditionalGeneration(
+    nn.Module, SupportsMultiModal, SupportsPP, SupportsQuant, SupportsEagle3
+):
+    ...
+
+    # The names of 0.11.0-0.17.0; later releases call get_eagle3_default_aux_hidden_state_layers.
+    def set_aux_hidden_state_layers(self, layers: tuple[int, ...]) -> None:
+        self.language_model.set_aux_hidden_state_layers(layers)
+
+    def get_eagle3_aux_hidden_state_layers(self) -> tuple[int, ...]:
+        return self.language_model.get_eagle3_aux_hidden_state_layers()
+""",
+)
+
+_EAG103 = Explanation(
+    runtime="The runner's aux-layer calls go to the wrapper, which passes them on to its "
+    "language model; the language model's decoder is what taps the layers. When the language "
+    "model class has no EAGLE-3 support, the calls reach nothing that sets or taps a layer.",
+    error="`AttributeError: 'DeepseekV2ForCausalLM' object has no attribute "
+    "'set_aux_hidden_state_layers'` when the wrapper delegates explicitly; with the protocol "
+    "defaults of 0.18.0+, `AssertionError: Model instance must inherit from EagleModelMixin to "
+    "set auxiliary layers`. Both after the weight load.",
+    releases="0.11.0 and later. Kimi-VL and Kimi-K2.5 wrap DeepseekV2ForCausalLM, which is not "
+    "a SupportsEagle3 before 0.18.0.",
+    example="""\
+class DeepseekV2ForCausalLM(nn.Module, SupportsPP, SupportsEagle):  # no SupportsEagle3
+    ...
+
+
+class KimiK25ForConditionalGeneration(nn.Module, SupportsMultiModal, SupportsEagle3):
+    def set_aux_hidden_state_layers(self, layers: tuple[int, ...]) -> None:
+        self.language_model.set_aux_hidden_state_layers(layers)
+""",
+    fix="""\
+class DeepseekV2ForCausalLM(nn.Module, SupportsPP, SupportsEagle, SupportsEagle3):
+    # with its own aux-layer methods (EAG2xx) and the decoder's taps (EAG3xx)
+    ...
+""",
+)
+
+_EAG104 = Explanation(
+    runtime="A model module may pick its class per platform when it is imported (`if "
+    "current_platform.is_rocm(): from .my_model_rocm import MyModelForCausalLM`). The registry "
+    "then serves that variant on that platform, and `supports_eagle3()` is asked about it.",
+    error="On the platform whose variant is not a SupportsEagle3, the `RuntimeError` of EAG101; "
+    "on the other platforms EAGLE-3 works.",
+    releases="Any release with a model module that chooses its class per platform.",
+    example="""\
+if current_platform.is_rocm():
+    from .my_model_rocm import MyModelForCausalLM  # class MyModelForCausalLM(nn.Module)
+else:
+
+    class MyModelForCausalLM(nn.Module, SupportsEagle3): ...
+""",
+    fix="""\
+# my_model_rocm.py
+class MyModelForCausalLM(nn.Module, SupportsEagle3):
+    # the same interfaces, methods and taps on every platform
+    ...
+""",
+)
+
+
 class ProtocolInheritance(Rule):
     slug = "protocol-inheritance"
     codes = (
@@ -29,6 +143,7 @@ class ProtocolInheritance(Rule):
             "The model class is not a SupportsEagle3.",
             Severity.ERROR,
             fixable=True,
+            explain=_EAG101,
         ),
         Code(
             "EAG102",
@@ -36,6 +151,7 @@ class ProtocolInheritance(Rule):
             "A multimodal wrapper is not a SupportsEagle3 although its language model can be.",
             Severity.ERROR,
             fixable=True,
+            explain=_EAG102,
         ),
         Code(
             "EAG103",
@@ -43,12 +159,14 @@ class ProtocolInheritance(Rule):
             "The language model a multimodal wrapper delegates to is not a SupportsEagle3.",
             Severity.ERROR,
             fixable=True,
+            explain=_EAG103,
         ),
         Code(
             "EAG104",
             "platform-variant-differs",
             "A platform variant of the architecture answers supports_eagle3() differently.",
             Severity.WARNING,
+            explain=_EAG104,
         ),
     )
     valid = (

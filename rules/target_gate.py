@@ -5,8 +5,42 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from eagle3lint.findings import Finding, Repair, Severity
-from eagle3lint.rule import Code, Example, Rule, RuleContext
+from eagle3lint.rule import Code, Example, Explanation, Rule, RuleContext
 from eagle3lint.targets import Target
+
+_EAG501 = Explanation(
+    runtime="When the speculative config is built, before any weight is loaded, "
+    "`SpeculativeConfig`'s validator checks the target's text `model_type` (the text sub-config's "
+    "for a multimodal model, `hf_text_config.model_type`) against an allow-list. The test is a "
+    "substring test: `kimi_k2` accepts `kimi_k25`, `qwen` accepts `qwen3_moe`.",
+    error="```text\nValueError: Eagle3 is only supported for ['llama', 'qwen', 'minicpm', "
+    "'gpt_oss', 'hunyuan_vl', 'hunyuan_v1_dense', 'afmoe'] models. Got "
+    "self.target_model_config.hf_text_config.model_type='kimi_k2'\n```\n(the list of the "
+    "release; 0.17.0-0.21.0 start with the method, `eagle3 is only supported for [...]`; 0.10.0 "
+    "says `Eagle3 is only supported for Llama models.`), reported by pydantic as a validation "
+    "error of SpeculativeConfig.",
+    releases="0.10.0-0.21.0; 0.22.0 removed the allow-list. `deepseek_v2`, `deepseek_v3`, "
+    "`kimi_k2` and `kimi_k25` are accepted from 0.18.0.",
+    example="""\
+# config/speculative.py, vLLM 0.16.0; the target's text config has model_type "kimi_k2"
+eagle3_target_supported = ["llama", "qwen", "minicpm", "gpt_oss", ...]
+""",
+    fix="""\
+eagle3_target_supported = ["llama", "qwen", "minicpm", "gpt_oss", ..., "kimi_k2"]
+""",
+)
+
+_EAG502 = Explanation(
+    runtime="The allow-list check of EAG501 keys on the target's text `model_type`, which lives "
+    "in the checkpoint's config.json, not in the model code. Without `--hf-config` or "
+    "`--model-type` eagle3lint cannot tell whether the target passes, so it lists what the "
+    "release accepts.",
+    error="The `ValueError` of EAG501 if the model_type matches no entry.",
+    releases="0.10.0-0.21.0 (the releases with an allow-list).",
+    example="eagle3lint check --vllm 0.16.0\n",
+    fix="eagle3lint check --vllm 0.16.0 --hf-config path/to/checkpoint/config.json\n",
+    language="shell",
+)
 
 
 class TargetGate(Rule):
@@ -18,12 +52,14 @@ class TargetGate(Rule):
             "The EAGLE-3 model_type allow-list rejects the target's text model_type.",
             Severity.ERROR,
             fixable=True,
+            explain=_EAG501,
         ),
         Code(
             "EAG502",
             "model-type-gate",
             "Lists what the allow-list accepts when the target's model_type is not known.",
             Severity.INFO,
+            explain=_EAG502,
         ),
     )
 

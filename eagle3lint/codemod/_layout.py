@@ -9,12 +9,11 @@ Items themselves are never split further, which is enough for the short names in
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import TypeVar
 
 import libcst as cst
 import libcst.matchers as m
-from libcst.metadata import MetadataWrapper, PositionProvider
 
 from .errors import CodemodRefused
 
@@ -66,34 +65,55 @@ def has_magic_comma(elements: Sequence[cst.Arg | cst.ImportAlias | cst.Element])
     return bool(elements) and isinstance(elements[-1].comma, cst.Comma)
 
 
-def is_exploded(opening: cst.BaseParenthesizableWhitespace | None) -> bool:
-    """Whether the whitespace after an opening bracket starts a new line."""
-    return isinstance(opening, cst.ParenthesizedWhitespace)
+def one_per_line(
+    opening: cst.BaseParenthesizableWhitespace | None,
+    elements: Sequence[cst.Arg | cst.ImportAlias | cst.Element],
+) -> bool:
+    """Whether a bracketed list is laid out one item per line with a trailing comma.
+
+    `opening` is the whitespace after the opening bracket.
+    """
+    return (
+        isinstance(opening, cst.ParenthesizedWhitespace)
+        and bool(elements)
+        and isinstance(elements[-1].comma, cst.Comma)
+        and isinstance(elements[-1].comma.whitespace_after, cst.ParenthesizedWhitespace)
+    )
 
 
 def insert_exploded(
     elements: Sequence[_Element],
     index: int,
     new: _Element,
-    opening: cst.ParenthesizedWhitespace,
+    opening: cst.BaseParenthesizableWhitespace | None,
 ) -> list[_Element]:
-    """Insert `new` into a one-per-line list with a trailing comma, leaving the rest untouched.
+    """Insert `new` into a `one_per_line` list, leaving the other lines as they are.
 
-    The separator is the whitespace after the opening bracket minus any comment on that line,
-    so comments beside existing items stay where they are.
+    New line breaks copy the indentation after the opening bracket and before the closing one,
+    without the comments that may sit on those lines, so comments stay beside their items.
     """
-    separator = cst.Comma(
-        whitespace_after=cst.ParenthesizedWhitespace(
-            indent=opening.indent, last_line=opening.last_line
-        )
-    )
+    assert isinstance(opening, cst.ParenthesizedWhitespace)
     result = list(elements)
     if index < len(result):
-        result.insert(index, new.with_changes(comma=separator))
-    else:
-        result.append(new.with_changes(comma=result[-1].comma))
-        result[-2] = result[-2].with_changes(comma=separator)
+        result.insert(index, new.with_changes(comma=_line_break(opening)))
+        return result
+    last = result[-1]
+    assert isinstance(last.comma, cst.Comma)
+    closing = last.comma.whitespace_after
+    assert isinstance(closing, cst.ParenthesizedWhitespace)
+    result[-1] = last.with_changes(
+        comma=last.comma.with_changes(
+            whitespace_after=closing.with_changes(last_line=opening.last_line)
+        )
+    )
+    result.append(new.with_changes(comma=_line_break(closing)))
     return result
+
+
+def _line_break(like: cst.ParenthesizedWhitespace) -> cst.Comma:
+    return cst.Comma(
+        whitespace_after=cst.ParenthesizedWhitespace(indent=like.indent, last_line=like.last_line)
+    )
 
 
 def refuse_if_commented(what: str, *nodes: cst.CSTNode | None) -> None:
@@ -113,24 +133,11 @@ def natural_key(text: str) -> tuple[str | int, ...]:
     )
 
 
-def columns(
-    module: cst.Module, scope: cst.BaseCompoundStatement | None = None, scope_column: int = 0
-) -> Callable[[cst.CSTNode], int]:
-    """Start column of nodes in `module`, or inside `scope`, a statement at `scope_column`.
-
-    Positions computed on `scope` alone save laying out the whole file, which is the costly
-    part of libcst's position pass.
-    """
-    root = module if scope is None else module.with_changes(body=[scope])
-    positions = MetadataWrapper(root, unsafe_skip_copy=True).resolve(PositionProvider)
-    return lambda node: scope_column + positions[node].start.column
+def indented(module: cst.Module, code: str) -> str:
+    """`code` moved one block level in, to be the body of a generated compound statement."""
+    return "".join(f"{module.default_indent}{line}\n" for line in code.splitlines())
 
 
 def parse_statement(module: cst.Module, code: str) -> cst.BaseStatement:
     """Parse generated code written at indentation zero with the module's indent and newline."""
     return cst.parse_statement(code, config=module.config_for_parsing)
-
-
-def source(module: cst.Module, node: cst.CSTNode) -> str:
-    """The code of `node` as it appears in `module`."""
-    return module.code_for_node(node)

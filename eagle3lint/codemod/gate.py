@@ -9,16 +9,27 @@ import libcst.matchers as m
 
 from ._layout import (
     bracketed,
-    columns,
     has_magic_comma,
     insert_exploded,
-    is_exploded,
+    one_per_line,
     parse_statement,
     refuse_if_commented,
-    source,
 )
-from ._nodes import replace
+from ._nodes import locate, replace
 from .errors import CodemodRefused
+
+
+def _assigning(name: str | None = None) -> m.SimpleStatementLine:
+    """Matches `NAME = ["...", ...]`, for any name when `name` is None."""
+    return m.SimpleStatementLine(
+        body=[
+            m.Assign(
+                targets=[m.AssignTarget(target=m.Name() if name is None else m.Name(name))],
+                value=m.List(elements=[m.ZeroOrMore(m.Element(m.SimpleString()))]),
+            )
+        ]
+    )
+
 
 _MODEL_TYPE = re.compile(r"[A-Za-z0-9_.\-]+")
 _MODEL_TYPE_ATTR = m.Attribute(attr=m.Name("model_type"))
@@ -37,6 +48,7 @@ _GATE = m.Call(
         )
     ],
 )
+_STRING_LIST = _assigning()
 # vLLM 0.10: `"llama" not in ...model_type`
 _SINGLE_GATE = m.Comparison(
     left=m.SimpleString(),
@@ -61,45 +73,63 @@ def add_gate_entry(module: cst.Module, model_type: str) -> cst.Module:
     """
     if not _MODEL_TYPE.fullmatch(model_type):
         raise CodemodRefused(f"{model_type!r} does not look like a Hugging Face model_type")
-    line, allowed = _allow_list(module)
-    entries = [element.value for element in allowed.elements]
+    line, column = _allow_list(module)
+    original = _list_of(line)
+    entries = [element.value for element in original.elements]
     if any(
         isinstance(entry, cst.SimpleString) and str(entry.evaluated_value) in model_type
         for entry in entries
     ):
         return module
     new_entry = f'"{model_type}"'
+    allowed = _closing_line_on_last_comma(original)
     opening = allowed.lbracket.whitespace_after
-    if has_magic_comma(allowed.elements) and is_exploded(opening):
-        assert isinstance(opening, cst.ParenthesizedWhitespace)
+    if one_per_line(opening, allowed.elements):
         element = cst.Element(value=cst.SimpleString(new_entry))
         elements = insert_exploded(allowed.elements, len(entries), element, opening)
-        return replace(module, allowed, allowed.with_changes(elements=elements))
-    refuse_if_commented("the EAGLE-3 model_type list", allowed)
+        return replace(module, original, allowed.with_changes(elements=elements))
+    refuse_if_commented("the EAGLE-3 model_type list", original)
     assign = line.body[0]
     assert isinstance(assign, cst.Assign)
     code = bracketed(
-        f"{source(module, assign.targets[0].target)} = [",
-        [*(source(module, entry) for entry in entries), new_entry],
+        f"{module.code_for_node(assign.targets[0].target)} = [",
+        [*(module.code_for_node(entry) for entry in entries), new_entry],
         "]",
-        column=columns(module)(line),
+        column=column,
         hug=False,
-        magic_comma=has_magic_comma(allowed.elements),
+        magic_comma=has_magic_comma(original.elements),
     )
     parsed = parse_statement(module, code)
     assert isinstance(parsed, cst.SimpleStatementLine) and isinstance(parsed.body[0], cst.Assign)
-    return replace(module, allowed, parsed.body[0].value)
+    return replace(module, original, parsed.body[0].value)
 
 
-def _allow_list(module: cst.Module) -> tuple[cst.SimpleStatementLine, cst.List]:
-    """The `NAME = [...]` statement of the EAGLE-3 gate, and its list."""
-    # findall lists outer functions before inner ones, so each check ends up with the innermost.
-    checking: dict[cst.CSTNode, cst.FunctionDef] = {}
-    for function in m.findall(module, m.FunctionDef()):
-        assert isinstance(function, cst.FunctionDef)
-        for gate in m.findall(function, _GATE):
-            checking[gate] = function
-    if not checking:
+def _closing_line_on_last_comma(allowed: cst.List) -> cst.List:
+    """The same list, with the line break before `]` held by the trailing comma.
+
+    libcst keeps it on the bracket for lists but on the comma for imports and class bases;
+    both print the same, and `insert_exploded` expects the latter.
+    """
+    if not allowed.elements or not isinstance(allowed.elements[-1].comma, cst.Comma):
+        return allowed
+    last = allowed.elements[-1]
+    assert isinstance(last.comma, cst.Comma)
+    return allowed.with_changes(
+        elements=[
+            *allowed.elements[:-1],
+            last.with_changes(
+                comma=last.comma.with_changes(whitespace_after=allowed.rbracket.whitespace_before)
+            ),
+        ],
+        rbracket=allowed.rbracket.with_changes(whitespace_before=cst.SimpleWhitespace("")),
+    )
+
+
+def _allow_list(module: cst.Module) -> tuple[cst.SimpleStatementLine, int]:
+    """The `NAME = [...]` statement of the EAGLE-3 gate, and its column."""
+    found = locate(module, _GATE | _STRING_LIST)
+    gates = [f for f in found if isinstance(f.node, cst.Call)]
+    if not gates:
         if m.findall(module, _SINGLE_GATE):
             raise CodemodRefused(
                 'the EAGLE-3 gate here is a single `"..." not in ...model_type` test (vLLM '
@@ -108,31 +138,34 @@ def _allow_list(module: cst.Module) -> tuple[cst.SimpleStatementLine, cst.List]:
         raise CodemodRefused(
             "no EAGLE-3 model_type allow-list (`any(x in ...model_type for x in LIST)`) found"
         )
-    if len(checking) > 1:
+    if len(gates) > 1:
         raise CodemodRefused(
-            f"{len(checking)} `any(x in ...model_type for x in LIST)` checks found; "
+            f"{len(gates)} `any(x in ...model_type for x in LIST)` checks found; "
             "cannot tell which one is the EAGLE-3 gate"
         )
-    [(gate, function)] = checking.items()
-    assert isinstance(gate, cst.Call) and isinstance(gate.args[0].value, cst.GeneratorExp)
-    listed = gate.args[0].value.for_in.iter
+    gate = gates[0]
+    assert isinstance(gate.node, cst.Call) and isinstance(gate.node.args[0].value, cst.GeneratorExp)
+    listed = gate.node.args[0].value.for_in.iter
     assert isinstance(listed, cst.Name)
-    assignment = m.SimpleStatementLine(
-        body=[
-            m.Assign(
-                targets=[m.AssignTarget(target=m.Name(listed.value))],
-                value=m.List(elements=[m.ZeroOrMore(m.Element(m.SimpleString()))]),
-            )
-        ]
-    )
-    lines = m.findall(function, assignment)
+    lines = [
+        f
+        for f in found
+        if isinstance(f.node, cst.SimpleStatementLine)
+        and f.function is gate.function
+        and m.matches(f.node, _assigning(listed.value))
+    ]
     if len(lines) != 1:
+        where = "the module" if gate.function is None else gate.function.name.value
         raise CodemodRefused(
-            f"{listed.value} is assigned a list of strings {len(lines)} times in "
-            f"{function.name.value}; expected exactly once"
+            f"{listed.value} is assigned a list of strings {len(lines)} times in {where}; "
+            "expected exactly once"
         )
-    line = lines[0]
-    assert isinstance(line, cst.SimpleStatementLine) and isinstance(line.body[0], cst.Assign)
-    allowed = line.body[0].value
-    assert isinstance(allowed, cst.List)
-    return line, allowed
+    line = lines[0].node
+    assert isinstance(line, cst.SimpleStatementLine)
+    return line, lines[0].column
+
+
+def _list_of(line: cst.SimpleStatementLine) -> cst.List:
+    assign = line.body[0]
+    assert isinstance(assign, cst.Assign) and isinstance(assign.value, cst.List)
+    return assign.value

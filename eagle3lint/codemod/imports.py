@@ -13,11 +13,10 @@ from ._layout import (
     first_fitting,
     has_magic_comma,
     insert_exploded,
-    is_exploded,
     natural_key,
+    one_per_line,
     parse_statement,
     refuse_if_commented,
-    source,
 )
 
 INTERFACES_ABSOLUTE = "vllm.model_executor.models.interfaces"
@@ -32,7 +31,10 @@ def ensure_interface_import(module: cst.Module, name: str, *, relative: bool = T
     name per line in parentheses with a trailing comma, as isort and ruff-format would leave it;
     a list that is already one per line keeps its comments. Otherwise a new statement is added
     among the imports of the same kind at its sorted place: `from .interfaces import X` when
-    `relative` (files inside vLLM's models package), else the absolute form.
+    `relative` (files inside vLLM's models package), else the absolute form. Nothing changes
+    when `name` is already imported from there.
+
+    Refuses when an import that needs reflowing carries comments.
     """
     statements = _interface_imports(module)
     for _, _, statement in statements:
@@ -101,12 +103,12 @@ def _extended(module: cst.Module, statement: cst.ImportFrom, name: str) -> cst.I
     )
     new_alias = cst.ImportAlias(name=cst.Name(name))
     opening = None if statement.lpar is None else statement.lpar.whitespace_after
-    if has_magic_comma(aliases) and is_exploded(opening):
-        assert isinstance(opening, cst.ParenthesizedWhitespace)
+    if one_per_line(opening, aliases):
         return statement.with_changes(names=insert_exploded(aliases, index, new_alias, opening))
     refuse_if_commented("the interfaces import", statement)
     items = [
-        source(module, alias.with_changes(comma=cst.MaybeSentinel.DEFAULT)) for alias in aliases
+        module.code_for_node(alias.with_changes(comma=cst.MaybeSentinel.DEFAULT))
+        for alias in aliases
     ]
     items.insert(index, name)
     head = f"from {_from_module(statement)} import "

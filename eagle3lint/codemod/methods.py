@@ -173,7 +173,7 @@ def _insert_pair(
     """Insert the setter and getter methods (name, code) that `class_name` does not define yet.
 
     Both go at `anchor(body)`, setter first; when one of them exists, the other goes next to
-    it (the setter before the getter). Each new method is preceded by one blank line.
+    it (the setter before the getter). Methods are separated by one blank line.
     """
     cls = find_class(module, class_name)
     body = class_body(cls)
@@ -188,9 +188,11 @@ def _insert_pair(
     else:
         return module
     methods = [
-        parse_statement(module, code.lstrip("\n")).with_changes(
-            leading_lines=[BLANK_LINE] if index or position else []
-        )
-        for position, (_, code) in enumerate(missing)
+        parse_statement(module, code.lstrip("\n")).with_changes(leading_lines=[BLANK_LINE])
+        for _, code in missing
     ]
+    if index == 0:
+        # ruff-format keeps no blank line at the start of a block, and one between methods.
+        methods[0] = methods[0].with_changes(leading_lines=[])
+        body[0] = body[0].with_changes(leading_lines=[BLANK_LINE, *body[0].leading_lines])
     return replace(module, cls, with_body(cls, body[:index] + methods + body[index:]))

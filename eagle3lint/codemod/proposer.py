@@ -7,8 +7,8 @@ import re
 import libcst as cst
 import libcst.matchers as m
 
-from ._layout import INDENT, columns, first_fitting, parse_statement, source
-from ._nodes import replace
+from ._layout import INDENT, first_fitting, indented, parse_statement
+from ._nodes import block_indent, locate, replace
 from .errors import CodemodRefused
 
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -36,25 +36,20 @@ def add_proposer_branch(module: cst.Module, class_name: str, attr: str) -> cst.M
 
     Refuses when there is no `if supports_multimodal(...)` block or more than one, when the
     block does not dispatch on `self.get_model_name(...)` (vLLM 0.10 and 0.11 assign one
-    attribute for every model), or when `class_name` / `attr` are not identifiers.
+    attribute for every model), when its fallback (or last) branch does not start with the
+    assignment to copy, or when `class_name` / `attr` are not identifiers.
     """
     if not _IDENTIFIER.fullmatch(class_name) or not _ATTRIBUTE_PATH.fullmatch(attr):
         raise CodemodRefused(f"{class_name!r} / {attr!r} are not a class name and an attribute")
-    chain = _dispatch_chain(module)
+    chain, column = _dispatch_chain(module)
     branches = _branches(chain)
-    if any(
-        m.findall(branch.test, m.SimpleString(value=m.MatchIfTrue(lambda v: class_name in v)))
-        and class_name in _strings(branch.test)
-        for branch in branches
-    ):
+    if any(class_name in _strings(branch.test) for branch in branches):
         return module
     last = branches[-1]
-    assigned = _assigned(module, last.orelse if isinstance(last.orelse, cst.Else) else last)
-    test = chain.test
-    assert isinstance(test, cst.Comparison)
-    model_name = source(module, test.left)
-    target_model = source(module, test.left.args[0].value)  # type: ignore[attr-defined]
-    column = columns(module)(chain)
+    assigned = _assigned_target(module, last.orelse if isinstance(last.orelse, cst.Else) else last)
+    assert isinstance(chain.test, cst.Comparison) and isinstance(chain.test.left, cst.Call)
+    model_name = module.code_for_node(chain.test.left)
+    target_model = module.code_for_node(chain.test.left.args[0].value)
     comparison = f'{model_name} == "{class_name}"'
     header = first_fitting(
         column,
@@ -69,11 +64,63 @@ def add_proposer_branch(module: cst.Module, class_name: str, attr: str) -> cst.M
         column + len(INDENT),
         [f"{assigned} = {value}", f"{assigned} = (\n{INDENT}{value}\n)"],
     )
-    # Parsed as an `if` at indentation zero; as `orelse` of another `if` it prints as `elif`.
-    code = header.removeprefix("el") + "\n" + "".join(
-        f"{module.default_indent}{line}\n" for line in assignment.splitlines()
-    )
-    branch = parse_statement(module, code)
+    # Parsed as an `if`: as the `orelse` of another `if`, libcst prints it as `elif`.
+    branch = parse_statement(module, f"{header.removeprefix('el')}\n{indented(module, assignment)}")
     assert isinstance(branch, cst.If)
-    new_last = last.with_changes(orelse=branch.with_changes(orelse=last.orelse))
-    return replace(module, last, new_last)
+    return replace(module, last, last.with_changes(orelse=branch.with_changes(orelse=last.orelse)))
+
+
+def _dispatch_chain(module: cst.Module) -> tuple[cst.If, int]:
+    """The `if self.get_model_name(...) ...` chain inside `if supports_multimodal(...):`.
+
+    Returned with its column.
+    """
+    blocks = locate(
+        module, m.If(test=m.Call(func=m.Name("supports_multimodal"), args=[m.Arg(m.Name())]))
+    )
+    if not blocks:
+        raise CodemodRefused("no `if supports_multimodal(target_model):` block in this file")
+    if len(blocks) > 1:
+        raise CodemodRefused(
+            f"{len(blocks)} `if supports_multimodal(...):` blocks; cannot tell which one to extend"
+        )
+    block = blocks[0].node
+    assert isinstance(block, cst.If)
+    chains = [s for s in block.body.body if m.matches(s, _DISPATCH)]
+    if len(chains) != 1:
+        raise CodemodRefused(
+            "the `if supports_multimodal(...):` block does not dispatch on "
+            "`self.get_model_name(...)` with one if/elif chain; it sets the image token the "
+            "same way for every model"
+        )
+    chain = chains[0]
+    assert isinstance(chain, cst.If)
+    return chain, blocks[0].column + block_indent(module, block.body)
+
+
+def _branches(chain: cst.If) -> list[cst.If]:
+    branches = [chain]
+    while isinstance(branches[-1].orelse, cst.If):
+        branches.append(branches[-1].orelse)
+    return branches
+
+
+def _strings(test: cst.BaseExpression) -> set[str]:
+    return {
+        str(string.evaluated_value)
+        for string in m.findall(test, m.SimpleString())
+        if isinstance(string, cst.SimpleString)
+    }
+
+
+def _assigned_target(module: cst.Module, block: cst.If | cst.Else) -> str:
+    """What the fallback (or last) branch assigns the image token to."""
+    assignment = m.SimpleStatementLine(body=[m.Assign(targets=[m.AssignTarget()])])
+    first = block.body.body[0]
+    if not (isinstance(block.body, cst.IndentedBlock) and m.matches(first, assignment)):
+        raise CodemodRefused(
+            "the last branch of the get_model_name chain does not start with an assignment; "
+            "cannot tell which attribute receives the image token id"
+        )
+    assert isinstance(first, cst.SimpleStatementLine) and isinstance(first.body[0], cst.Assign)
+    return module.code_for_node(first.body[0].targets[0].target)

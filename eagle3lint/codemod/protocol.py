@@ -8,10 +8,9 @@ from ._layout import (
     bracketed,
     has_magic_comma,
     insert_exploded,
-    is_exploded,
+    one_per_line,
     parse_statement,
     refuse_if_commented,
-    source,
 )
 from ._nodes import find_class, last_name, replace
 from .imports import ensure_interface_import
@@ -32,27 +31,33 @@ def add_base(
     comments.
     """
     cls = find_class(module, class_name)
-    if any(last_name(arg.value) == base for arg in cls.bases):
+    new_cls = add_class_base(module, cls, base)
+    if new_cls is cls:
         return module
-    module = replace(module, cls, add_class_base(module, cls, base))
-    return ensure_interface_import(module, base, relative=relative)
+    return ensure_interface_import(replace(module, cls, new_cls), base, relative=relative)
 
 
 def add_class_base(module: cst.Module, cls: cst.ClassDef, base: str) -> cst.ClassDef:
-    """`cls` with `base` added to its bases (see `add_base`), without touching imports."""
+    """`cls` with `base` added to its bases as `add_base` does, without touching imports.
+
+    Returns `cls` itself when it already has the base.
+    """
     names = [last_name(arg.value) for arg in cls.bases]
+    if base in names:
+        return cls
     index = names.index("SupportsEagle") + 1 if "SupportsEagle" in names else len(names)
     arguments = [*cls.bases, *cls.keywords]
     new_arg = cst.Arg(value=cst.Name(base))
     opening = None if cls.lpar is cst.MaybeSentinel.DEFAULT else cls.lpar.whitespace_after
-    if has_magic_comma(arguments) and is_exploded(opening):
-        assert isinstance(opening, cst.ParenthesizedWhitespace)
+    if one_per_line(opening, arguments):
         arguments = insert_exploded(arguments, index, new_arg, opening)
         return cls.with_changes(
             bases=arguments[: len(cls.bases) + 1], keywords=arguments[len(cls.bases) + 1 :]
         )
     refuse_if_commented(f"the bases of {cls.name.value!r}", cls.lpar, *arguments, cls.rpar)
-    items = [source(module, arg.with_changes(comma=cst.MaybeSentinel.DEFAULT)) for arg in arguments]
+    items = [
+        module.code_for_node(arg.with_changes(comma=cst.MaybeSentinel.DEFAULT)) for arg in arguments
+    ]
     items.insert(index, base)
     # Model classes are module-level, so the header starts at column zero.
     header = bracketed(

@@ -20,8 +20,8 @@ from dataclasses import dataclass
 import libcst as cst
 import libcst.matchers as m
 
-from ._layout import BLANK_LINE, bracketed, columns, parse_statement, source
-from ._nodes import body_column, find_class, find_method, replace, with_body
+from ._layout import BLANK_LINE, bracketed, indented, parse_statement
+from ._nodes import block_indent, find_class, find_method, locate, replace, with_body
 from .errors import CodemodRefused
 from .imports import ensure_interface_import
 from .protocol import add_class_base
@@ -44,7 +44,8 @@ class _LayerLoop:
     # Code for the index of the first layer the loop visits.
     first_index: str
     call: cst.SimpleStatementLine
-    call_column: int
+    # Column of the loop body, where the layer call is.
+    inner_column: int
     hidden: str
     residual: str
 
@@ -86,13 +87,13 @@ def add_forward_taps(module: cst.Module, model_class: str, *, enumerate_start: b
     tap = parse_statement(
         module,
         f"if {loop.index} in self.aux_hidden_state_layers:\n"
-        + _indented(
+        + indented(
             module,
             bracketed(
                 f"{AUX_LIST}.append(",
                 [layer_input],
                 ")",
-                column=loop.call_column + len(module.default_indent),
+                column=loop.inner_column + len(module.default_indent),
                 hug=True,
                 magic_comma=False,
             ),
@@ -142,7 +143,7 @@ def add_mixin_taps(
             "self._maybe_add_hidden_state(",
             [AUX_LIST, f"{loop.index} + 1", loop.hidden, loop.residual],
             ")",
-            column=loop.call_column,
+            column=loop.inner_column,
             hug=True,
             magic_comma=False,
         ),
@@ -199,41 +200,40 @@ def _already_taps(forward: cst.FunctionDef) -> bool:
     )
 
 
-def _indented(module: cst.Module, code: str) -> str:
-    return "".join(f"{module.default_indent}{line}\n" for line in code.splitlines())
-
-
 def _layer_loop(
     module: cst.Module, cls: cst.ClassDef, forward: cst.FunctionDef, *, enumerate_start: bool
 ) -> _LayerLoop:
     name = cls.name.value
-    loops = [loop for loop in m.findall(forward, m.For()) if _is_layer_loop(loop)]
+    loops = [
+        found
+        for found in locate(module, m.For(), within=forward, column=block_indent(module, cls.body))
+        if isinstance(found.node, cst.For) and _is_layer_loop(found.node)
+    ]
     if not loops:
         raise CodemodRefused(f"{name}.forward has no loop over self.layers")
     if len(loops) > 1:
         raise CodemodRefused(
             f"{name}.forward has {len(loops)} loops over self.layers; expected exactly one"
         )
-    loop = loops[0]
+    loop, column = loops[0].node, loops[0].column
     assert isinstance(loop, cst.For)
     if loop not in forward.body.body:
         raise CodemodRefused(
             f"the loop over self.layers in {name}.forward is nested in another block; "
             "its aux_hidden_states list would not reach the final return"
         )
-    column_of = columns(module, forward, body_column(module, cls.body))
     layer, index, first_index, enumerated = _loop_header(
-        module, forward, loop, column_of(loop), enumerate_start=enumerate_start
+        module, forward, loop, column, enumerate_start=enumerate_start
     )
     call, hidden, residual = _layer_call(name, loop, layer)
     return _LayerLoop(
         loop=loop,
         enumerated=enumerated,
-        column=column_of(loop),
+        column=column,
         index=index,
         first_index=first_index,
         call=call,
-        call_column=column_of(call),
+        inner_column=column + block_indent(module, loop.body),
         hidden=hidden,
         residual=residual,
     )
@@ -277,8 +277,8 @@ def _loop_header(
 ) -> tuple[str, str, str, cst.For]:
     """Layer variable, index variable, first index, and the loop with an enumerating header."""
     unsupported = CodemodRefused(
-        f"unsupported loop over self.layers: `for {source(module, loop.target)} in "
-        f"{source(module, loop.iter)}`"
+        f"unsupported loop over self.layers: `for {module.code_for_node(loop.target)} in "
+        f"{module.code_for_node(loop.iter)}`"
     )
     range_layer = _range_layer(loop)
     if range_layer is not None:
@@ -286,7 +286,7 @@ def _loop_header(
         bounds = loop.iter.args
         if len(bounds) == 3:
             raise unsupported
-        first = source(module, bounds[0].value) if len(bounds) == 2 else "0"
+        first = module.code_for_node(bounds[0].value) if len(bounds) == 2 else "0"
         return range_layer, loop.target.value, first, loop
 
     if m.matches(loop.iter, m.Call(func=m.Name("enumerate"))):
@@ -296,7 +296,7 @@ def _loop_header(
         layers, *start = loop.iter.args
         _layers_start(module, layers.value, unsupported)
         index, layer = _pair_names(loop.target)
-        first = source(module, start[0].value) if start else "0"
+        first = module.code_for_node(start[0].value) if start else "0"
         return layer, index, first, loop
 
     if not isinstance(loop.target, cst.Name):
@@ -308,7 +308,7 @@ def _loop_header(
         raise CodemodRefused(
             f"cannot name the layer index: {', '.join(_INDEX_NAMES)} are all taken in forward"
         )
-    items = [source(module, loop.iter)]
+    items = [module.code_for_node(loop.iter)]
     if enumerate_start and start is not None:
         items.append(f"start={start}")
     header = bracketed(
@@ -345,7 +345,7 @@ def _layers_start(
         assert isinstance(bounds, cst.Slice)
         if bounds.step is not None:
             raise unsupported
-        return None if bounds.lower is None else source(module, bounds.lower)
+        return None if bounds.lower is None else module.code_for_node(bounds.lower)
     if m.matches(
         layers,
         m.Call(
@@ -357,7 +357,7 @@ def _layers_start(
         if len(layers.args) == 2:
             return None
         if len(layers.args) == 3:
-            return source(module, layers.args[1].value)
+            return module.code_for_node(layers.args[1].value)
     raise unsupported
 
 
@@ -410,7 +410,7 @@ def _tapped_forward(
         raise CodemodRefused(f"{name} does not end with `return <name>`; no final return to extend")
     assert isinstance(final, cst.SimpleStatementLine) and isinstance(final.body[0], cst.Return)
     assert final.body[0].value is not None
-    result = source(module, final.body[0].value)
+    result = module.code_for_node(final.body[0].value)
     early = parse_statement(
         module,
         f"if len({AUX_LIST}) > 0:\n{module.default_indent}return {result}, {AUX_LIST}\n",

@@ -8,8 +8,10 @@ image-token mapping (moved to `llm_base_proposer.py` in 0.20).
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import re
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import libcst as cst
@@ -21,9 +23,10 @@ from eagle3lint.contract.model import (
     ImageTokenBranch,
     ImageTokenMap,
 )
+from eagle3lint.index.cache import content_key
 from eagle3lint.index.extract import code, dotted, string_value
 from eagle3lint.index.project import ClassRef, ProjectIndex
-from eagle3lint.sources.files import UnreadableSource, read_source
+from eagle3lint.sources.files import UnreadableSource, read_source, read_source_bytes
 
 INTERFACES = "vllm.model_executor.models.interfaces"
 RUNNER_FILES = (
@@ -50,8 +53,34 @@ def read_contract(index: ProjectIndex, vllm_dir: Path, source: str) -> Contract:
     )
     contract = _read_protocol(index, contract)
     contract = _read_runner(vllm_dir, contract)
-    contract = replace(contract, gate=_read_gate(vllm_dir))
-    return replace(contract, image_tokens=_read_image_tokens(vllm_dir))
+    facts = _config_facts(index, vllm_dir)
+    return replace(contract, gate=facts.gate, image_tokens=facts.image_tokens)
+
+
+@dataclass(slots=True)
+class ConfigFacts:
+    """The gate and the proposer's mapping: read with a full parse of two large files, so
+    cached by their content like file summaries."""
+
+    gate: Gate | None = None
+    image_tokens: ImageTokenMap | None = None
+
+
+def _config_facts(index: ProjectIndex, vllm_dir: Path) -> ConfigFacts:
+    digest = hashlib.blake2b(digest_size=20)
+    for rel in (*GATE_FILES, *PROPOSER_FILES):
+        path = vllm_dir / rel
+        digest.update(f"{path}\0".encode())
+        with contextlib.suppress(UnreadableSource):
+            digest.update(read_source_bytes(path))
+    key = content_key(digest.digest(), "contract-facts")
+    cached = index.cache.load(key, ConfigFacts) if index.cache else None
+    if cached is not None:
+        return cached
+    facts = ConfigFacts(_read_gate(vllm_dir), _read_image_tokens(vllm_dir))
+    if index.cache:
+        index.cache.store(key, facts)
+    return facts
 
 
 def _find_class(index: ProjectIndex, name: str) -> ClassRef | None:

@@ -15,6 +15,7 @@ import os
 import tempfile
 from functools import cache
 from pathlib import Path
+from typing import TypeVar
 
 from eagle3lint import __version__
 from eagle3lint.index.model import (
@@ -24,6 +25,8 @@ from eagle3lint.index.model import (
     from_json,
     to_json,
 )
+
+T = TypeVar("T")
 
 
 def default_cache_dir() -> Path:
@@ -63,16 +66,17 @@ class SummaryCache:
     def _path(self, key: str) -> Path:
         return self.root / key[:2] / f"{key}.json"
 
-    def load(self, key: str) -> FileSummary | None:
+    def load(self, key: str, kind: type[T] = FileSummary) -> T | None:  # type: ignore[assignment]
+        """The entry stored under `key`, rebuilt as `kind`; None when absent or not valid."""
         try:
             data = json.loads(self._path(key).read_text(encoding="utf-8"))
             if data.get("key") != key:
                 return None
-            return from_json(FileSummary, data["summary"])
+            return from_json(kind, data["summary"])
         except (OSError, ValueError, KeyError, TypeError, AttributeError, SummaryFormatError):
             return None
 
-    def store(self, key: str, summary: FileSummary) -> None:
+    def store(self, key: str, summary: object) -> None:
         path = self._path(key)
         tmp: str | None = None
         try:

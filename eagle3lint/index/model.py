@@ -183,7 +183,7 @@ def to_json(obj: Any) -> Any:
         return {f.name: to_json(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
     if isinstance(obj, dict):
         return {k: to_json(v) for k, v in obj.items()}
-    if isinstance(obj, list):
+    if isinstance(obj, list | tuple):
         return [to_json(v) for v in obj]
     return obj
 
@@ -208,6 +208,11 @@ def _build(tp: Any, data: Any) -> Any:
             return None
         (inner,) = [a for a in args if a is not type(None)]
         return _build(inner, data)
+    if origin is tuple:
+        item, ellipsis = typing.get_args(tp)
+        if ellipsis is not Ellipsis or not isinstance(data, list):
+            raise SummaryFormatError(f"expected a list for {tp!r}")
+        return tuple(_build(item, v) for v in data)
     if origin is list:
         if not isinstance(data, list):
             raise SummaryFormatError(f"expected a list, got {type(data).__name__}")

@@ -7,7 +7,7 @@ Summaries are loaded lazily, so `--arch X` reads only the files X needs. A full 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -93,6 +93,8 @@ class ProjectIndex:
         self._files: dict[str, SourceFile | None] = {}
         self.parsed = 0
         """How many files were parsed (not loaded from the cache): the cost of a run."""
+        self.on_load: Callable[[], None] | None = None
+        """Called once per file summarised, parsed or from the cache (a progress hook)."""
 
     # -- files ----------------------------------------------------------------------------
     def source_file(self, module: str) -> SourceFile | None:
@@ -157,6 +159,8 @@ class ProjectIndex:
             cached = self.cache.load(key) if self.cache else None
             if cached is not None:
                 self._by_module[module] = cached
+                if self.on_load:
+                    self.on_load()
                 continue
             jobs.append((source.relpath, data, key))
             pending[source.relpath] = module
@@ -171,6 +175,8 @@ class ProjectIndex:
                 continue
             self.parsed += 1
             self._by_module[module] = summary
+            if self.on_load:
+                self.on_load()
             if self.cache and detail:
                 self.cache.store(detail, summary)
 
