@@ -20,15 +20,8 @@ def is_candidate(target: Target) -> bool:
     inner = owner.inner_model
     if inner is None:
         return False
-    forward = _forward_of(owner, inner)
-    return forward is not None and bool(forward.loops)
-
-
-def _forward_of(target: Target, inner: ClassRef):
-    for entry in target.index.mro(inner):
-        if isinstance(entry, ClassRef) and entry.cls.forward is not None:
-            return entry.cls.forward
-    return None
+    found = target.index.forward_of(inner)
+    return found is not None and bool(found[1].loops)
 
 
 _UNPACK_ERROR = (
@@ -303,8 +296,8 @@ class OldNameForCausalLM(nn.Module, SupportsEagle3):
     def _mixin_repair(self, target: Target, inner: ClassRef, ctx: RuleContext) -> Repair:
         """An untapped decoder becomes a mixin (the release's own style); one with a custom tap
         keeps it and the model overrides the setter instead, as DeepseekV2 does upstream."""
-        forward = _forward_of(target, inner)
-        tapped = forward is not None and any(loop.taps for loop in forward.loops)
+        found = target.index.forward_of(inner)
+        tapped = found is not None and any(loop.taps for loop in found[1].loops)
         if not tapped:
             return Repair.make("add-mixin-taps", ctx.path(inner), cls=inner.name)
         owner = repair_owner(target)

@@ -16,14 +16,6 @@ from eagle3lint.targets import Target
 AUX_ATTR = "aux_hidden_state_layers"
 
 
-def forward_of(target: Target, inner: ClassRef) -> tuple[ClassRef, ForwardSummary] | None:
-    """The forward the decoder runs: its own or the nearest inherited one."""
-    for entry in target.index.mro(inner):
-        if isinstance(entry, ClassRef) and entry.cls.forward is not None:
-            return entry, entry.cls.forward
-    return None
-
-
 _TAP_RUNTIME = (
     "With aux layers requested, the runner unpacks the target's output as `hidden_states, "
     "aux_hidden_states = model_output` and concatenates the aux tensors for the drafter. Aux "
@@ -357,7 +349,7 @@ class NoTapForCausalLM(nn.Module, SupportsEagle3):
                 owner.ref.cls.column,
             )
             return
-        found = forward_of(owner, inner)
+        found = owner.index.forward_of(inner)
         loops = found[1].loops if found else []
         if found is None or not loops:
             where = found[0] if found else inner

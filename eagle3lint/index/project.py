@@ -17,7 +17,7 @@ import libcst as cst
 from eagle3lint.findings import InputError
 from eagle3lint.index.cache import SummaryCache, content_key
 from eagle3lint.index.extract import summarize
-from eagle3lint.index.model import ClassSummary, FileSummary
+from eagle3lint.index.model import ClassSummary, FileSummary, ForwardSummary
 from eagle3lint.sources.files import UnreadableSource, decode_source, read_source_bytes
 
 INLINE_PARSE_LIMIT = 6
@@ -257,6 +257,13 @@ class ProjectIndex:
                 target = ExternalRef(base)
             out.append(target if not isinstance(target, ModuleRef) else ExternalRef(base))
         return out
+
+    def forward_of(self, ref: ClassRef) -> tuple[ClassRef, ForwardSummary] | None:
+        """The forward `ref` runs: its own or the nearest inherited one, with its class."""
+        for entry in self.mro(ref):
+            if isinstance(entry, ClassRef) and entry.cls.forward is not None:
+                return entry, entry.cls.forward
+        return None
 
     def mro(self, ref: ClassRef) -> list[ClassRef | ExternalRef]:
         """C3 linearisation over resolved bases; external bases stay as opaque entries."""
