@@ -112,3 +112,31 @@ def test_fix_refuses_to_edit_a_cached_release(vllm_release: Callable) -> None:
     result = runner.invoke(app, ["fix", "--vllm", "0.16.0", "--arch", KIMI])
     assert result.exit_code == 2
     assert "--diff" in result.output
+
+
+# Classes with SupportsEagle3 in their MRO, counted over model_executor/models and models/ by
+# the contract notes (../shared/vllm-eagle3-contract.md §D.1) with two methods of their own.
+EAGLE3_CLASS_COUNTS = {"0.11.0": 20, "0.16.0": 52, "0.18.0": 70}
+
+
+@pytest.mark.parametrize(("version", "expected"), sorted(EAGLE3_CLASS_COUNTS.items()))
+def test_protocol_classes_match_independent_count(
+    version: str, expected: int, vllm_release: Callable
+) -> None:
+    from eagle3lint.contract.reader import read_contract
+    from eagle3lint.index.cache import SummaryCache, default_cache_dir
+    from eagle3lint.index.project import ClassRef, ProjectIndex
+
+    root = vllm_release(version)
+    index = ProjectIndex([root.parent], cache=SummaryCache(default_cache_dir()))
+    contract = read_contract(index, root, "tree")
+    files = [p for d in ("model_executor/models", "models") for p in (root / d).rglob("*.py")]
+    modules = [m for p in files if (m := index.module_of(p)) and not m.endswith(".interfaces")]
+    index.preload(modules)
+    count = 0
+    for module in modules:
+        summary = index.summary(module)
+        for cls in summary.classes.values() if summary else ():
+            mro = index.mro(ClassRef(summary, cls))
+            count += any(isinstance(e, ClassRef) and e.qualname == contract.protocol for e in mro)
+    assert count == expected
