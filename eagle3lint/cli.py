@@ -59,8 +59,12 @@ ModelTypeOpt = Annotated[
 SelectOpt = Annotated[
     list[str] | None, typer.Option("--select", help="Only these codes or prefixes (EAG1, EAG301).")
 ]
-IgnoreOpt = Annotated[list[str] | None, typer.Option("--ignore", help="Skip these codes or prefixes.")]
-JobsOpt = Annotated[int | None, typer.Option("--jobs", "-j", help="Parser processes (default: cores).")]
+IgnoreOpt = Annotated[
+    list[str] | None, typer.Option("--ignore", help="Skip these codes or prefixes.")
+]
+JobsOpt = Annotated[
+    int | None, typer.Option("--jobs", "-j", help="Parser processes (default: cores).")
+]
 NoCacheOpt = Annotated[bool, typer.Option("--no-cache", help="Neither read nor write the cache.")]
 DebugOpt = Annotated[bool, typer.Option("--debug", help="Show tracebacks of internal errors.")]
 
@@ -77,16 +81,21 @@ def _options(
     no_cache: bool,
     progress: bool,
 ) -> CheckOptions:
+    from eagle3lint.config import load_config
     from eagle3lint.engine import CheckOptions
 
+    # The repository's [tool.eagle3lint] supplies what the command line leaves out.
+    config = load_config()
     return CheckOptions(
         paths=list(paths or []),
-        vllm_version=vllm,
+        vllm_version=vllm or config.vllm_version,
         archs=list(arch or []),
-        hf_config=hf_config,
+        hf_config=hf_config or config.hf_config,
         model_type=model_type,
-        select=list(select or []),
-        ignore=list(ignore or []),
+        select=list(select or config.select),
+        ignore=list(ignore or config.ignore),
+        exclude=config.exclude,
+        rule_options=config.rule_options,
         jobs=jobs,
         use_cache=not no_cache,
         progress=progress,
@@ -100,7 +109,7 @@ def _fail(message: str, debug: bool) -> None:
     raise typer.Exit(2)
 
 
-def _guard(debug: bool):  # noqa: ANN202 - a context manager
+def _guard(debug: bool):
     """Turn expected failures into exit 2 with a message, and anything else into one line."""
     from contextlib import contextmanager
 
@@ -108,7 +117,7 @@ def _guard(debug: bool):  # noqa: ANN202 - a context manager
     from eagle3lint.sources.download import DownloadError
 
     @contextmanager
-    def guard():  # noqa: ANN202
+    def guard():
         try:
             yield
         except (typer.Exit, typer.Abort, SystemExit):
@@ -117,7 +126,7 @@ def _guard(debug: bool):  # noqa: ANN202 - a context manager
             _fail(str(exc), debug)
         except KeyboardInterrupt:
             _fail("interrupted", debug)
-        except Exception as exc:  # noqa: BLE001 - the promise: never a traceback
+        except Exception as exc:
             _fail(
                 f"internal error {type(exc).__name__}: {exc} (run with --debug for the traceback)",
                 debug,
@@ -138,7 +147,9 @@ def check(
     output_format: Annotated[
         OutputFormat, typer.Option("--format", help="Report format.")
     ] = OutputFormat.text,
-    exit_zero: Annotated[bool, typer.Option("--exit-zero", help="Exit 0 even with errors.")] = False,
+    exit_zero: Annotated[
+        bool, typer.Option("--exit-zero", help="Exit 0 even with errors.")
+    ] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Only error findings.")] = False,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Info findings too.")] = False,
     jobs: JobsOpt = None,
@@ -148,26 +159,55 @@ def check(
     """Report every EAGLE-3 blocker of every architecture (exit 0 none, 1 errors, 2 bad input)."""
     with _guard(debug):
         from eagle3lint.engine import run_check
+        from eagle3lint.report.progress import FileProgress
 
         options = _options(
-            paths, vllm, arch, hf_config, model_type, select, ignore, jobs, no_cache,
+            paths,
+            vllm,
+            arch,
+            hf_config,
+            model_type,
+            select,
+            ignore,
+            jobs,
+            no_cache,
             progress=sys.stderr.isatty(),
         )
-        report = run_check(options).report
+        # A progress line only for a person watching: not when piped, not with --quiet.
+        interactive = sys.stdout.isatty() and sys.stderr.isatty() and not quiet
+        with FileProgress(interactive) as progress:
+            options.on_file = progress.advance
+            report = run_check(options).report
         _emit(report, output_format, quiet=quiet, verbose=verbose)
         code = report.exit_code(exit_zero)
     raise typer.Exit(code)
 
 
-def _emit(report, output_format: OutputFormat, *, quiet: bool, verbose: bool) -> None:  # noqa: ANN001
+def _emit(report, output_format: OutputFormat, *, quiet: bool, verbose: bool) -> None:
     if output_format is OutputFormat.json:
         typer.echo(json.dumps(report.to_json(), indent=2))
+        return
+    if output_format is OutputFormat.sarif:
+        from eagle3lint.report.sarif import to_sarif
+
+        typer.echo(json.dumps(to_sarif(report), indent=2))
+        return
+    if output_format is OutputFormat.github:
+        from eagle3lint.report.github import github_annotations
+
+        for line in github_annotations(report, quiet=quiet, verbose=verbose):
+            typer.echo(line)
         return
     from rich.console import Console
 
     from eagle3lint.report.text import render_text
 
-    console = Console(no_color=bool(os.environ.get("NO_COLOR")), highlight=False)
+    # Piped output stays plain: no colours (rich's default) and no wrapping of long lines.
+    console = Console(
+        no_color=bool(os.environ.get("NO_COLOR")),
+        highlight=False,
+        soft_wrap=not sys.stdout.isatty(),
+    )
     render_text(report, console, verbose=verbose, quiet=quiet)
 
 
@@ -192,7 +232,15 @@ def fix(
         from eagle3lint.fixer import run_fix
 
         options = _options(
-            paths, vllm, arch, hf_config, model_type, select, ignore, jobs, no_cache,
+            paths,
+            vllm,
+            arch,
+            hf_config,
+            model_type,
+            select,
+            ignore,
+            jobs,
+            no_cache,
             progress=sys.stderr.isatty(),
         )
         code = run_fix(options, diff=diff)
@@ -205,15 +253,39 @@ def rules() -> None:
     from rich.console import Console
     from rich.table import Table
 
-    from eagle3lint.rule import load_rules
+    from eagle3lint.codes import all_codes
 
     table = Table("code", "rule", "name", "checks", "fixable", "plugin")
-    for cls in load_rules():
-        for code in cls.codes:
-            table.add_row(
-                code.code, cls.slug, code.name, code.summary, "yes" if code.fixable else "", cls.plugin
-            )
+    for entry in all_codes():
+        code = entry.code
+        table.add_row(
+            code.code,
+            entry.rule,
+            code.name,
+            code.summary,
+            "yes" if code.fixable else "",
+            entry.plugin,
+        )
     Console(no_color=bool(os.environ.get("NO_COLOR"))).print(table)
+
+
+@app.command()
+def explain(
+    code: Annotated[str, typer.Argument(help="A code, such as EAG101.", show_default=False)],
+) -> None:
+    """What a code means: what vLLM does, the error it raises, releases, an example, the fix."""
+    with _guard(debug=False):
+        from eagle3lint.codes import find_code
+        from eagle3lint.explain import explanation_markdown
+
+        page = explanation_markdown(find_code(code))
+        if sys.stdout.isatty():
+            from rich.console import Console
+            from rich.markdown import Markdown
+
+            Console(no_color=bool(os.environ.get("NO_COLOR"))).print(Markdown(page))
+        else:
+            typer.echo(page, nl=False)
 
 
 def main() -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import difflib
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -18,6 +18,7 @@ from eagle3lint.index.project import ClassRef, ProjectIndex
 from eagle3lint.report.model import Report, TargetResult
 from eagle3lint.rule import Rule, RuleContext, load_rules, selected
 from eagle3lint.sources.discovery import UsageError, Workspace, discover
+from eagle3lint.suppressions import apply_suppressions
 from eagle3lint.targets import (
     MODELS_PACKAGE,
     RegistryEntry,
@@ -42,6 +43,8 @@ class CheckOptions:
     jobs: int | None = None
     use_cache: bool = True
     progress: bool = False
+    on_file: Callable[[], None] | None = None
+    """Called once per file analysed (the terminal's progress line)."""
 
 
 @dataclass
@@ -81,7 +84,9 @@ def _index_for(workspace: Workspace, options: CheckOptions) -> ProjectIndex:
     if workspace.import_root is not None:
         roots.append(workspace.import_root)
     cache = SummaryCache(default_cache_dir()) if options.use_cache else None
-    return ProjectIndex(roots, cache=cache, jobs=options.jobs)
+    index = ProjectIndex(roots, cache=cache, jobs=options.jobs)
+    index.on_load = options.on_file
+    return index
 
 
 def _choose_entries(entries: list[RegistryEntry], archs: list[str]) -> list[RegistryEntry]:
@@ -151,9 +156,13 @@ def run_check(options: CheckOptions, rules: Iterable[type[Rule]] | None = None) 
     )
     rule_objects = [cls(options.rule_options.get(cls.slug)) for cls in (rules or load_rules())]
     report_paths = {str(p.resolve()) for p in workspace.files} if workspace.only_files else None
+    # Suppressions apply before the per-file filter: a comment is used if any target needed it.
+    per_target = apply_suppressions(
+        [_run_rules(rule_objects, target, ctx, options) for target in targets],
+        None if options.archs else lambda code: selected(code, options.select, options.ignore),
+    )
     results = []
-    for target in targets:
-        findings = _run_rules(rule_objects, target, ctx, options)
+    for target, findings in zip(targets, per_target, strict=True):
         if report_paths is not None:
             findings = [f for f in findings if str(Path(f.path).resolve()) in report_paths]
             in_files = str(Path(index.display_path(target.ref.file)).resolve()) in report_paths

@@ -129,6 +129,8 @@ def discover(
             workspace.contract_source = "installed vLLM"
         else:
             workspace.contract_source = "newest known"
+        # The tree only supplies the contract: report on the given files, not on all of vLLM.
+        workspace.only_files = True
         if not workspace.files:
             raise UsageError(
                 f"{', '.join(str(p) for p in paths)}: no vLLM tree (a folder holding "

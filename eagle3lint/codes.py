@@ -1,0 +1,132 @@
+"""Every code eagle3lint can report: the rules' codes and the few the tool reports itself.
+
+`eagle3lint rules`, `eagle3lint explain`, the SARIF driver and `docs/rules/` all list codes from
+here, so a code documented in one place is documented in all of them.
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass
+
+from eagle3lint.findings import Severity
+from eagle3lint.rule import Code, Explanation, load_rules
+from eagle3lint.sources.discovery import UsageError
+
+TOOL_PLUGIN = "eagle3lint"
+
+INPUTS = "inputs"
+"""The rule column of codes about input the tool could not analyse."""
+
+SUPPRESSIONS = "suppressions"
+"""The rule column of EAG904."""
+
+SYNTAX_ERROR = Code(
+    "EAG901",
+    "syntax-error",
+    "A file could not be parsed, so nothing in it was checked.",
+    Severity.ERROR,
+    explain=Explanation(
+        runtime="vLLM imports a model's module the first time its architecture is resolved. "
+        "A file Python cannot parse fails that import; eagle3lint cannot analyse it either, so "
+        "it reports the file under `errors` and exits with 2.",
+        error="```text\nSyntaxError: invalid syntax\n```\n(or whatever Python reports for the "
+        "file), raised by the import.",
+        releases="Not release-specific.",
+        example="class MyModelForCausalLM(nn.Module, SupportsEagle3: ...\n",
+        fix="class MyModelForCausalLM(nn.Module, SupportsEagle3): ...\n",
+    ),
+)
+
+UNREADABLE_INPUT = Code(
+    "EAG902",
+    "unreadable-input",
+    "A path does not exist, or a file could not be read or decoded.",
+    Severity.ERROR,
+    explain=Explanation(
+        runtime="Nothing in vLLM: this is about eagle3lint's input. A path given on the command "
+        "line that does not exist, or a source file that cannot be read or decoded, is reported "
+        "under `errors` and the run exits with 2.",
+        error="None from vLLM. eagle3lint prints, for example, "
+        "`EAG902 models/my_model.py: no such file or directory`.",
+        releases="Not release-specific.",
+        example="eagle3lint check models/my_modle.py\n",
+        fix="eagle3lint check models/my_model.py\n",
+        language="shell",
+    ),
+)
+
+INCOMPLETE_ANALYSIS = Code(
+    "EAG903",
+    "incomplete-analysis",
+    "A registered architecture points at a module that is not in the tree, or a rule crashed.",
+    Severity.ERROR,
+    explain=Explanation(
+        runtime="vLLM's model registry maps each architecture to a module and class name and "
+        "imports the module lazily, when a model of that architecture is loaded. A registry "
+        "entry whose module is missing from the tree fails at that moment. EAG903 is also "
+        "reported when a rule plugin raised an exception on a target: that is a bug in the "
+        "rule, and the other rules still ran.",
+        error="```text\nModuleNotFoundError: No module named 'vllm.model_executor.models.my_model'"
+        "\n```\nwhen the architecture is loaded; for a crashed rule, eagle3lint's "
+        "`internal error in rule <slug>` message.",
+        releases="Not release-specific.",
+        example='_TEXT_GENERATION_MODELS = {\n    "MyModelForCausalLM": ("my_model", '
+        '"MyModelForCausalLM"),  # no my_model.py\n}\n',
+        fix='_TEXT_GENERATION_MODELS = {\n    "MyModelForCausalLM": ("my_model", '
+        '"MyModelForCausalLM"),  # model_executor/models/my_model.py\n}\n',
+    ),
+)
+
+UNUSED_SUPPRESSION = Code(
+    "EAG904",
+    "unused-suppression",
+    "An `# eagle3lint: ignore` comment silenced nothing.",
+    Severity.INFO,
+    explain=Explanation(
+        runtime="Nothing in vLLM. A suppression comment applies to findings on its own line, or "
+        "on the next line when the comment stands alone. One that matches no finding (the "
+        "code was fixed, or the comment is on the wrong line) is reported so it does not hide "
+        "a later regression by accident.",
+        error="None.",
+        releases="Not release-specific.",
+        example="class MyModelForCausalLM(nn.Module, SupportsEagle3):  "
+        "# eagle3lint: ignore[EAG101]\n    ...\n",
+        fix="class MyModelForCausalLM(nn.Module, SupportsEagle3): ...\n",
+    ),
+)
+
+TOOL_CODES: dict[str, tuple[Code, ...]] = {
+    INPUTS: (SYNTAX_ERROR, UNREADABLE_INPUT, INCOMPLETE_ANALYSIS),
+    SUPPRESSIONS: (UNUSED_SUPPRESSION,),
+}
+"""Codes the tool reports itself, by the name shown in the rule column."""
+
+
+@dataclass(frozen=True, slots=True)
+class CodeEntry:
+    """One code with the rule (or tool part) that reports it and the plugin shipping it."""
+
+    code: Code
+    rule: str
+    plugin: str
+
+
+def all_codes() -> list[CodeEntry]:
+    """The codes of every installed rule, then the tool's own, in a stable order."""
+    entries = [CodeEntry(code, cls.slug, cls.plugin) for cls in load_rules() for code in cls.codes]
+    entries += [
+        CodeEntry(code, rule, TOOL_PLUGIN) for rule, codes in TOOL_CODES.items() for code in codes
+    ]
+    return entries
+
+
+def find_code(code: str) -> CodeEntry:
+    """The entry of `code` (any case); UsageError with a did-you-mean message if unknown."""
+    entries = {entry.code.code: entry for entry in all_codes()}
+    wanted = code.strip().upper()
+    if wanted in entries:
+        return entries[wanted]
+    close = difflib.get_close_matches(wanted, entries, n=3, cutoff=0.6)
+    hint = f" (did you mean {', '.join(close)}?)" if close else ""
+    raise UsageError(f"unknown code {code!r}{hint}; `eagle3lint rules` lists them")

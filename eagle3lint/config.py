@@ -1,0 +1,122 @@
+"""`[tool.eagle3lint]` in the nearest pyproject.toml: a repository's defaults for `check` and `fix`.
+
+    [tool.eagle3lint]
+    select = ["EAG1", "EAG2", "EAG3"]     # code prefixes, as --select
+    ignore = ["EAG306"]                   # as --ignore
+    vllm-version = "0.16.0"               # as --vllm
+    hf-config = "checkpoints/config.json" # as --hf-config, relative to this pyproject.toml
+    exclude = ["**/tests/*", "*_test.py"] # globs of files not to check
+
+    [tool.eagle3lint.rules.forward-taps]  # options of one rule, by its slug
+    aux-layers = [2, 30, 58]
+
+The nearest pyproject.toml walking up from the working directory that has a
+`[tool.eagle3lint]` table applies (as ruff finds its own). Command-line flags override it.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from eagle3lint.rule import load_rules
+from eagle3lint.sources.discovery import UsageError
+
+KEYS = {"select", "ignore", "vllm-version", "hf-config", "exclude", "rules"}
+
+
+class ConfigError(UsageError):
+    """An invalid `[tool.eagle3lint]` table (exit code 2)."""
+
+
+@dataclass
+class Config:
+    """The settings of one `[tool.eagle3lint]` table (all empty when there is none)."""
+
+    path: Path | None = None
+    """The pyproject.toml they come from."""
+    select: list[str] = field(default_factory=list)
+    ignore: list[str] = field(default_factory=list)
+    vllm_version: str | None = None
+    hf_config: Path | None = None
+    exclude: list[str] = field(default_factory=list)
+    rule_options: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+
+def find_pyproject(start: Path) -> tuple[Path, dict[str, Any]] | None:
+    """The nearest pyproject.toml at or above `start` with a `[tool.eagle3lint]` table."""
+    for folder in [start, *start.parents]:
+        candidate = folder / "pyproject.toml"
+        if not candidate.is_file():
+            continue
+        try:
+            data = tomllib.loads(candidate.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+            raise ConfigError(f"{candidate}: not a readable TOML file ({exc})") from exc
+        table = data.get("tool", {}).get("eagle3lint")
+        if table is not None:
+            return candidate, table
+    return None
+
+
+def load_config(start: Path | None = None) -> Config:
+    """The configuration that applies in `start` (default: the working directory)."""
+    found = find_pyproject((start or Path.cwd()).resolve())
+    if found is None:
+        return Config()
+    path, table = found
+    where = f"{path} [tool.eagle3lint]"
+    if not isinstance(table, dict):
+        raise ConfigError(f"{where}: must be a table")
+    unknown = sorted(set(table) - KEYS)
+    if unknown:
+        raise ConfigError(
+            f"{where}: unknown key {', '.join(unknown)} (known: {', '.join(sorted(KEYS))})"
+        )
+    hf_config = _string(table, "hf-config", where)
+    return Config(
+        path=path,
+        select=_strings(table, "select", where),
+        ignore=_strings(table, "ignore", where),
+        vllm_version=_string(table, "vllm-version", where),
+        hf_config=path.parent / hf_config if hf_config else None,
+        exclude=_strings(table, "exclude", where),
+        rule_options=_rule_options(table.get("rules", {}), where),
+    )
+
+
+def _strings(table: dict[str, Any], key: str, where: str) -> list[str]:
+    value = table.get(key, [])
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ConfigError(f"{where}: {key} must be a list of strings, not {value!r}")
+    return value
+
+
+def _string(table: dict[str, Any], key: str, where: str) -> str | None:
+    value = table.get(key)
+    if value is not None and not isinstance(value, str):
+        raise ConfigError(f"{where}: {key} must be a string, not {value!r}")
+    return value
+
+
+def _rule_options(rules: Any, where: str) -> dict[str, dict[str, Any]]:
+    if not isinstance(rules, dict):
+        raise ConfigError(f"{where}: rules must be a table of rule tables")
+    by_slug = {cls.slug: cls for cls in load_rules()}
+    options: dict[str, dict[str, Any]] = {}
+    for slug, values in rules.items():
+        cls = by_slug.get(slug)
+        if cls is None:
+            raise ConfigError(
+                f"{where}: unknown rule {slug!r} in rules (known: {', '.join(sorted(by_slug))})"
+            )
+        if not isinstance(values, dict):
+            raise ConfigError(f"{where}: rules.{slug} must be a table of options")
+        try:
+            cls.validate_options(values)
+        except ValueError as exc:
+            raise ConfigError(f"{where}: {exc}") from exc
+        options[slug] = values
+    return options

@@ -1,0 +1,40 @@
+"""The long form of a code as Markdown: `eagle3lint explain`, `docs/rules/` and SARIF help."""
+
+from __future__ import annotations
+
+from eagle3lint.codes import CodeEntry
+
+DOCS_URL = "https://github.com/eagle3lint/eagle3lint/blob/main/docs/rules"
+"""Where the generated pages are published, one `<CODE>.md` each."""
+
+
+def explanation_markdown(entry: CodeEntry) -> str:
+    """One code's page: what it checks, what vLLM does, its error, releases, example, fix."""
+    code = entry.code
+    fixable = "yes (`eagle3lint fix`)" if code.fixable else "no"
+    lines = [
+        f"# {code.code} {code.name}",
+        "",
+        code.summary,
+        "",
+        "| rule | severity | fixable | plugin |",
+        "| --- | --- | --- | --- |",
+        f"| {entry.rule} | {code.severity} | {fixable} | {entry.plugin} |",
+    ]
+    explain = code.explain
+    if explain is None:
+        return "\n".join([*lines, "", "No longer explanation is available for this code.", ""])
+    sections = [
+        ("What vLLM does at run time", explain.runtime),
+        ("The error", explain.error),
+        ("Releases affected", explain.releases),
+        ("Example", _fenced(explain.example, explain.language)),
+        ("Fix", _fenced(explain.fix, explain.language)),
+    ]
+    for title, body in sections:
+        lines += ["", f"## {title}", "", body.strip()]
+    return "\n".join([*lines, ""])
+
+
+def _fenced(code: str, language: str) -> str:
+    return f"```{language}\n{code.rstrip()}\n```"

@@ -1,0 +1,102 @@
+"""`--format sarif`: a SARIF 2.1.0 log, as GitHub code scanning and other viewers read it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from urllib.parse import quote
+
+from eagle3lint import __version__
+from eagle3lint.codes import all_codes
+from eagle3lint.explain import DOCS_URL, explanation_markdown
+from eagle3lint.findings import Severity
+from eagle3lint.report.locations import distinct_findings
+from eagle3lint.report.model import Report
+
+SCHEMA = (
+    "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
+)
+INFORMATION_URI = "https://github.com/eagle3lint/eagle3lint"
+SRCROOT = "%SRCROOT%"
+"""The base of relative URIs: the working directory, as code scanning expects."""
+
+LEVEL = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "note"}
+
+
+def to_sarif(report: Report) -> dict[str, object]:
+    """The whole log: one run with every known rule, each finding once, and input errors."""
+    entries = all_codes()
+    index = {entry.code.code: i for i, entry in enumerate(entries)}
+    rules = [
+        {
+            "id": entry.code.code,
+            "name": entry.code.name,
+            "shortDescription": {"text": entry.code.summary},
+            "help": {"text": entry.code.summary, "markdown": explanation_markdown(entry)},
+            "helpUri": f"{DOCS_URL}/{entry.code.code}.md",
+            "defaultConfiguration": {"level": LEVEL[entry.code.severity]},
+            "properties": {
+                "rule": entry.rule,
+                "plugin": entry.plugin,
+                "fixable": entry.code.fixable,
+            },
+        }
+        for entry in entries
+    ]
+    results = []
+    for finding in distinct_findings(report):
+        text = f"{finding.message}\nHint: {finding.hint}" if finding.hint else finding.message
+        location = _location(finding.path, finding.line, finding.column)
+        results.append(_result(finding.code, index, LEVEL[finding.severity], text, location))
+    for error in report.errors:
+        results.append(
+            _result(error.code, index, "error", error.message, _location(error.path, error.line))
+        )
+    cwd = Path.cwd()
+    return {
+        "$schema": SCHEMA,
+        "version": "2.1.0",
+        "runs": [
+            {
+                "tool": {
+                    "driver": {
+                        "name": "eagle3lint",
+                        "version": __version__,
+                        "informationUri": INFORMATION_URI,
+                        "rules": rules,
+                    }
+                },
+                "originalUriBaseIds": {SRCROOT: {"uri": cwd.as_uri().rstrip("/") + "/"}},
+                "invocations": [{"executionSuccessful": not report.errors}],
+                "results": results,
+            }
+        ],
+    }
+
+
+def _result(
+    code: str, index: dict[str, int], level: str, text: str, location: dict[str, object]
+) -> dict[str, object]:
+    result: dict[str, object] = {
+        "ruleId": code,
+        "level": level,
+        "message": {"text": text},
+        "locations": [location],
+    }
+    if code in index:
+        result["ruleIndex"] = index[code]
+    return result
+
+
+def _location(path: str, line: int | None, column: int = 0) -> dict[str, object]:
+    """A physical location: relative to the working directory when under it (SARIF lines and
+    columns are 1-based; findings' columns are 0-based)."""
+    absolute = Path(path).absolute()
+    cwd = Path.cwd()
+    if absolute.is_relative_to(cwd):
+        artifact = {"uri": quote(absolute.relative_to(cwd).as_posix()), "uriBaseId": SRCROOT}
+    else:
+        artifact = {"uri": absolute.as_uri()}
+    physical: dict[str, object] = {"artifactLocation": artifact}
+    if line:
+        physical["region"] = {"startLine": line, "startColumn": column + 1}
+    return {"physicalLocation": physical}
