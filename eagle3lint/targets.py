@@ -30,6 +30,13 @@ class RegistryEntry:
 
 def registered_architectures(index: ProjectIndex) -> list[RegistryEntry]:
     """Every arch → (module, class) of the registry, following `**` merges of its dicts."""
+    cached = index.memo.get("registry")
+    if cached is None:
+        cached = index.memo["registry"] = _read_registry(index)
+    return cached  # type: ignore[return-value]
+
+
+def _read_registry(index: ProjectIndex) -> list[RegistryEntry]:
     summary = index.summary(REGISTRY)
     if summary is None:
         return []

@@ -9,6 +9,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 SETTER = "set_aux_hidden_state_layers"
+GATE_FILES = ("config/speculative.py", "config.py")
+"""Where the model_type allow-list lives (`config.py` in 0.10's single-file config)."""
+PROPOSER_FILES = ("v1/spec_decode/llm_base_proposer.py", "v1/spec_decode/eagle.py")
+"""Where the proposer's image-token mapping lives (moved in 0.20)."""
 KNOWN_GETTERS = (
     "get_eagle3_aux_hidden_state_layers",
     "get_eagle3_default_aux_hidden_state_layers",

@@ -12,11 +12,8 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-import libcst as cst
-
 from eagle3lint.findings import InputError
 from eagle3lint.index.cache import SummaryCache, content_key
-from eagle3lint.index.extract import summarize
 from eagle3lint.index.model import ClassSummary, FileSummary, ForwardSummary
 from eagle3lint.sources.files import UnreadableSource, decode_source, read_source_bytes
 
@@ -67,6 +64,11 @@ def _parse_job(
     job: tuple[str, bytes, str],
 ) -> tuple[str, FileSummary | None, str | None, int | None]:
     """Worker: summarise one file. Returns (relpath, summary, error message, error line)."""
+    # libcst costs a third of a second to import; a warm run never parses, so never pays it.
+    import libcst as cst
+
+    from eagle3lint.index.extract import summarize
+
     relpath, data, key = job
     try:
         summary = summarize(decode_source(data), relpath)
@@ -91,6 +93,9 @@ class ProjectIndex:
         self.errors: list[InputError] = []
         self._by_module: dict[str, FileSummary | None] = {}
         self._files: dict[str, SourceFile | None] = {}
+        self._mro: dict[str, list[ClassRef | ExternalRef]] = {}
+        self.memo: dict[str, object] = {}
+        """Facts derived from the summaries once per run (such as the registry's entries)."""
         self.parsed = 0
         """How many files were parsed (not loaded from the cache): the cost of a run."""
         self.on_load: Callable[[], None] | None = None
@@ -267,36 +272,41 @@ class ProjectIndex:
 
     def mro(self, ref: ClassRef) -> list[ClassRef | ExternalRef]:
         """C3 linearisation over resolved bases; external bases stay as opaque entries."""
-        return _c3(ref, self, set())
+        found = self._mro.get(ref.qualname)
+        if found is None:
+            found = self._mro[ref.qualname] = _c3(ref, self, frozenset())
+        return found
 
 
-def _c3(ref: ClassRef, index: ProjectIndex, seen: set[str]) -> list[ClassRef | ExternalRef]:
+def _key(item: ClassRef | ExternalRef) -> str:
+    return item.qualname if isinstance(item, ClassRef) else f"<external>{item.text}"
+
+
+def _c3(ref: ClassRef, index: ProjectIndex, seen: frozenset[str]) -> list[ClassRef | ExternalRef]:
     if ref.qualname in seen:
         return [ref]
     seen = seen | {ref.qualname}
-    sequences: list[list[ClassRef | ExternalRef]] = []
     bases = index.bases(ref)
+    sequences: list[list[ClassRef | ExternalRef]] = []
     for base in bases:
-        sequences.append(_c3(base, index, seen) if isinstance(base, ClassRef) else [base])
+        if not isinstance(base, ClassRef):
+            sequences.append([base])
+        else:
+            known = index._mro.get(base.qualname)
+            sequences.append(known if known is not None else _c3(base, index, seen))
     sequences.append(list(bases))
-    result: list[ClassRef | ExternalRef] = [ref]
-
-    def key(item: ClassRef | ExternalRef) -> str:
-        return item.qualname if isinstance(item, ClassRef) else f"<external>{item.text}"
-
-    sequences = [s for s in sequences if s]
-    while sequences:
-        for seq in sequences:
+    items = {_key(x): x for seq in sequences for x in seq}
+    keys = [[_key(x) for x in seq] for seq in sequences if seq]
+    result = [_key(ref)]
+    while keys:
+        for seq in keys:
             head = seq[0]
-            if not any(key(head) in {key(x) for x in other[1:]} for other in sequences):
+            if not any(head in other[1:] for other in keys):
                 break
         else:
             # Inconsistent hierarchy (Python would refuse it); fall back to depth-first order.
-            head = sequences[0][0]
-        result.append(head)
-        sequences = [[x for x in s if key(x) != key(head)] for s in sequences]
-        sequences = [s for s in sequences if s]
-    unique: dict[str, ClassRef | ExternalRef] = {}
-    for item in result:
-        unique.setdefault(key(item), item)
-    return list(unique.values())
+            head = keys[0][0]
+        if head not in result:
+            result.append(head)
+        keys = [rest for seq in keys if (rest := [k for k in seq if k != head])]
+    return [ref, *(items[k] for k in result[1:])]
