@@ -122,6 +122,10 @@ def _guard(debug: bool):
             yield
         except (typer.Exit, typer.Abort, SystemExit):
             raise
+        except BrokenPipeError:
+            # The reader went away (`| head`): nothing more can be said to it, quietly.
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            raise typer.Exit(2) from None
         except (UsageError, DownloadError) as exc:
             _fail(str(exc), debug)
         except KeyboardInterrupt:

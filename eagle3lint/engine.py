@@ -120,16 +120,25 @@ def run_check(options: CheckOptions, rules: Iterable[type[Rule]] | None = None) 
         model_type = model_type or text_type or None
 
     file_modules = [m for f in workspace.files if (m := index.module_of(f)) is not None]
-    entries = registered_architectures(index) if workspace.vllm_dir else []
+    # Out-of-tree model files are checked against a contract from elsewhere: the registered
+    # architectures of that vLLM are not what the user asked about, unless named with --arch.
+    own_tree = workspace.contract_source == "tree"
+    entries = (
+        registered_architectures(index)
+        if workspace.vllm_dir and (own_tree or options.archs)
+        else []
+    )
     chosen = _choose_entries(entries, options.archs) if entries or options.archs else []
-    if not options.archs and not workspace.only_files:
-        index.preload([e.module for e in chosen])
-    index.preload(file_modules)
+    index.preload([*(e.module for e in chosen), *file_modules])
     unresolved: list[RegistryEntry] = []
     targets = build_targets(index, contract, chosen, unresolved)
     if not options.archs:
         known = {t.ref.qualname for t in targets}
         targets += file_targets(index, contract, file_modules, known)
+    if workspace.only_files and file_modules:
+        # Pre-commit passes changed files: only targets built from them can have findings there.
+        touched = set(file_modules)
+        targets = [t for t in targets if t.modules() & touched]
     for entry in unresolved:
         if entry.module.startswith(MODELS_PACKAGE + ".transformers") or not entry.module:
             continue

@@ -144,13 +144,18 @@ def unified_diff(edit: FileEdit) -> str:
 
 def run_fix(options: CheckOptions, diff: bool = False) -> int:
     """The `fix` command; returns the exit code (ruff's convention for --diff)."""
-    if options.vllm_version and not diff:
-        raise UsageError(
-            "--vllm checks a cached copy of a release, which is not yours to edit: add --diff to "
-            "see the changes, or run fix on a checkout or a copy of the sources."
-        )
     first = run_check(options)
     repairs = [f.repair for f in first.report.findings if f.repair is not None]
+    release = first.workspace.vllm_dir
+    if options.vllm_version and not diff and release is not None:
+        # Out-of-tree files checked against a release may be fixed; the release itself not.
+        cached = [r for r in repairs if Path(r.path).resolve().is_relative_to(release.resolve())]
+        if cached:
+            raise UsageError(
+                f"--vllm {options.vllm_version} is a cached copy of a release, which is not yours "
+                "to edit: add --diff to see the changes, or run fix on a checkout or a copy of "
+                "the sources."
+            )
     edits = [rewrite(path, items) for path, items in plan_repairs(repairs).items()]
     out = sys.stdout
     failures: list[str] = []

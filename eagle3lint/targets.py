@@ -161,6 +161,18 @@ class Target:
             arch or ref.name, ref, self.index, self.contract, registered=False, depth=self.depth + 1
         )
 
+    def modules(self) -> set[str]:
+        """Every module whose code decides this target's verdict."""
+        found = {e.file.module for e in self.mro if isinstance(e, ClassRef)}
+        if self.inner_model is not None:
+            found |= {
+                e.file.module for e in self.index.mro(self.inner_model) if isinstance(e, ClassRef)
+            }
+        if self.language_model is not None:
+            found |= self.language_model.modules()
+        found |= {ref.file.module for ref in self.variants.values()}
+        return found
+
     @property
     def decoder_owner(self) -> Target:
         """The model whose `self.model` is the decoder: the language model of a wrapper."""
@@ -238,10 +250,17 @@ def file_targets(
                 continue
             target = Target(cls.name, ref, index, contract, registered=False)
             interfaces = contract.interfaces_module or ""
+            # A model is an nn.Module with vLLM interfaces; a mixin of interface methods alone
+            # (DeepseekV2MixtureOfExperts) is not something vLLM instantiates.
             uses_interfaces = any(
                 isinstance(e, ClassRef) and e.file.module == interfaces and e.cls.is_protocol
                 for e in target.mro[1:]
             )
-            if ENTRY_CLASS.search(cls.name) or (uses_interfaces and not cls.is_protocol):
+            is_module = any(
+                isinstance(e, ExternalRef) and e.text.split(".")[-1] == "Module" for e in target.mro
+            )
+            if ENTRY_CLASS.search(cls.name) or (
+                uses_interfaces and is_module and not cls.is_protocol
+            ):
                 targets.append(target)
     return targets

@@ -398,8 +398,9 @@ class NoTapForCausalLM(nn.Module, SupportsEagle3):
         if not initialised and any(t.style == "explicit" for t in taps):
             yield self.report(
                 "EAG302",
-                f"{inner.name} reads self.{AUX_ATTR} in forward but never initialises it: the "
-                "first forward (profiling, before layers are set) raises AttributeError.",
+                f"{inner.name} reads self.{AUX_ATTR} in forward but never initialises it: only "
+                "set_aux_hidden_state_layers assigns it, so every run without EAGLE-3 raises "
+                "AttributeError on its first forward.",
                 ctx.path(inner),
                 inner.cls.line,
                 inner.cls.column,

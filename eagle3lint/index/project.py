@@ -234,8 +234,6 @@ class ProjectIndex:
             if not isinstance(current, ModuleRef):
                 return ExternalRef(text)
             current = self.resolve(current.module, part, _depth + 1)
-        if isinstance(current, ExternalRef):
-            return ExternalRef(text if current.text.endswith(text) else current.text)
         return current
 
     def variants(self, module: str, name: str) -> dict[str, ClassRef]:
