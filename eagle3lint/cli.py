@@ -131,8 +131,11 @@ def _guard(debug: bool):
         except KeyboardInterrupt:
             _fail("interrupted", debug)
         except Exception as exc:
+            # One line, whatever the exception's message holds (libcst's span several).
+            detail = next(iter(str(exc).splitlines()), "")
             _fail(
-                f"internal error {type(exc).__name__}: {exc} (run with --debug for the traceback)",
+                f"internal error {type(exc).__name__}: {detail} "
+                "(run with --debug for the traceback)",
                 debug,
             )
 

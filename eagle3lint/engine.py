@@ -18,6 +18,7 @@ from eagle3lint.index.project import ClassRef, ProjectIndex
 from eagle3lint.report.model import Report, TargetResult
 from eagle3lint.rule import Rule, RuleContext, load_rules, selected
 from eagle3lint.sources.discovery import UsageError, Workspace, discover
+from eagle3lint.sources.files import UnreadableSource
 from eagle3lint.suppressions import apply_suppressions
 from eagle3lint.targets import (
     MODELS_PACKAGE,
@@ -106,13 +107,21 @@ def _choose_entries(entries: list[RegistryEntry], archs: list[str]) -> list[Regi
 def run_check(options: CheckOptions, rules: Iterable[type[Rule]] | None = None) -> CheckRun:
     workspace = discover(options.paths, options.vllm_version, options.exclude, options.progress)
     index = _index_for(workspace, options)
-    errors: list[InputError] = [
-        InputError(str(p), "no such file or directory", code="EAG902") for p in workspace.missing
-    ]
+    errors = [_missing_path(p) for p in workspace.missing]
+    contract = newest_contract()
     if workspace.vllm_dir is not None:
-        contract = read_contract(index, workspace.vllm_dir, workspace.contract_source)
-    else:
-        contract = newest_contract()
+        try:
+            contract = read_contract(index, workspace.vllm_dir, workspace.contract_source)
+        except UnreadableSource as exc:
+            where = exc.path or workspace.vllm_dir
+            errors.append(
+                InputError(
+                    str(where),
+                    f"{exc}: the tree's EAGLE-3 contract could not be read, so the newest known "
+                    "one was used",
+                    code=exc.code,
+                )
+            )
     hf_config = None
     model_type = options.model_type
     if options.hf_config is not None:
@@ -122,10 +131,10 @@ def run_check(options: CheckOptions, rules: Iterable[type[Rule]] | None = None) 
     file_modules = [m for f in workspace.files if (m := index.module_of(f)) is not None]
     # Out-of-tree model files are checked against a contract from elsewhere: the registered
     # architectures of that vLLM are not what the user asked about, unless named with --arch.
-    own_tree = workspace.contract_source == "tree"
+    contract_only = workspace.contract_source != "tree" and bool(workspace.extra_roots)
     entries = (
         registered_architectures(index)
-        if workspace.vllm_dir and (own_tree or options.archs)
+        if workspace.vllm_dir and (not contract_only or options.archs)
         else []
     )
     chosen = _choose_entries(entries, options.archs) if entries or options.archs else []
@@ -190,6 +199,17 @@ def run_check(options: CheckOptions, rules: Iterable[type[Rule]] | None = None) 
             )
         )
     errors += index.errors
+    folders = [p for p in options.paths if p.is_dir()]
+    if not targets and not errors and workspace.extra_roots and folders:
+        errors.append(
+            InputError(
+                ", ".join(str(p) for p in folders),
+                "no vLLM tree (a folder holding model_executor/models/) and no model classes "
+                "(a class named *ForCausalLM, *ForConditionalGeneration or *LMHeadModel, or one "
+                "using vLLM's model interfaces) were found here",
+                code="EAG902",
+            )
+        )
     report = Report(
         contract=contract,
         targets=results,
@@ -224,6 +244,17 @@ def _run_rules(
     for finding in findings:
         unique.setdefault((finding.code, finding.path, finding.line, finding.message), finding)
     return sorted(unique.values(), key=lambda f: (f.code, f.path, f.line))
+
+
+def _missing_path(path: Path) -> InputError:
+    """A PATH argument that is not there, in the system's words (a symlink loop, no access)."""
+    reason = "no such file or directory"
+    try:
+        path.stat()
+    except OSError as exc:
+        if exc.strerror:
+            reason = exc.strerror[0].lower() + exc.strerror[1:]
+    return InputError(str(path), reason, code="EAG902")
 
 
 def _unique(errors: list[InputError]) -> list[InputError]:

@@ -28,22 +28,32 @@ from eagle3lint.codemod.taps import add_forward_taps, add_mixin_taps
 from eagle3lint.codemod.verify import render_checked
 from eagle3lint.engine import CheckOptions, run_check
 from eagle3lint.findings import Repair, Severity
+from eagle3lint.report.model import Report
 from eagle3lint.sources.discovery import UsageError
 from eagle3lint.sources.files import UnreadableSource, read_source_bytes
 
-Transform = Callable[[cst.Module, Repair], cst.Module]
+MAX_PASSES = 3
+"""Fixing a base class can make a subclass fixable: passes until nothing changes, at most this."""
+
+Transform = Callable[[cst.Module, Repair, bool], cst.Module]
+"""A codemod for one repair; the flag says whether the file sits beside `interfaces.py`, so
+that an import it adds is relative (`from .interfaces`) or absolute."""
 
 TRANSFORMS: dict[str, Transform] = {
-    "add-protocol-base": lambda m, r: add_base(m, r.get("cls")),
-    "add-aux-methods": lambda m, r: add_aux_methods(m, r.get("cls"), getter_name=r.get("getter")),
-    "add-delegating-methods": lambda m, r: add_delegating_methods(
+    "add-protocol-base": lambda m, r, rel: add_base(m, r.get("cls"), relative=rel),
+    "add-aux-methods": lambda m, r, _: add_aux_methods(
         m, r.get("cls"), getter_name=r.get("getter")
     ),
-    "add-forward-taps": lambda m, r: add_forward_taps(m, r.get("cls"), enumerate_start=True),
-    "add-mixin-taps": lambda m, r: add_mixin_taps(m, r.get("cls"), enumerate_start=True),
-    "rename-method": lambda m, r: rename_method(m, r.get("cls"), r.get("old"), r.get("new")),
-    "add-gate-entry": lambda m, r: add_gate_entry(m, r.get("model_type")),
-    "add-proposer-branch": lambda m, r: add_proposer_branch(m, r.get("cls"), r.get("attribute")),
+    "add-delegating-methods": lambda m, r, _: add_delegating_methods(
+        m, r.get("cls"), getter_name=r.get("getter")
+    ),
+    "add-forward-taps": lambda m, r, _: add_forward_taps(m, r.get("cls"), enumerate_start=True),
+    "add-mixin-taps": lambda m, r, rel: add_mixin_taps(
+        m, r.get("cls"), enumerate_start=True, relative=rel
+    ),
+    "rename-method": lambda m, r, _: rename_method(m, r.get("cls"), r.get("old"), r.get("new")),
+    "add-gate-entry": lambda m, r, _: add_gate_entry(m, r.get("model_type")),
+    "add-proposer-branch": lambda m, r, _: add_proposer_branch(m, r.get("cls"), r.get("attribute")),
 }
 """Repair kind → codemod. The order is the order edits are applied within one file."""
 
@@ -72,8 +82,13 @@ def plan_repairs(repairs: list[Repair]) -> dict[Path, list[Repair]]:
     return by_file
 
 
-def rewrite(path: Path, repairs: list[Repair]) -> FileEdit:
-    """Apply `repairs` to the file in memory; the result compiles or nothing is kept."""
+def rewrite(path: Path, repairs: list[Repair], interfaces_dir: Path | None = None) -> FileEdit:
+    """Apply `repairs` to the file in memory; the result compiles or nothing is kept.
+
+    `interfaces_dir` is the folder of the tree's `interfaces.py`: files there import from it
+    relatively, as vLLM does; any other file (`vllm/models/...`, out-of-tree code) absolutely.
+    """
+    relative = interfaces_dir is not None and path.parent.resolve() == interfaces_dir.resolve()
     try:
         original = read_source_bytes(path)
     except UnreadableSource as exc:
@@ -92,7 +107,7 @@ def rewrite(path: Path, repairs: list[Repair]) -> FileEdit:
             edit.refused.append((repair, f"no codemod for {repair.kind}"))
             continue
         try:
-            module = transform(module, repair)
+            module = transform(module, repair, relative)
         except CodemodRefused as exc:
             edit.refused.append((repair, exc.reason))
             continue
@@ -142,13 +157,54 @@ def unified_diff(edit: FileEdit) -> str:
     return "".join(difflib.unified_diff(old, new, f"a/{name}", f"b/{name}"))
 
 
+def plan_edits(
+    report: Report, interfaces_dir: Path | None = None
+) -> tuple[list[FileEdit], list[str]]:
+    """The edits to make, all or nothing per target.
+
+    A target gets its repairs only if every error blocking it is fixable and no codemod refuses
+    any of them: half a chain (SupportsEagle3 added, the taps refused) would turn vLLM's clear
+    refusal into a crash after the weights load. Repairs shared by several targets (one decoder
+    under DeepseekV3 and Kimi-K2.5) are applied once. Returns the edits and, for each target
+    left alone, why.
+    """
+    skipped: list[str] = []
+    chains: list[tuple[str, set[Repair]]] = []
+    for target in report.targets:
+        repairs = {f.repair for f in target.findings if f.repair is not None}
+        if not repairs:
+            continue
+        unfixable = [
+            f.code for f in target.findings if f.severity is Severity.ERROR and not f.fixable
+        ]
+        if unfixable:
+            skipped.append(f"{target.arch}: {', '.join(unfixable)} has no automatic fix")
+            continue
+        chains.append((target.arch, repairs))
+    refused: dict[Repair, str] = {}
+    while True:
+        wanted = {r for _, chain in chains if not chain & refused.keys() for r in chain}
+        edits = [
+            rewrite(path, items, interfaces_dir)
+            for path, items in plan_repairs(list(wanted)).items()
+        ]
+        new = {r: why for edit in edits for r, why in edit.refused if r not in refused}
+        if not new:
+            break
+        refused.update(new)
+    for arch, chain in chains:
+        for repair in chain & refused.keys():
+            skipped.append(f"{arch}: {repair.kind} in {repair.path} refused: {refused[repair]}")
+    return edits, skipped
+
+
 def run_fix(options: CheckOptions, diff: bool = False) -> int:
     """The `fix` command; returns the exit code (ruff's convention for --diff)."""
     first = run_check(options)
-    repairs = [f.repair for f in first.report.findings if f.repair is not None]
     release = first.workspace.vllm_dir
     if options.vllm_version and not diff and release is not None:
         # Out-of-tree files checked against a release may be fixed; the release itself not.
+        repairs = [f.repair for f in first.report.findings if f.repair is not None]
         cached = [r for r in repairs if Path(r.path).resolve().is_relative_to(release.resolve())]
         if cached:
             raise UsageError(
@@ -156,38 +212,46 @@ def run_fix(options: CheckOptions, diff: bool = False) -> int:
                 "to edit: add --diff to see the changes, or run fix on a checkout or a copy of "
                 "the sources."
             )
-    edits = [rewrite(path, items) for path, items in plan_repairs(repairs).items()]
+    interfaces_dir = release / "model_executor" / "models" if release is not None else None
     out = sys.stdout
-    failures: list[str] = []
-    changed = [e for e in edits if e.changed]
-    for edit in changed:
-        if diff:
-            out.write(unified_diff(edit))
-            continue
-        problem = write_atomically(edit)
-        if problem:
-            failures.append(problem)
-    for edit in edits:
-        for repair, reason in edit.refused:
-            out.write(f"refused {repair.kind} in {edit.path}: {reason}\n")
-    for problem in failures:
-        out.write(f"not written: {problem}\n")
     if diff:
+        edits, skipped = plan_edits(first.report, interfaces_dir)
+        changed = [e for e in edits if e.changed]
+        for edit in changed:
+            out.write(unified_diff(edit))
+        for line in skipped:
+            out.write(f"not fixed: {line}\n")
         out.write(f"{len(changed)} file(s) would change\n")
         return 2 if first.report.errors else (1 if changed else 0)
-    written = len(changed) - len(failures)
-    out.write(f"{written} file(s) changed\n")
-    after = run_check(options).report
-    blocked = [t for t in after.targets if not t.eagle3_ready]
+
+    report, written, failures = first.report, set(), []
+    for _ in range(MAX_PASSES):
+        edits, skipped = plan_edits(report, interfaces_dir)
+        changed = [e for e in edits if e.changed]
+        for edit in changed:
+            problem = write_atomically(edit)
+            if problem:
+                failures.append(problem)
+            else:
+                written.add(edit.path)
+        report = run_check(options).report
+        if failures or not changed:
+            break
+    for line in skipped:
+        out.write(f"not fixed: {line}\n")
+    for problem in failures:
+        out.write(f"not written: {problem}\n")
+    out.write(f"{len(written)} file(s) changed\n")
+    blocked = [t for t in report.targets if not t.eagle3_ready]
     for target in blocked:
         for finding in target.findings:
             if finding.severity is not Severity.ERROR:
                 continue
-            why = "no automatic fix" if not finding.fixable else "its fix was refused (see above)"
+            why = "no automatic fix" if not finding.fixable else "not fixed (see above)"
             out.write(
                 f"remaining {finding.code} {target.arch}: {finding.message} [{why}] "
                 f"({finding.path}:{finding.line})\n"
             )
-    if after.errors or failures:
+    if report.errors or failures:
         return 2
     return 1 if blocked else 0

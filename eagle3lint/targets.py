@@ -161,6 +161,29 @@ class Target:
             arch or ref.name, ref, self.index, self.contract, registered=False, depth=self.depth + 1
         )
 
+    @cached_property
+    def is_candidate(self) -> bool:
+        """Worth an EAGLE-3 to-do list: claims EAGLE support or owns a decoder layer loop."""
+        owner = self.decoder_owner
+        if self.implements_eagle3 or owner.implements_eagle3 or self.implements_eagle1:
+            return True
+        return self.has_layer_loop
+
+    @cached_property
+    def has_layer_loop(self) -> bool:
+        """The decoder this target reaches runs a loop over `self.layers` (so it can be tapped)."""
+        inner = self.decoder_owner.inner_model
+        found = self.index.forward_of(inner) if inner is not None else None
+        return found is not None and bool(found[1].loops)
+
+    def repair_owner(self) -> Target:
+        """The class to edit: the one in the MRO that builds the decoder (`self.model`), so that
+        subclasses such as DeepseekV3ForCausalLM inherit the support, else the class itself."""
+        found = self.init_assign("model")
+        if found is None or found[0] == self.ref:
+            return self
+        return Target(found[0].name, found[0], self.index, self.contract, registered=False)
+
     def modules(self) -> set[str]:
         """Every module whose code decides this target's verdict."""
         found = {e.file.module for e in self.mro if isinstance(e, ClassRef)}

@@ -4,25 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from eagle3lint.rules.protocol_inheritance import repair_owner
-
 from eagle3lint.findings import Finding, Repair, Severity
 from eagle3lint.index.project import ClassRef
 from eagle3lint.rule import Code, Example, Explanation, Rule, RuleContext
 from eagle3lint.targets import Target
-
-
-def is_candidate(target: Target) -> bool:
-    """A target worth a to-do list: it claims EAGLE support or owns a decoder layer loop."""
-    owner = target.decoder_owner
-    if target.implements_eagle3 or owner.implements_eagle3 or target.implements_eagle1:
-        return True
-    inner = owner.inner_model
-    if inner is None:
-        return False
-    found = target.index.forward_of(inner)
-    return found is not None and bool(found[1].loops)
-
 
 _UNPACK_ERROR = (
     "```text\nValueError: too many values to unpack (expected 2)\n```\nraised by the runner's "
@@ -212,7 +197,7 @@ class OldNameForCausalLM(nn.Module, SupportsEagle3):
     )
 
     def check(self, target: Target, ctx: RuleContext) -> Iterator[Finding]:
-        if not is_candidate(target):
+        if not target.is_candidate:
             return
         yield from self._dead_overrides(target, ctx)
         if target.language_model is not None:
@@ -231,7 +216,7 @@ class OldNameForCausalLM(nn.Module, SupportsEagle3):
 
     def _methods(self, target: Target, ctx: RuleContext) -> Iterator[Finding]:
         contract = ctx.contract
-        owner = repair_owner(target)
+        owner = target.repair_owner()
         owner_path = ctx.path(owner.ref)
         for name in contract.required_methods:
             found = self._implementation(target, name)
@@ -299,8 +284,10 @@ class OldNameForCausalLM(nn.Module, SupportsEagle3):
         found = target.index.forward_of(inner)
         tapped = found is not None and any(loop.taps for loop in found[1].loops)
         if not tapped:
-            return Repair.make("add-mixin-taps", ctx.path(inner), cls=inner.name)
-        owner = repair_owner(target)
+            # The class that defines the forward gets the mixin; subclasses inherit both.
+            where = found[0] if found is not None else inner
+            return Repair.make("add-mixin-taps", ctx.path(where), cls=where.name)
+        owner = target.repair_owner()
         return Repair.make(
             "add-aux-methods", ctx.path(owner.ref), cls=owner.ref.name, getter=ctx.contract.getter
         )

@@ -5,8 +5,6 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any, ClassVar
 
-from eagle3lint.rules.aux_layer_methods import is_candidate
-
 from eagle3lint.findings import Finding, Repair, Severity
 from eagle3lint.index.model import ForwardSummary
 from eagle3lint.index.project import ClassRef
@@ -335,7 +333,7 @@ class NoTapForCausalLM(nn.Module, SupportsEagle3):
             )
 
     def check(self, target: Target, ctx: RuleContext) -> Iterator[Finding]:
-        if not is_candidate(target):
+        if not target.is_candidate:
             return
         owner = target.decoder_owner
         inner = owner.inner_model

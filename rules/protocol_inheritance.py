@@ -11,15 +11,6 @@ from eagle3lint.targets import Target
 RUNNER_ERROR = "Model does not support EAGLE3 interface but aux_hidden_state_outputs was requested"
 
 
-def repair_owner(target: Target) -> Target:
-    """The class to edit: the one in the MRO that builds the decoder (`self.model`), so that
-    subclasses such as DeepseekV3ForCausalLM inherit the support, else the class itself."""
-    found = target.init_assign("model")
-    if found is None or found[0] == target.ref:
-        return target
-    return Target(found[0].name, found[0], target.index, target.contract, registered=False)
-
-
 _RUNTIME_CHECK = (
     "vLLM asks the target for aux hidden states when the drafter is EAGLE-3 (unless its "
     "`eagle_config` sets `use_aux_hidden_state` to false), and for `extract_hidden_states` "
@@ -221,10 +212,13 @@ class OnlyEagleForCausalLM(nn.Module, SupportsEagle):
                     cls.column,
                     hint="Add SupportsEagle3 to the wrapper's bases and delegate the aux-layer "
                     "methods to self.language_model.",
-                    repair=Repair.make("add-protocol-base", path, cls=cls.name, wrapper="1"),
+                    # Only a chain that can end with a tapped decoder is worth starting.
+                    repair=Repair.make("add-protocol-base", path, cls=cls.name)
+                    if target.has_layer_loop
+                    else None,
                 )
             else:
-                owner = repair_owner(target)
+                owner = target.repair_owner()
                 via = (
                     f" (its decoder is built in {owner.ref.name})"
                     if owner.ref != target.ref
@@ -239,13 +233,13 @@ class OnlyEagleForCausalLM(nn.Module, SupportsEagle):
                     cls.column,
                     hint=f"Add SupportsEagle3 to the bases of {owner.ref.name}, with the aux-layer "
                     "methods and the forward taps it needs.",
-                    repair=Repair.make(
-                        "add-protocol-base", ctx.path(owner.ref), cls=owner.ref.name
-                    ),
+                    repair=Repair.make("add-protocol-base", ctx.path(owner.ref), cls=owner.ref.name)
+                    if target.has_layer_loop
+                    else None,
                 )
         if language_model is not None and not language_model.implements_eagle3:
             lm = language_model.ref
-            owner = repair_owner(language_model)
+            owner = language_model.repair_owner()
             yield self.report(
                 "EAG103",
                 f"The language model {lm.name} of {cls.name} is not a SupportsEagle3: the "
@@ -254,7 +248,9 @@ class OnlyEagleForCausalLM(nn.Module, SupportsEagle):
                 lm.cls.line,
                 lm.cls.column,
                 hint=f"Make {owner.ref.name} a SupportsEagle3.",
-                repair=Repair.make("add-protocol-base", ctx.path(owner.ref), cls=owner.ref.name),
+                repair=Repair.make("add-protocol-base", ctx.path(owner.ref), cls=owner.ref.name)
+                if language_model.has_layer_loop
+                else None,
             )
         yield from self._variants(target, ctx)
 

@@ -6,6 +6,7 @@ Summaries are loaded lazily, so `--arch X` reads only the files X needs. A full 
 
 from __future__ import annotations
 
+import ast
 import os
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor
@@ -60,25 +61,47 @@ class SourceFile:
     relpath: str
 
 
-def _parse_job(
-    job: tuple[str, bytes, str],
-) -> tuple[str, FileSummary | None, str | None, int | None]:
-    """Worker: summarise one file. Returns (relpath, summary, error message, error line)."""
+ParseResult = tuple[str, FileSummary | None, str, int | None, str]
+"""(relpath, summary, cache key or error message, error line, error code)."""
+
+
+def _parse_job(job: tuple[str, bytes, str]) -> ParseResult:
+    """Worker: summarise one file; whatever goes wrong becomes an error for that file alone."""
     # libcst costs a third of a second to import; a warm run never parses, so never pays it.
     import libcst as cst
 
     from eagle3lint.index.extract import summarize
 
     relpath, data, key = job
+    text = ""
     try:
-        summary = summarize(decode_source(data), relpath)
+        text = decode_source(data)
+        summary = summarize(text, relpath)
     except UnreadableSource as exc:
-        return relpath, None, str(exc), None
+        return relpath, None, str(exc), None, exc.code
     except cst.ParserSyntaxError as exc:
-        return relpath, None, f"syntax error: {exc.message}", exc.raw_line
+        message, line = _syntax_error(text, exc.message, exc.raw_line)
+        return relpath, None, message, line, "EAG901"
     except RecursionError:
-        return relpath, None, "too deeply nested to analyse", None
-    return relpath, summary, key, None
+        return relpath, None, "too deeply nested to analyse", None, "EAG901"
+    except Exception as exc:
+        # A bug of the extractor on unusual code must not cost the other files their analysis.
+        message = f"internal error while analysing: {type(exc).__name__}: {exc}"
+        return relpath, None, message, None, "EAG903"
+    return relpath, summary, key, None, ""
+
+
+def _syntax_error(text: str, message: str, line: int) -> tuple[str, int]:
+    """CPython's account of a syntax error when it has one (libcst's line is often one late),
+    else libcst's. `ast.parse` only parses: nothing of the file runs."""
+    try:
+        ast.parse(text)
+    except SyntaxError as exc:
+        if exc.lineno:
+            return f"syntax error: {exc.msg}", exc.lineno
+    except (ValueError, RecursionError, MemoryError):
+        pass
+    return f"syntax error: {message}", line
 
 
 class ProjectIndex:
@@ -158,7 +181,7 @@ class ProjectIndex:
             try:
                 data = read_source_bytes(source.path)
             except UnreadableSource as exc:
-                self.errors.append(InputError(str(source.path), str(exc), code="EAG902"))
+                self.errors.append(InputError(str(source.path), str(exc), code=exc.code))
                 continue
             key = content_key(data, source.relpath)
             cached = self.cache.load(key) if self.cache else None
@@ -169,13 +192,12 @@ class ProjectIndex:
                 continue
             jobs.append((source.relpath, data, key))
             pending[source.relpath] = module
-        for relpath, summary, detail, line in self._run(jobs):
+        for relpath, summary, detail, line, code in self._run(jobs):
             module = pending[relpath]
             if summary is None:
                 source = self.source_file(module)
-                code = "EAG901" if detail and detail.startswith("syntax") else "EAG902"
                 self.errors.append(
-                    InputError(str(source.path if source else relpath), detail or "", line, code)
+                    InputError(str(source.path if source else relpath), detail, line, code)
                 )
                 continue
             self.parsed += 1
@@ -185,9 +207,7 @@ class ProjectIndex:
             if self.cache and detail:
                 self.cache.store(detail, summary)
 
-    def _run(
-        self, jobs: list[tuple[str, bytes, str]]
-    ) -> Iterator[tuple[str, FileSummary | None, str | None, int | None]]:
+    def _run(self, jobs: list[tuple[str, bytes, str]]) -> Iterator[ParseResult]:
         if len(jobs) < INLINE_PARSE_LIMIT or self.jobs <= 1:
             yield from map(_parse_job, jobs)
             return

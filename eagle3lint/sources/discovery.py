@@ -33,6 +33,11 @@ class Workspace:
     def import_root(self) -> Path | None:
         return self.vllm_dir.parent if self.vllm_dir else None
 
+    def add_files(self, found: list[Path]) -> None:
+        """Files to report on; symlinks that lead nowhere (a loop, a missing target) are missing."""
+        for path in found:
+            (self.files if path.exists() else self.missing).append(path)
+
 
 def is_vllm_package(folder: Path) -> bool:
     return (folder / "model_executor" / "models").is_dir()
@@ -104,13 +109,13 @@ def discover(
         if tree is not None:
             trees.add(tree)
             workspace.only_files = True
-            workspace.files.extend(python_files(path, exclude) if path.is_dir() else [path])
+            workspace.add_files(python_files(path, exclude) if path.is_dir() else [path])
             continue
         # Out-of-tree model code: its own import root, the contract from elsewhere.
         root = path if path.is_dir() else path.parent
         if root not in workspace.extra_roots:
             workspace.extra_roots.append(root)
-        workspace.files.extend(python_files(path, exclude) if path.is_dir() else [path])
+        workspace.add_files(python_files(path, exclude) if path.is_dir() else [path])
     if len(trees) > 1:
         raise UsageError(
             "the paths belong to several vLLM trees ("
@@ -131,7 +136,7 @@ def discover(
             workspace.contract_source = "newest known"
         # The tree only supplies the contract: report on the given files, not on all of vLLM.
         workspace.only_files = True
-        if not workspace.files:
+        if not workspace.files and not workspace.missing:
             raise UsageError(
                 f"{', '.join(str(p) for p in paths)}: no vLLM tree (a folder holding "
                 "model_executor/models/) and no Python model files were found there."

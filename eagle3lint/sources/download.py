@@ -1,7 +1,7 @@
 """`--vllm X.Y.Z`: a release's Python sources from PyPI, without installing it.
 
-The wheel is fetched with `pip download --no-deps` in a subprocess and only `vllm/**.py` is
-kept, in the user cache folder. Nothing of it is imported or executed.
+The wheel is fetched with `pip download --no-deps --only-binary=:all:` in a subprocess and only
+`vllm/**.py` is kept, in the user cache folder. Nothing of it is imported or executed.
 """
 
 from __future__ import annotations
@@ -59,6 +59,8 @@ def _download(version: str, into: Path, progress: bool) -> Path:
         "pip",
         "download",
         "--no-deps",
+        # pip would build a source distribution to read its metadata, running its setup code.
+        "--only-binary=:all:",
         "--disable-pip-version-check",
         "--quiet",
         "--dest",
