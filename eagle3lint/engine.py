@@ -138,7 +138,13 @@ def run_check(options: CheckOptions, rules: Iterable[type[Rule]] | None = None) 
         else []
     )
     chosen = _choose_entries(entries, options.archs) if entries or options.archs else []
-    index.preload([*(e.module for e in chosen), *file_modules])
+    index.preload(file_modules)
+    index.preload_closure(
+        [
+            *((e.module, e.cls) for e in chosen),
+            *((m, c) for m in file_modules if (f := index.summary(m)) for c in f.classes),
+        ]
+    )
     unresolved: list[RegistryEntry] = []
     targets = build_targets(index, contract, chosen, unresolved)
     if not options.archs:

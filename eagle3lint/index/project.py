@@ -207,6 +207,70 @@ class ProjectIndex:
             if self.cache and detail:
                 self.cache.store(detail, summary)
 
+    def preload_closure(self, roots: Iterable[tuple[str, str]]) -> None:
+        """Load the files that resolving the classes `roots` ((module, name) pairs) will need.
+
+        Resolution follows bases, the decoder a model builds and per-platform variants into
+        other files; fetching those wave after wave, each wave parsed in parallel, keeps a cold
+        run from parsing them one at a time later. Only names the classes really use are
+        followed, so attention layers and other helpers are never parsed.
+        """
+        frontier = set(roots)
+        seen: set[tuple[str, str]] = set()
+        while frontier:
+            self.preload(sorted({module for module, _ in frontier}))
+            seen |= frontier
+            wanted: set[tuple[str, str]] = set()
+            for module, name in frontier:
+                summary = self._by_module.get(module)
+                if summary is not None:
+                    wanted.update(self._needed_by(summary, name))
+            frontier = wanted - seen
+
+    def _needed_by(self, summary: FileSummary, name: str) -> Iterator[tuple[str, str]]:
+        """The (module, name) pairs that resolving `name` in `summary` looks at next."""
+        cls = summary.classes.get(name)
+        texts: list[str] = []
+        if cls is not None:
+            texts += [base.split("[")[0] for base in cls.bases]
+            for attr in ("model", "language_model"):
+                assign = cls.init_assigns.get(attr)
+                callee = assign.callee if assign is not None else None
+                if callee and callee.startswith("self."):
+                    held = cls.attrs.get(callee.removeprefix("self."))
+                    method = cls.methods.get(callee.removeprefix("self."))
+                    callee = (held.value if held else None) or (
+                        method.returns_call if method else None
+                    )
+                if callee and not callee.startswith("self."):
+                    texts.append(callee)
+        elif name in summary.aliases:
+            texts.append(summary.aliases[name])
+        else:
+            texts.append(name)
+        for text in texts:
+            head, *rest = text.split(".")
+            if head in summary.classes and not rest:
+                yield summary.module, head
+                continue
+            ref = summary.imports.get(head)
+            if ref is None:
+                lazy = summary.lazy_exports.get(head)
+                if lazy:
+                    yield lazy, head
+                continue
+            if ref.name is None:
+                if rest:
+                    yield ref.module, rest[0]
+            elif self.source_file(f"{ref.module}.{ref.name}"):
+                if rest:
+                    yield f"{ref.module}.{ref.name}", rest[0]
+            else:
+                yield ref.module, ref.name
+        for item in summary.platform_imports:
+            if item.local == name and item.ref.name:
+                yield item.ref.module, item.ref.name
+
     def _run(self, jobs: list[tuple[str, bytes, str]]) -> Iterator[ParseResult]:
         if len(jobs) < INLINE_PARSE_LIMIT or self.jobs <= 1:
             yield from map(_parse_job, jobs)
