@@ -71,7 +71,8 @@ def read_source_bytes(path: Path) -> bytes:
 
 
 def decode_source(data: bytes) -> str:
-    """Text of a Python file, honouring a PEP 263 cookie and a UTF-8 BOM."""
+    """Text of a Python file, honouring a PEP 263 cookie and a UTF-8 BOM; refuses binary files
+    and source nested too deeply to parse safely."""
     if b"\0" in data:
         raise UnreadableSource("binary file (contains NUL bytes)")
     try:
@@ -87,7 +88,7 @@ def nesting_depth(text: str) -> int:
     """How deep the syntax tree of `text` nests, estimated high from a scan of its tokens.
 
     Every bracket, operator and string on the way from a statement to a token counts one level:
-    `f(a.b + c)` reaches 4 at `c`. A comma, semicolon or new logical line goes back to the depth
+    `f(a.b + c)` reaches 3 at `c`. A comma, semicolon or new logical line goes back to the depth
     of the enclosing bracket, except between `lambda` and its colon, where commas separate
     parameters of a lambda that nests in the ones before it.
     """
