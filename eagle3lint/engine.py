@@ -10,13 +10,12 @@ from pathlib import Path
 from typing import Any
 
 from eagle3lint.contract.known import newest_contract
-from eagle3lint.contract.model import Contract
 from eagle3lint.contract.reader import read_contract
 from eagle3lint.findings import Finding, InputError, Severity
 from eagle3lint.index.cache import SummaryCache, default_cache_dir
-from eagle3lint.index.project import ClassRef, ProjectIndex
+from eagle3lint.index.project import ProjectIndex
 from eagle3lint.report.model import Report, TargetResult
-from eagle3lint.rule import Rule, RuleContext, load_rules, selected
+from eagle3lint.rule import Rule, RuleContext, load_plugins, selected
 from eagle3lint.sources.discovery import UsageError, Workspace, discover
 from eagle3lint.sources.files import UnreadableSource
 from eagle3lint.suppressions import apply_suppressions
@@ -178,7 +177,7 @@ def run_check(options: CheckOptions, rules: Iterable[type[Rule]] | None = None) 
         ),
         explicit_model_type=options.model_type is not None,
     )
-    rule_objects = [cls(options.rule_options.get(cls.slug)) for cls in (rules or load_rules())]
+    rule_objects = _instantiate(rules, options, errors)
     report_paths = {str(p.resolve()) for p in workspace.files} if workspace.only_files else None
     # Suppressions apply before the per-file filter: a comment is used if any target needed it.
     per_target = apply_suppressions(
@@ -226,6 +225,23 @@ def run_check(options: CheckOptions, rules: Iterable[type[Rule]] | None = None) 
     return CheckRun(report, index, workspace, targets)
 
 
+def _instantiate(
+    rules: Iterable[type[Rule]] | None, options: CheckOptions, errors: list[InputError]
+) -> list[Rule]:
+    """The rules of this run; a plugin that fails to load or to start is an error, not a stop."""
+    if rules is None:
+        rules, broken = load_plugins()
+        errors += [InputError("<plugins>", message, code="EAG903") for message in broken]
+    objects = []
+    for cls in rules:
+        try:
+            objects.append(cls(options.rule_options.get(cls.slug)))
+        except Exception as exc:  # third-party constructor
+            message = f"rule {cls.slug} failed to start: {exc!r}"
+            errors.append(InputError(f"<plugin {cls.plugin}>", message, code="EAG903"))
+    return objects
+
+
 def _run_rules(
     rules: list[Rule], target: Target, ctx: RuleContext, options: CheckOptions
 ) -> list[Finding]:
@@ -265,6 +281,3 @@ def _missing_path(path: Path) -> InputError:
 
 def _unique(errors: list[InputError]) -> list[InputError]:
     return list({(e.path, e.message): e for e in errors}.values())
-
-
-__all__ = ["CheckOptions", "CheckRun", "ClassRef", "Contract", "run_check"]

@@ -124,9 +124,13 @@ def rewrite(path: Path, repairs: list[Repair], interfaces_dir: Path | None = Non
 
 
 def write_atomically(edit: FileEdit) -> str | None:
-    """Replace the file with `edit.new`; returns why it was not written, or None."""
-    path = edit.path
+    """Replace the file with `edit.new`; returns why it was not written, or None.
+
+    A symlinked model file keeps its link: the file it points to is the one replaced, with its
+    permissions and owner.
+    """
     assert edit.new is not None
+    path = edit.path.resolve()
     try:
         info = path.stat()
         if not info.st_mode & stat.S_IWUSR or not os.access(path, os.W_OK):
@@ -140,6 +144,8 @@ def write_atomically(edit: FileEdit) -> str | None:
                 handle.flush()
                 os.fsync(handle.fileno())
             os.chmod(tmp, stat.S_IMODE(info.st_mode))
+            if (info.st_uid, info.st_gid) != (os.getuid(), os.getgid()):
+                os.chown(tmp, info.st_uid, info.st_gid)
             os.replace(tmp, path)
         except BaseException:
             os.unlink(tmp)
@@ -153,7 +159,11 @@ def unified_diff(edit: FileEdit) -> str:
     assert edit.new is not None
     old = edit.original.decode("utf-8", "replace").splitlines(keepends=True)
     new = edit.new.decode("utf-8", "replace").splitlines(keepends=True)
-    name = str(edit.path)
+    # git-style headers: paths under the working directory relative to it.
+    try:
+        name = edit.path.resolve().relative_to(Path.cwd()).as_posix()
+    except ValueError:
+        name = edit.path.as_posix().lstrip("/")
     return "".join(difflib.unified_diff(old, new, f"a/{name}", f"b/{name}"))
 
 

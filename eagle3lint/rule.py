@@ -8,7 +8,6 @@ one target into findings. Built-in rules and third-party packs register the same
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
@@ -156,31 +155,29 @@ class Rule:
         )
 
 
-def load_rules() -> list[type[Rule]]:
-    """Rule classes of every installed plugin, built-ins first, in a stable order."""
+def load_plugins() -> tuple[list[type[Rule]], list[str]]:
+    """Rule classes of every installed plugin (built-ins first, in a stable order), and a
+    message for each plugin that failed to load: one broken pack must not stop the others."""
     found: dict[str, type[Rule]] = {}
+    broken: list[str] = []
     for point in sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda p: p.name):
-        loaded = point.load()
+        try:
+            loaded = point.load()
+        except Exception as exc:  # a plugin is third-party code; any failure is its own
+            broken.append(f"rule plugin {point.name} ({point.value}) failed to load: {exc!r}")
+            continue
         classes = getattr(loaded, "RULES", None) if not isinstance(loaded, type) else [loaded]
         for cls in classes or ():
             if isinstance(cls, type) and issubclass(cls, Rule):
                 cls.plugin = point.dist.name if point.dist else point.name
                 found.setdefault(cls.slug, cls)
-    if not found:
-        # Running from a source checkout that was never installed: the built-ins still work.
-        for module in BUILTIN_MODULES:
-            for cls in importlib.import_module(module).RULES:
-                found.setdefault(cls.slug, cls)
-    return sorted(found.values(), key=lambda cls: (cls.plugin != "eagle3lint", cls.codes[0].code))
+    rules = sorted(found.values(), key=lambda cls: (cls.plugin != "eagle3lint", cls.codes[0].code))
+    return rules, broken
 
 
-BUILTIN_MODULES = (
-    "eagle3lint.rules.protocol_inheritance",
-    "eagle3lint.rules.aux_layer_methods",
-    "eagle3lint.rules.forward_taps",
-    "eagle3lint.rules.config_attr_names",
-    "eagle3lint.rules.target_gate",
-)
+def load_rules() -> list[type[Rule]]:
+    """Rule classes of every plugin that loads."""
+    return load_plugins()[0]
 
 
 def selected(code: str, select: list[str] | None, ignore: list[str] | None) -> bool:

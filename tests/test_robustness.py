@@ -543,3 +543,28 @@ def test_fix_never_writes_a_rewrite_that_does_not_compile(
     assert "0 file(s) changed" in result.stdout
     assert result.exit_code == 1
     assert snapshot(fixable.parent) == before
+
+
+def test_a_plugin_that_fails_to_load_or_start_is_reported(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A broken third-party pack is an EAG903 input error; the built-in rules still run."""
+    from eagle3lint.rule import load_plugins
+
+    rules, _ = load_plugins()
+
+    class Refuses(rules[0]):  # type: ignore[misc, valid-type]
+        slug = "refuses-to-start"
+
+        def __init__(self, options: object = None) -> None:
+            raise RuntimeError("no options for me")
+
+    monkeypatch.setattr(
+        engine, "load_plugins", lambda: ([*rules, Refuses], ["rule plugin bad (x:y) failed"])
+    )
+    root = write_vllm_tree(tmp_path)
+    run = run_check(CheckOptions(paths=[root], use_cache=False))
+    messages = [e.message for e in run.report.errors]
+    assert any("failed to start" in m for m in messages)
+    assert any("rule plugin bad" in m for m in messages)
+    assert run.report.targets and run.report.exit_code() == 2

@@ -21,14 +21,15 @@ from eagle3lint.contract.model import (
     ImageTokenMap,
 )
 from eagle3lint.index.extract import code, dotted, string_value
-from eagle3lint.sources.files import UnreadableSource, read_source
+from eagle3lint.sources.files import SourceSyntaxError, read_source
 
 
-def _parse(path: Path) -> cst.Module | None:
+def _parse(text: str, path: Path) -> cst.Module:
+    """The file's tree; a contract file that does not parse is reported, never skipped."""
     try:
-        return cst.parse_module(read_source(path))
-    except (UnreadableSource, cst.ParserSyntaxError, RecursionError):
-        return None
+        return cst.parse_module(text)
+    except cst.ParserSyntaxError as exc:
+        raise SourceSyntaxError(f"syntax error: {exc.message}", path) from exc
 
 
 def _line_of(text: str, needle: str, start: int = 0) -> int:
@@ -83,6 +84,7 @@ class _GateFinder(cst.CSTVisitor):
                 and isinstance(comparison.comparisons[0].operator, cst.NotIn)
                 and code(comparison.comparisons[0].comparator).endswith("model_type")
             ):
+                methods = tuple(m for m in methods if m != left)
                 self.hits.append((function, None, (*methods, left)))
                 return
 
@@ -118,9 +120,7 @@ def read_gate(vllm_dir: Path) -> Gate | None:
         text = read_source(path)
         if "model_type" not in text:
             return None
-        module = _parse(path)
-        if module is None:
-            return None
+        module = _parse(text, path)
         finder = _GateFinder()
         module.visit(finder)
         for function, variable, methods in finder.hits:
@@ -149,9 +149,7 @@ def read_image_tokens(vllm_dir: Path) -> ImageTokenMap | None:
         anchor = text.find("if supports_multimodal(target_model)")
         if anchor < 0:
             continue
-        module = _parse(path)
-        if module is None:
-            return None
+        module = _parse(text, path)
         block = _find_if(module, "supports_multimodal(target_model)")
         if block is None:
             return None

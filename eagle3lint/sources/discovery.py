@@ -66,6 +66,8 @@ def installed_vllm() -> Path | None:
 def python_files(folder: Path, exclude: list[str]) -> list[Path]:
     files = []
     for path in sorted(folder.rglob("*.py")):
+        if path.is_dir():
+            continue
         rel = path.relative_to(folder).as_posix()
         if not any(fnmatch(rel, pattern) or fnmatch(path.name, pattern) for pattern in exclude):
             files.append(path)

@@ -52,6 +52,12 @@ class TooDeeplyNested(UnreadableSource):
     code = "EAG901"
 
 
+class SourceSyntaxError(UnreadableSource):
+    """A file that does not parse."""
+
+    code = "EAG901"
+
+
 def read_source_bytes(path: Path) -> bytes:
     try:
         size = path.stat().st_size
