@@ -8,7 +8,11 @@ module only when its cached facts are missing.
 
 from __future__ import annotations
 
+import bisect
+import contextlib
+import itertools
 import re
+import textwrap
 from pathlib import Path
 
 import libcst as cst
@@ -23,9 +27,45 @@ from eagle3lint.contract.model import (
 from eagle3lint.index.extract import code, dotted, string_value
 from eagle3lint.sources.files import SourceSyntaxError, read_source
 
+_DEF = re.compile(r"^([ \t]*)(?:async[ \t]+)?def[ \t]")
 
-def _parse(text: str, path: Path) -> cst.Module:
-    """The file's tree; a contract file that does not parse is reported, never skipped."""
+
+def _functions_around(text: str, needle: str) -> str:
+    """The functions containing `needle`, each dedented, as one module's source.
+
+    These files run to thousands of lines while the gate and the proposer's mapping each sit
+    in one method; parsing only those methods is several times cheaper. The caller falls
+    back to the whole file when the cut does not parse.
+    """
+    lines = text.splitlines(keepends=True)
+    starts: dict[int, int] = {}
+    line_offsets = list(itertools.accumulate((len(line) for line in lines), initial=0))
+    for match in re.finditer(re.escape(needle), text):
+        at = bisect.bisect_right(line_offsets, match.start()) - 1
+        indent = len(lines[at]) - len(lines[at].lstrip())
+        for number in range(at, -1, -1):
+            found = _DEF.match(lines[number])
+            if found and len(found.group(1)) < indent:
+                starts.setdefault(number, len(found.group(1)))
+                break
+    blocks = []
+    for start, indent in sorted(starts.items()):
+        end = start + 1
+        while end < len(lines):
+            stripped = lines[end].strip()
+            dedented = len(lines[end]) - len(lines[end].lstrip()) <= indent
+            if stripped and not stripped.startswith("#") and dedented:
+                break
+            end += 1
+        blocks.append(textwrap.dedent("".join(lines[start:end])))
+    return "\n".join(blocks)
+
+
+def _parse(text: str, path: Path, needle: str) -> cst.Module:
+    """The functions around `needle` (or, failing that, the whole file) as a tree; a contract
+    file that does not parse is reported, never skipped."""
+    with contextlib.suppress(cst.ParserSyntaxError):
+        return cst.parse_module(_functions_around(text, needle))
     try:
         return cst.parse_module(text)
     except cst.ParserSyntaxError as exc:
@@ -120,7 +160,7 @@ def read_gate(vllm_dir: Path) -> Gate | None:
         text = read_source(path)
         if "model_type" not in text:
             return None
-        module = _parse(text, path)
+        module = _parse(text, path, "model_type")
         finder = _GateFinder()
         module.visit(finder)
         for function, variable, methods in finder.hits:
@@ -149,7 +189,7 @@ def read_image_tokens(vllm_dir: Path) -> ImageTokenMap | None:
         anchor = text.find("if supports_multimodal(target_model)")
         if anchor < 0:
             continue
-        module = _parse(text, path)
+        module = _parse(text, path, "supports_multimodal(target_model)")
         block = _find_if(module, "supports_multimodal(target_model)")
         if block is None:
             return None
