@@ -40,10 +40,18 @@ def default_cache_dir() -> Path:
 
 @cache
 def extractor_fingerprint() -> str:
-    """A hash of the code that builds summaries, so any change to it invalidates the cache."""
+    """A hash of the code that builds cached entries (file summaries and the contract's config
+    facts), so any change to it invalidates the cache."""
     digest = hashlib.blake2b(digest_size=12)
-    for module in ("extract.py", "model.py", "locate.py"):
-        digest.update((Path(__file__).parent / module).read_bytes())
+    package = Path(__file__).parent.parent
+    for module in (
+        "index/extract.py",
+        "index/model.py",
+        "index/locate.py",
+        "contract/config_files.py",
+        "contract/model.py",
+    ):
+        digest.update((package / module).read_bytes())
     return digest.hexdigest()
 
 
