@@ -30,7 +30,7 @@ from eagle3lint.engine import CheckOptions, run_check
 from eagle3lint.findings import Repair, Severity
 from eagle3lint.report.model import Report
 from eagle3lint.sources.discovery import UsageError
-from eagle3lint.sources.files import UnreadableSource, read_source_bytes
+from eagle3lint.sources.files import UnreadableSource, decode_source, read_source_bytes
 
 MAX_PASSES = 3
 """Fixing a base class can make a subclass fixable: passes until nothing changes, at most this."""
@@ -91,6 +91,7 @@ def rewrite(path: Path, repairs: list[Repair], interfaces_dir: Path | None = Non
     relative = interfaces_dir is not None and path.parent.resolve() == interfaces_dir.resolve()
     try:
         original = read_source_bytes(path)
+        decode_source(original)  # the same binary, encoding and nesting checks as `check`
     except UnreadableSource as exc:
         edit = FileEdit(path, b"")
         edit.refused = [(r, f"cannot read {path}: {exc}") for r in repairs]
