@@ -21,8 +21,7 @@ from typing import Any
 
 import libcst as cst
 import pytest
-from click.testing import Result
-from typer.testing import CliRunner
+from typer.testing import CliRunner, Result
 from vllm_tree import ARCH, LLAMA, MODEL_FILE, write_vllm_tree
 
 from eagle3lint import engine, fixer
