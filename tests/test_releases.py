@@ -157,3 +157,18 @@ def test_fix_everything_in_a_release(version: str, release_copy: Callable) -> No
         compile(path.read_bytes(), str(path), "exec")
     diff = runner.invoke(app, ["fix", str(root), "--model-type", "kimi_k2", "--diff"])
     assert "0 file(s) would change" in diff.output, diff.output[-2000:]
+
+
+def test_bundled_newest_contract_is_what_the_reader_extracts(vllm_release: Callable) -> None:
+    """`newest.json` (used for model files with no vLLM tree in reach) is never hand-written:
+    it must equal what the reader extracts from the newest release we test."""
+    from eagle3lint.contract.known import contract_to_json
+    from eagle3lint.contract.reader import read_contract
+    from eagle3lint.index.project import ProjectIndex
+
+    root = vllm_release("0.33.0")
+    extracted = contract_to_json(
+        read_contract(ProjectIndex([root.parent]), root, "tree"), str(root)
+    )
+    bundled = json.loads((REPO / "eagle3lint" / "contract" / "newest.json").read_text())
+    assert extracted == bundled

@@ -1,7 +1,7 @@
 """The newest contract known, for model files checked with no vLLM tree in reach.
 
 `newest.json` is what `read_contract` extracts from the newest release we have checked (see
-`tests/test_contract_releases.py`, which regenerates and compares it), so it is never written
+`tests/test_releases.py`, which extracts it again and compares), so it is never written
 by hand.
 """
 
