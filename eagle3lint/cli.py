@@ -6,8 +6,10 @@ Heavy modules (libcst, the index, the rules) are imported inside the commands so
 
 from __future__ import annotations
 
+import io
 import json
 import os
+import shutil
 import sys
 import traceback
 from enum import StrEnum
@@ -18,6 +20,7 @@ import typer
 
 if TYPE_CHECKING:
     from eagle3lint.engine import CheckOptions
+    from eagle3lint.report.model import Report
 
 app = typer.Typer(
     name="eagle3lint",
@@ -165,7 +168,6 @@ def check(
 ) -> None:
     """Report every EAGLE-3 blocker of every architecture (exit 0 none, 1 errors, 2 bad input)."""
     with _guard(debug):
-        from eagle3lint.engine import run_check
         from eagle3lint.report.progress import FileProgress
 
         options = _options(
@@ -182,40 +184,99 @@ def check(
         )
         # A progress line only for a person watching: not when piped, not with --quiet.
         interactive = sys.stdout.isatty() and sys.stderr.isatty() and not quiet
-        with FileProgress(interactive) as progress:
-            options.on_file = progress.advance
-            report = run_check(options).report
-        _emit(report, output_format, quiet=quiet, verbose=verbose)
-        code = report.exit_code(exit_zero)
+        view = (output_format, quiet, verbose, exit_zero)
+        if interactive or no_cache:
+            with FileProgress(interactive) as progress:
+                options.on_file = progress.advance
+                output, code = _check(options, view)
+        else:
+            output, code = _cached_check(options, view)
+        sys.stdout.write(output)
+        sys.stdout.flush()
     raise typer.Exit(code)
 
 
-def _emit(report, output_format: OutputFormat, *, quiet: bool, verbose: bool) -> None:
+View = tuple[OutputFormat, bool, bool, bool]
+"""How a report is shown: format, --quiet, --verbose, --exit-zero."""
+
+
+def _check(options: CheckOptions, view: View) -> tuple[str, int]:
+    from eagle3lint.engine import run_check
+
+    return _present(run_check(options).report, view)
+
+
+def _present(report: Report, view: View) -> tuple[str, int]:
+    """The output and the exit code of a report, shown as `view` says."""
+    output_format, quiet, verbose, exit_zero = view
+    return _render(report, output_format, quiet=quiet, verbose=verbose), report.exit_code(exit_zero)
+
+
+def _cached_check(options: CheckOptions, view: View) -> tuple[str, int]:
+    """`_check`, answered from the whole-run cache when nothing it read has changed."""
+    from eagle3lint.contract.model import GATE_FILES, PROPOSER_FILES
+    from eagle3lint.contract.reader import RUNNER_FILES
+    from eagle3lint.engine import discover_for, run_check
+    from eagle3lint.index.cache import default_cache_dir
+    from eagle3lint.rule import load_plugins
+    from eagle3lint.runcache import Manifest, RunCache, code_fingerprint
+
+    workspace = discover_for(options)
+    cache = RunCache(default_cache_dir())
+    setting = {k: v for k, v in vars(options).items() if k not in ("on_file", "progress", "jobs")}
+    key = cache.key(
+        os.getcwd(),
+        os.environ.get("NO_COLOR"),
+        [str(v) for v in view],
+        setting,
+        vars(workspace),
+        code_fingerprint(tuple(load_plugins()[0])),
+    )
+    hit = cache.load(key)
+    if hit is not None:
+        return hit
+    outside_index = [options.hf_config] if options.hf_config else []
+    if workspace.vllm_dir is not None:
+        rels = (*GATE_FILES, *PROPOSER_FILES, *RUNNER_FILES)
+        outside_index += [workspace.vllm_dir / rel for rel in rels]
+    before = Manifest.snapshot(outside_index)
+    run = run_check(options, workspace=workspace)
+    output, code = _present(run.report, view)
+    if not run.report.errors:
+        cache.store(key, output, code, Manifest.of(run.index.inputs(), before))
+    return output, code
+
+
+def _render(report: Report, output_format: OutputFormat, *, quiet: bool, verbose: bool) -> str:
     if output_format is OutputFormat.json:
-        typer.echo(json.dumps(report.to_json(), indent=2))
-        return
+        return json.dumps(report.to_json(), indent=2) + "\n"
     if output_format is OutputFormat.sarif:
         from eagle3lint.report.sarif import to_sarif
 
-        typer.echo(json.dumps(to_sarif(report), indent=2))
-        return
+        return json.dumps(to_sarif(report), indent=2) + "\n"
     if output_format is OutputFormat.github:
         from eagle3lint.report.github import github_annotations
 
-        for line in github_annotations(report, quiet=quiet, verbose=verbose):
-            typer.echo(line)
-        return
+        return "".join(
+            f"{line}\n" for line in github_annotations(report, quiet=quiet, verbose=verbose)
+        )
     from rich.console import Console
 
     from eagle3lint.report.text import render_text
 
     # Piped output stays plain: no colours (rich's default) and no wrapping of long lines.
+    tty = sys.stdout.isatty()
+    buffer = io.StringIO()
     console = Console(
+        file=buffer,
+        force_terminal=tty,
+        width=shutil.get_terminal_size().columns if tty else None,
         no_color=bool(os.environ.get("NO_COLOR")),
         highlight=False,
-        soft_wrap=not sys.stdout.isatty(),
+        soft_wrap=not tty,
     )
     render_text(report, console, verbose=verbose, quiet=quiet)
+    return buffer.getvalue()
 
 
 @app.command()

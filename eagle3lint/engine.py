@@ -103,8 +103,18 @@ def _choose_entries(entries: list[RegistryEntry], archs: list[str]) -> list[Regi
     return [by_arch[a] for a in dict.fromkeys(archs)]
 
 
-def run_check(options: CheckOptions, rules: Iterable[type[Rule]] | None = None) -> CheckRun:
-    workspace = discover(options.paths, options.vllm_version, options.exclude, options.progress)
+def discover_for(options: CheckOptions) -> Workspace:
+    """What the options' paths mean (see `sources.discovery`)."""
+    return discover(options.paths, options.vllm_version, options.exclude, options.progress)
+
+
+def run_check(
+    options: CheckOptions,
+    rules: Iterable[type[Rule]] | None = None,
+    workspace: Workspace | None = None,
+) -> CheckRun:
+    """Check the targets the options select; `workspace` when the caller discovered it."""
+    workspace = workspace or discover_for(options)
     index = _index_for(workspace, options)
     errors = [_missing_path(p) for p in workspace.missing]
     contract = newest_contract()
@@ -220,7 +230,6 @@ def run_check(options: CheckOptions, rules: Iterable[type[Rule]] | None = None) 
         targets=results,
         errors=_unique(errors),
         files_analysed=len(index.loaded()),
-        files_parsed=index.parsed,
     )
     return CheckRun(report, index, workspace, targets)
 

@@ -55,6 +55,11 @@ def extractor_fingerprint() -> str:
     return digest.hexdigest()
 
 
+def file_digest(data: bytes) -> str:
+    """A short content hash of a file's bytes."""
+    return hashlib.blake2b(data, digest_size=16).hexdigest()
+
+
 def content_key(data: bytes, relpath: str) -> str:
     """The cache key of a file: what it holds and where it sits (module names come from it)."""
     digest = hashlib.blake2b(digest_size=20)

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from eagle3lint.findings import InputError
-from eagle3lint.index.cache import SummaryCache, content_key
+from eagle3lint.index.cache import SummaryCache, content_key, file_digest
 from eagle3lint.index.model import ClassSummary, FileSummary, ForwardSummary
 from eagle3lint.sources.files import UnreadableSource, decode_source, read_source_bytes
 
@@ -117,10 +117,10 @@ class ProjectIndex:
         self._by_module: dict[str, FileSummary | None] = {}
         self._files: dict[str, SourceFile | None] = {}
         self._mro: dict[str, list[ClassRef | ExternalRef]] = {}
+        self.digests: dict[str, str] = {}
+        """Digest of the bytes read from each file, for the whole-run cache."""
         self.memo: dict[str, object] = {}
         """Facts derived from the summaries once per run (such as the registry's entries)."""
-        self.parsed = 0
-        """How many files were parsed (not loaded from the cache): the cost of a run."""
         self.on_load: Callable[[], None] | None = None
         """Called once per file summarised, parsed or from the cache (a progress hook)."""
 
@@ -129,12 +129,8 @@ class ProjectIndex:
         if module in self._files:
             return self._files[module]
         found = None
-        parts = module.split(".")
         for root in self.roots:
-            for candidate in (
-                root.joinpath(*parts).with_suffix(".py"),
-                root.joinpath(*parts, "__init__.py"),
-            ):
+            for candidate in _candidates(root, module):
                 if candidate.is_file():
                     found = SourceFile(candidate, candidate.relative_to(root).as_posix())
                     break
@@ -156,6 +152,24 @@ class ProjectIndex:
                 self._files.setdefault(module, SourceFile(path, rel))
                 return module
         return None
+
+    def inputs(self) -> tuple[dict[str, str], list[Path]]:
+        """What decided this index's results: each file it found (with the digest of the bytes
+        it read, or "" when it only saw the file exist), and each path it looked for a module
+        at and did not find."""
+        present = {
+            str(source.path): self.digests.get(str(source.path), "")
+            for source in self._files.values()
+            if source is not None
+        }
+        absent = [
+            candidate
+            for module, source in self._files.items()
+            if source is None
+            for root in self.roots
+            for candidate in _candidates(root, module)
+        ]
+        return present, absent
 
     def display_path(self, file: FileSummary) -> str:
         source = self.source_file(file.module)
@@ -183,6 +197,7 @@ class ProjectIndex:
             except UnreadableSource as exc:
                 self.errors.append(InputError(str(source.path), str(exc), code=exc.code))
                 continue
+            self.digests[str(source.path)] = file_digest(data)
             key = content_key(data, source.relpath)
             cached = self.cache.load(key) if self.cache else None
             if cached is not None:
@@ -200,7 +215,6 @@ class ProjectIndex:
                     InputError(str(source.path if source else relpath), detail, line, code)
                 )
                 continue
-            self.parsed += 1
             self._by_module[module] = summary
             if self.on_load:
                 self.on_load()
@@ -358,6 +372,12 @@ class ProjectIndex:
         if found is None:
             found = self._mro[ref.qualname] = _c3(ref, self, frozenset())
         return found
+
+
+def _candidates(root: Path, module: str) -> tuple[Path, Path]:
+    """Where `module` would be under `root`: a module file or a package."""
+    parts = module.split(".")
+    return root.joinpath(*parts).with_suffix(".py"), root.joinpath(*parts, "__init__.py")
 
 
 def _key(item: ClassRef | ExternalRef) -> str:

@@ -44,7 +44,6 @@ class Report:
     targets: list[TargetResult] = field(default_factory=list)
     errors: list[InputError] = field(default_factory=list)
     files_analysed: int = 0
-    files_parsed: int = 0
 
     @property
     def findings(self) -> list[Finding]:
@@ -77,7 +76,6 @@ class Report:
                 "ready": sum(t.eagle3_ready for t in self.targets),
                 "blocked": sum(not t.eagle3_ready for t in self.targets),
                 "files_analysed": self.files_analysed,
-                "files_parsed": self.files_parsed,
             },
             "targets": [t.to_json() for t in self.targets],
             "errors": [e.to_json() for e in self.errors],

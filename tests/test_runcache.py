@@ -1,0 +1,87 @@
+"""The whole-run cache of `check`: reused only while every input is unchanged."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+import eagle3lint.engine
+from eagle3lint.cli import app
+
+ERA = Path(__file__).resolve().parent.parent / "fixtures" / "eras" / "e2_stub"
+runner = CliRunner()
+
+
+@pytest.fixture
+def tree(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("EAGLE3LINT_CACHE_DIR", str(tmp_path / "cache"))
+    shutil.copytree(ERA, tmp_path / "tree")
+    return tmp_path / "tree" / "vllm"
+
+
+@pytest.fixture
+def runs(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Counts the checks that really ran (not answered from the cache)."""
+    calls: list[int] = []
+    real = eagle3lint.engine.run_check
+
+    def counted(*args: object, **kwargs: object) -> object:
+        calls.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(eagle3lint.engine, "run_check", counted)
+    return calls
+
+
+def check(root: Path, *args: str) -> str:
+    result = runner.invoke(app, ["check", str(root), "--format", "json", *args])
+    assert result.exit_code in (0, 1), result.output
+    return result.stdout
+
+
+def test_unchanged_tree_is_answered_from_the_cache(tree: Path, runs: list[int]) -> None:
+    first = check(tree)
+    assert check(tree) == first
+    assert len(runs) == 1
+    assert check(tree, "--no-cache") == first
+    assert len(runs) == 2
+
+
+def test_other_options_are_other_entries(tree: Path, runs: list[int]) -> None:
+    check(tree)
+    check(tree, "--select", "EAG1")
+    check(tree, "--model-type", "kimi_k2")
+    assert len(runs) == 3
+
+
+def test_an_edited_input_invalidates(tree: Path, runs: list[int]) -> None:
+    first = check(tree)
+    model = tree / "model_executor" / "models" / "no_protocol.py"
+    text = model.read_text()
+    model.write_text(
+        text.replace("import SupportsEagle,", "import SupportsEagle, SupportsEagle3,").replace(
+            "SupportsPP, SupportsEagle):", "SupportsPP, SupportsEagle, SupportsEagle3):"
+        )
+    )
+    assert model.read_text() != text
+    assert check(tree) != first
+    assert len(runs) == 2
+
+
+def test_a_new_file_where_a_module_was_looked_for_invalidates(tree: Path, runs: list[int]) -> None:
+    check(tree)
+    # Model files import `.utils`-style helpers that this tree does not have; the run looked
+    # for them, so creating one must count as a change.
+    from eagle3lint.index.cache import default_cache_dir
+
+    entry = next((default_cache_dir() / "runs").glob("*.json"))
+    absent = json.loads(entry.read_text())["absent"]
+    assert absent
+    Path(absent[0]).parent.mkdir(parents=True, exist_ok=True)
+    Path(absent[0]).write_text("")
+    check(tree)
+    assert len(runs) == 2
