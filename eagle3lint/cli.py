@@ -168,8 +168,6 @@ def check(
 ) -> None:
     """Report every EAGLE-3 blocker of every architecture (exit 0 none, 1 errors, 2 bad input)."""
     with _guard(debug):
-        from eagle3lint.report.progress import FileProgress
-
         options = _options(
             paths,
             vllm,
@@ -186,6 +184,8 @@ def check(
         interactive = sys.stdout.isatty() and sys.stderr.isatty() and not quiet
         view = (output_format, quiet, verbose, exit_zero)
         if interactive or no_cache:
+            from eagle3lint.report.progress import FileProgress
+
             with FileProgress(interactive) as progress:
                 options.on_file = progress.advance
                 output, code = _check(options, view)
