@@ -60,7 +60,8 @@ ModelTypeOpt = Annotated[
     str | None, typer.Option("--model-type", help="The target's text model_type.")
 ]
 SelectOpt = Annotated[
-    list[str] | None, typer.Option("--select", help="Only these codes or prefixes (EAG1, EAG301).")
+    list[str] | None,
+    typer.Option("--select", help="Only these codes or prefixes (EAG1,EAG301; repeatable)."),
 ]
 IgnoreOpt = Annotated[
     list[str] | None, typer.Option("--ignore", help="Skip these codes or prefixes.")
@@ -95,14 +96,19 @@ def _options(
         archs=list(arch or []),
         hf_config=hf_config or config.hf_config,
         model_type=model_type,
-        select=list(select or config.select),
-        ignore=list(ignore or config.ignore),
+        select=_codes(select) or config.select,
+        ignore=_codes(ignore) or config.ignore,
         exclude=config.exclude,
         rule_options=config.rule_options,
         jobs=jobs,
         use_cache=not no_cache,
         progress=progress,
     )
+
+
+def _codes(values: list[str] | None) -> list[str]:
+    """`--select EAG1,EAG301 --select EAG5` → the prefixes, as ruff takes them."""
+    return [code.strip() for value in values or () for code in value.split(",") if code.strip()]
 
 
 def _fail(message: str, debug: bool) -> None:
