@@ -249,7 +249,9 @@ class ProjectIndex:
             texts += [base.split("[")[0] for base in cls.bases]
             for attr in ("model", "language_model"):
                 assign = cls.init_assigns.get(attr)
-                callee = assign.callee if assign is not None else None
+                # A model built by architecture name is found through the registry instead.
+                named = assign is not None and assign.architectures
+                callee = assign.callee if assign is not None and not named else None
                 if callee and callee.startswith("self."):
                     held = cls.attrs.get(callee.removeprefix("self."))
                     method = cls.methods.get(callee.removeprefix("self."))
