@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from eagle3lint.contract.known import newest_contract
+from eagle3lint.contract.model import Contract
 from eagle3lint.contract.reader import read_contract
 from eagle3lint.findings import Finding, InputError, Severity
 from eagle3lint.index.cache import SummaryCache, default_cache_dir
@@ -20,7 +21,6 @@ from eagle3lint.sources.discovery import UsageError, Workspace, discover
 from eagle3lint.sources.files import UnreadableSource
 from eagle3lint.suppressions import apply_suppressions
 from eagle3lint.targets import (
-    MODELS_PACKAGE,
     RegistryEntry,
     Target,
     build_targets,
@@ -117,64 +117,13 @@ def run_check(
     workspace = workspace or discover_for(options)
     index = _index_for(workspace, options)
     errors = [_missing_path(p) for p in workspace.missing]
-    contract = newest_contract()
-    if workspace.vllm_dir is not None:
-        try:
-            contract = read_contract(index, workspace.vllm_dir, workspace.contract_source)
-        except UnreadableSource as exc:
-            where = exc.path or workspace.vllm_dir
-            errors.append(
-                InputError(
-                    str(where),
-                    f"{exc}: the tree's EAGLE-3 contract could not be read, so the newest known "
-                    "one was used",
-                    code=exc.code,
-                )
-            )
+    contract = _contract(index, workspace, errors)
     hf_config = None
     model_type = options.model_type
     if options.hf_config is not None:
         hf_config, text_type = load_hf_config(options.hf_config)
         model_type = model_type or text_type or None
-
-    file_modules = [m for f in workspace.files if (m := index.module_of(f)) is not None]
-    # Out-of-tree model files are checked against a contract from elsewhere: the registered
-    # architectures of that vLLM are not what the user asked about, unless named with --arch.
-    contract_only = workspace.contract_source != "tree" and bool(workspace.extra_roots)
-    entries = (
-        registered_architectures(index)
-        if workspace.vllm_dir and (not contract_only or options.archs)
-        else []
-    )
-    chosen = _choose_entries(entries, options.archs) if entries or options.archs else []
-    index.preload(file_modules)
-    index.preload_closure(
-        [
-            *((e.module, e.cls) for e in chosen),
-            *((m, c) for m in file_modules if (f := index.summary(m)) for c in f.classes),
-        ]
-    )
-    unresolved: list[RegistryEntry] = []
-    targets = build_targets(index, contract, chosen, unresolved)
-    if not options.archs:
-        known = {t.ref.qualname for t in targets}
-        targets += file_targets(index, contract, file_modules, known)
-    if workspace.only_files and file_modules:
-        # Pre-commit passes changed files: only targets built from them can have findings there.
-        touched = set(file_modules)
-        targets = [t for t in targets if t.modules() & touched]
-    for entry in unresolved:
-        if entry.module.startswith(MODELS_PACKAGE + ".transformers") or not entry.module:
-            continue
-        if index.source_file(entry.module) is None:
-            errors.append(
-                InputError(
-                    entry.module,
-                    f"{entry.arch}: registry points at {entry.module}.{entry.cls}, which is not "
-                    "in this tree",
-                    code="EAG903",
-                )
-            )
+    targets = _targets(index, contract, workspace, options, errors)
 
     ctx = RuleContext(
         index=index,
@@ -232,6 +181,66 @@ def run_check(
         files_analysed=len(index.loaded()),
     )
     return CheckRun(report, index, workspace, targets)
+
+
+def _contract(index: ProjectIndex, workspace: Workspace, errors: list[InputError]) -> Contract:
+    """The tree's contract; the newest known one when there is no tree or it cannot be read."""
+    if workspace.vllm_dir is None:
+        return newest_contract()
+    try:
+        return read_contract(index, workspace.vllm_dir, workspace.contract_source)
+    except UnreadableSource as exc:
+        message = (
+            f"{exc}: the tree's EAGLE-3 contract could not be read, so the newest known one was "
+            "used"
+        )
+        errors.append(InputError(str(exc.path or workspace.vllm_dir), message, code=exc.code))
+        return newest_contract()
+
+
+def _targets(
+    index: ProjectIndex,
+    contract: Contract,
+    workspace: Workspace,
+    options: CheckOptions,
+    errors: list[InputError],
+) -> list[Target]:
+    """The registered architectures selected, plus model classes of the files given."""
+    file_modules = [m for f in workspace.files if (m := index.module_of(f)) is not None]
+    # Out-of-tree model files are checked against a contract from elsewhere: the registered
+    # architectures of that vLLM are not what the user asked about, unless named with --arch.
+    contract_only = workspace.contract_source != "tree" and bool(workspace.extra_roots)
+    entries = (
+        registered_architectures(index)
+        if workspace.vllm_dir and (not contract_only or options.archs)
+        else []
+    )
+    chosen = _choose_entries(entries, options.archs) if entries or options.archs else []
+    index.preload(file_modules)
+    index.preload_closure(
+        [
+            *((e.module, e.cls) for e in chosen),
+            *((m, c) for m in file_modules if (f := index.summary(m)) for c in f.classes),
+        ]
+    )
+    unresolved: list[RegistryEntry] = []
+    targets = build_targets(index, contract, chosen, unresolved)
+    for entry in unresolved:
+        where = (
+            "is not in this tree"
+            if index.source_file(entry.module) is None
+            else "has no such class"
+        )
+        message = f"{entry.arch}: the registry points at {entry.module}.{entry.cls}, which {where}"
+        errors.append(InputError(entry.module, message, code="EAG903"))
+    if not options.archs:
+        known = {t.ref.qualname for t in targets}
+        targets += file_targets(index, contract, file_modules, known)
+    if workspace.only_files and file_modules:
+        # Pre-commit passes changed files: only targets built from them can have findings there.
+        touched = set(file_modules)
+        targets = [t for t in targets if t.modules() & touched]
+    return targets
 
 
 def _instantiate(
