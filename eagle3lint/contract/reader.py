@@ -11,6 +11,8 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import re
+from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -39,6 +41,7 @@ _NOT_MEMBERS = {"__init__", "__slots__", "__doc__", "__module__", "__annotations
 
 def read_contract(index: ProjectIndex, vllm_dir: Path, source: str) -> Contract:
     """The contract of the vLLM package at `vllm_dir` (a folder holding `model_executor/`)."""
+    config_facts = _start_config_facts(index, vllm_dir)
     version_file = index.summary("vllm._version")
     contract = Contract(
         version=version_file.version if version_file else None,
@@ -49,7 +52,7 @@ def read_contract(index: ProjectIndex, vllm_dir: Path, source: str) -> Contract:
     )
     contract = _read_protocol(index, contract)
     contract = _read_runner(vllm_dir, contract)
-    facts = _config_facts(index, vllm_dir)
+    facts = config_facts()
     return replace(contract, gate=facts.gate, image_tokens=facts.image_tokens)
 
 
@@ -62,7 +65,10 @@ class ConfigFacts:
     image_tokens: ImageTokenMap | None = None
 
 
-def _config_facts(index: ProjectIndex, vllm_dir: Path) -> ConfigFacts:
+def _start_config_facts(index: ProjectIndex, vllm_dir: Path) -> Callable[[], ConfigFacts]:
+    """Start reading the gate and the proposer's mapping; returns a function that waits for
+    them. On a cache miss they are parsed in a worker process while this one reads the
+    protocol: a cold `--arch` run is a chain of parses, and this is the one that can overlap."""
     digest = hashlib.blake2b(digest_size=20)
     for rel in (*GATE_FILES, *PROPOSER_FILES):
         path = vllm_dir / rel
@@ -72,13 +78,27 @@ def _config_facts(index: ProjectIndex, vllm_dir: Path) -> ConfigFacts:
     key = content_key(digest.digest(), "contract-facts")
     cached = index.cache.load(key, ConfigFacts) if index.cache else None
     if cached is not None:
-        return cached
+        return lambda: cached
+    pool = ProcessPoolExecutor(max_workers=1) if index.jobs > 1 else None
+    future = pool.submit(_config_facts, vllm_dir) if pool else None
+
+    def wait() -> ConfigFacts:
+        try:
+            facts = future.result() if future else _config_facts(vllm_dir)
+        finally:
+            if pool:
+                pool.shutdown()
+        if index.cache:
+            index.cache.store(key, facts)
+        return facts
+
+    return wait
+
+
+def _config_facts(vllm_dir: Path) -> ConfigFacts:
     from eagle3lint.contract.config_files import read_gate, read_image_tokens
 
-    facts = ConfigFacts(read_gate(vllm_dir), read_image_tokens(vllm_dir))
-    if index.cache:
-        index.cache.store(key, facts)
-    return facts
+    return ConfigFacts(read_gate(vllm_dir), read_image_tokens(vllm_dir))
 
 
 def _find_class(index: ProjectIndex, name: str) -> ClassRef | None:

@@ -45,6 +45,10 @@ class UnreadableSource(Exception):
         self.path = path
         """The file, when the reader knows it."""
 
+    def __reduce__(self) -> tuple[type[UnreadableSource], tuple[str, Path | None]]:
+        # Raised in worker processes too: the path must survive pickling.
+        return type(self), (str(self), self.path)
+
 
 class TooDeeplyNested(UnreadableSource):
     """A file the parser cannot take safely: reported like a syntax error."""
