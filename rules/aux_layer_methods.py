@@ -231,8 +231,8 @@ class OldNameForCausalLM(nn.Module, SupportsEagle3):
                 continue
             yield self.report(
                 "EAG201",
-                f"{target.ref.name} has no implementation of {name}() "
-                + ("(only the protocol's stub, which does nothing)" if found else "")
+                f"{target.ref.name} has no implementation of {name}()"
+                + (" (only the protocol's stub, which does nothing)" if found else "")
                 + ": the runner calls it to choose and set the aux hidden-state layers.",
                 ctx.path(target.ref),
                 target.ref.cls.line,
