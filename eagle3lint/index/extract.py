@@ -173,7 +173,7 @@ class _FileBuilder:
             if platform is None:
                 self.summary.imports[local] = ref
                 continue
-            self.summary.platform_imports.append(PlatformImport(platform, local, ref, 0))
+            self.summary.platform_imports.append(PlatformImport(platform, local, ref))
             if platform in ("cuda", "default") or local not in self.summary.imports:
                 self.summary.imports[local] = ref
 
@@ -266,7 +266,6 @@ class _FileBuilder:
                         summary.assigns_layers = True
                     if target not in summary.init_assigns and "." not in target:
                         assign = _init_assign(value, summary.methods[helper].line)
-                        assign.via = helper
                         summary.init_assigns[target] = assign
 
 
@@ -462,13 +461,9 @@ def _forward(
     for stmt in _statements(func.body):
         if stmt is first_loop:
             break
-        for tap_call, aux_name in _helper_taps(stmt):
+        for aux_name in _helper_taps(stmt):
             tap_line, tap_col = position(stmt)
-            forward.pre_loop_taps.append(
-                TapSummary(
-                    tap_line, tap_col, "helper", code(tap_call.args[1].value), "", True, True
-                )
-            )
+            forward.pre_loop_taps.append(TapSummary(tap_line, tap_col, "helper", "", True, True))
             aux_names.add(aux_name)
     for stmt in _statements(func.body):
         if not isinstance(stmt, cst.SimpleStatementLine):
@@ -487,8 +482,6 @@ def _forward(
                     aux_names & _names_in(e.value) for e in value.elements
                 ):
                     forward.returns_aux_tuple = True
-                elif not isinstance(value, cst.Tuple):
-                    forward.returns_bare = True
     return forward
 
 
@@ -531,7 +524,6 @@ def _loop(loop: cst.For, position) -> LoopSummary:
     summary = LoopSummary(
         line=line,
         column=column,
-        iter_expr=code(iter_node),
         index_var=index_var,
         enumerate_start=start,
         slices_layers=slices,
@@ -543,26 +535,16 @@ def _loop(loop: cst.For, position) -> LoopSummary:
             layer_call_index = i
     for i, stmt in enumerate(body):
         before = layer_call_index is None or i < layer_call_index
-        for index_text, value, _ in _explicit_taps(stmt):
+        for value, _ in _explicit_taps(stmt):
             tap_line, tap_col = position(stmt)
             summary.taps.append(
                 TapSummary(
-                    tap_line,
-                    tap_col,
-                    "explicit",
-                    index_text,
-                    code(value),
-                    _guards_residual(value),
-                    before,
+                    tap_line, tap_col, "explicit", code(value), _guards_residual(value), before
                 )
             )
-        for tap_call, _ in _helper_taps(stmt):
+        for _ in _helper_taps(stmt):
             tap_line, tap_col = position(stmt)
-            summary.taps.append(
-                TapSummary(
-                    tap_line, tap_col, "helper", code(tap_call.args[1].value), "", True, before
-                )
-            )
+            summary.taps.append(TapSummary(tap_line, tap_col, "helper", "", True, before))
     return summary
 
 
@@ -571,8 +553,8 @@ def _calls_layer(stmt: cst.BaseStatement) -> bool:
     return bool(re.search(r"\blayer\s*\(|self\.layers\[[^\]]*\]\s*\(", text))
 
 
-def _explicit_taps(stmt: cst.BaseStatement) -> list[tuple[str, cst.BaseExpression, str]]:
-    """`if i in self.aux_hidden_state_layers: x.append(value)` → [(index text, value, "x")]."""
+def _explicit_taps(stmt: cst.BaseStatement) -> list[tuple[cst.BaseExpression, str]]:
+    """`if i in self.aux_hidden_state_layers: x.append(value)` → [(value, "x")]."""
     if not isinstance(stmt, cst.If) or not isinstance(stmt.test, cst.Comparison):
         return []
     test = stmt.test
@@ -593,12 +575,13 @@ def _explicit_taps(stmt: cst.BaseStatement) -> list[tuple[str, cst.BaseExpressio
                 and small.value.args
             ):
                 owner = dotted(small.value.func.value) or ""
-                taps.append((code(test.left), small.value.args[0].value, owner))
+                taps.append((small.value.args[0].value, owner))
     return taps
 
 
-def _helper_taps(stmt: cst.BaseStatement) -> list[tuple[cst.Call, str]]:
-    """`self._maybe_add_hidden_state(aux, idx, h, r)` calls (bare or assigned)."""
+def _helper_taps(stmt: cst.BaseStatement) -> list[str]:
+    """`self._maybe_add_hidden_state(aux, idx, h, r)` calls (bare or assigned): for each, the
+    name of the list it collects into ("" when that is not a plain name)."""
     if not isinstance(stmt, cst.SimpleStatementLine):
         return []
     taps = []
@@ -614,7 +597,7 @@ def _helper_taps(stmt: cst.BaseStatement) -> list[tuple[cst.Call, str]]:
             if name is None and isinstance(small, cst.Assign):
                 target = small.targets[0].target
                 name = target.value if isinstance(target, cst.Name) else None
-            taps.append((value, name or ""))
+            taps.append(name or "")
     return taps
 
 
@@ -622,8 +605,8 @@ def _aux_targets(loop: cst.For) -> set[str]:
     """Names of the lists a loop's taps append to."""
     names = set()
     for stmt in _statements(loop.body):
-        names.update(owner for _, _, owner in _explicit_taps(stmt) if owner)
-        names.update(name for _, name in _helper_taps(stmt) if name)
+        names.update(owner for _, owner in _explicit_taps(stmt) if owner)
+        names.update(name for name in _helper_taps(stmt) if name)
     return names
 
 

@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 
 T = TypeVar("T")
 
-SUMMARY_FORMAT = 4
+SUMMARY_FORMAT = 5
 """Bumped whenever the shape or meaning of a summary changes: old cache entries are then ignored."""
 
 
@@ -71,8 +71,6 @@ class InitAssign:
     """Dotted text of the callee when the value is a call: `DeepseekV2Model`, `self.model_cls`."""
     architectures: list[str] = field(default_factory=list)
     """String literals given as `architectures=[...]` (vLLM's `init_vllm_registered_model`)."""
-    via: str | None = None
-    """The helper method the assignment was found in, when not `__init__` itself."""
 
 
 @dataclass(slots=True)
@@ -83,8 +81,8 @@ class TapSummary:
     column: int
     style: str
     """`explicit` (`if idx in self.aux_hidden_state_layers: aux.append(v)`) or `helper`."""
-    index_expr: str
     value_expr: str
+    """The captured value's source (empty for the helper, which guards `residual` itself)."""
     residual_guarded: bool
     """The captured value copes with `residual is None` (first pipeline rank, layer 0)."""
     before_layer: bool
@@ -96,7 +94,6 @@ class LoopSummary:
 
     line: int
     column: int
-    iter_expr: str
     index_var: str | None
     enumerate_start: str | None
     """Source text of enumerate's start (`self.start_layer`), None when not given."""
@@ -113,8 +110,6 @@ class ForwardSummary:
     aux_list_initialised: bool = False
     pre_loop_taps: list[TapSummary] = field(default_factory=list)
     returns_aux_tuple: bool = False
-    returns_bare: bool = False
-    """Some return gives the hidden states alone (fine when no aux layer is requested)."""
     delegates_to: str | None = None
     """`self.<attr>(...)` result returned as-is: the forward of that attribute does the work."""
 
@@ -157,7 +152,6 @@ class PlatformImport:
     platform: str
     local: str
     ref: ImportRef
-    line: int
 
 
 @dataclass(slots=True)
