@@ -236,7 +236,7 @@ def _cached_check(options: CheckOptions, view: View) -> tuple[str, int]:
         [str(v) for v in view],
         setting,
         vars(workspace),
-        code_fingerprint(tuple(load_plugins()[0])),
+        code_fingerprint(load_plugins()[0]),
     )
     hit = cache.load(key)
     if hit is not None:

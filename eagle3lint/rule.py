@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
+from functools import cache
 from importlib.metadata import entry_points
 from typing import Any, ClassVar
 
@@ -155,9 +156,11 @@ class Rule:
         )
 
 
-def load_plugins() -> tuple[list[type[Rule]], list[str]]:
+@cache
+def load_plugins() -> tuple[tuple[type[Rule], ...], tuple[str, ...]]:
     """Rule classes of every installed plugin (built-ins first, in a stable order), and a
-    message for each plugin that failed to load: one broken pack must not stop the others."""
+    message for each plugin that failed to load: one broken pack must not stop the others.
+    Read once per process: config, the run cache and the engine all ask."""
     found: dict[str, type[Rule]] = {}
     broken: list[str] = []
     for point in sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda p: p.name):
@@ -172,12 +175,12 @@ def load_plugins() -> tuple[list[type[Rule]], list[str]]:
                 cls.plugin = point.dist.name if point.dist else point.name
                 found.setdefault(cls.slug, cls)
     rules = sorted(found.values(), key=lambda cls: (cls.plugin != "eagle3lint", cls.codes[0].code))
-    return rules, broken
+    return tuple(rules), tuple(broken)
 
 
 def load_rules() -> list[type[Rule]]:
     """Rule classes of every plugin that loads."""
-    return load_plugins()[0]
+    return list(load_plugins()[0])
 
 
 def selected(code: str, select: list[str] | None, ignore: list[str] | None) -> bool:
