@@ -322,6 +322,59 @@ def fix(
 
 
 @app.command()
+def pair(
+    paths: PathsArg = None,
+    target: Annotated[
+        Path, typer.Option("--target", help="The target's config.json (or its folder).")
+    ] = ...,  # type: ignore[assignment]
+    draft: Annotated[
+        Path, typer.Option("--draft", help="The drafter's config.json (or its folder).")
+    ] = ...,  # type: ignore[assignment]
+    draft_weights: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--draft-weights",
+            help="Drafter .safetensors files (headers only; default: those in the --draft folder).",
+        ),
+    ] = None,
+    vllm: VllmOpt = None,
+    pp: Annotated[int, typer.Option("--pp", min=1, help="Pipeline-parallel size.")] = 1,
+    select: SelectOpt = None,
+    ignore: IgnoreOpt = None,
+    output_format: Annotated[
+        OutputFormat, typer.Option("--format", help="Report format.")
+    ] = OutputFormat.text,
+    exit_zero: Annotated[
+        bool, typer.Option("--exit-zero", help="Exit 0 even with errors.")
+    ] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Only error findings.")] = False,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Info findings too.")] = False,
+    jobs: JobsOpt = None,
+    no_cache: NoCacheOpt = False,
+    debug: DebugOpt = False,
+) -> None:
+    """Check an EAGLE-3 drafter against its target for one release (exit codes as check)."""
+    with _guard(debug):
+        from eagle3lint.pairing.command import run_pair
+        from eagle3lint.pairing.draft import DraftPairing
+
+        pairing = DraftPairing.load(draft, list(draft_weights or []), target, pp)
+        options = _options(
+            paths, vllm, None, target, None, select, ignore, jobs, no_cache, progress=False
+        )
+        output, code = run_pair(
+            options,
+            pairing,
+            output_format.value,
+            lambda report: _render(report, output_format, quiet=quiet, verbose=verbose),
+            exit_zero,
+        )
+        sys.stdout.write(output)
+        sys.stdout.flush()
+    raise typer.Exit(code)
+
+
+@app.command()
 def rules() -> None:
     """List the rules: code, name, what it checks, fixable, plugin."""
     from rich.console import Console

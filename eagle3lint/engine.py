@@ -45,6 +45,8 @@ class CheckOptions:
     progress: bool = False
     on_file: Callable[[], None] | None = None
     """Called once per file analysed (the terminal's progress line)."""
+    pairing: Any = None
+    """The draft `eagle3lint pair` checks against the target (see `RuleContext.pairing`)."""
 
 
 @dataclass
@@ -57,25 +59,37 @@ class CheckRun:
     targets: list[Target]
 
 
-def load_hf_config(path: Path) -> tuple[dict[str, Any], str]:
-    """A config.json (or the folder holding one) and the text model_type vLLM gates on."""
+def read_config_json(path: Path, option: str) -> tuple[dict[str, Any], Path, str]:
+    """A config.json (or the folder holding one): its object, its file and its text.
+
+    `option` names the command-line option in messages (`--hf-config`, `--draft`)."""
     file = path / "config.json" if path.is_dir() else path
     try:
-        data = json.loads(file.read_text(encoding="utf-8"))
+        text = file.read_text(encoding="utf-8")
+        data = json.loads(text)
     except FileNotFoundError as exc:
-        raise UsageError(f"--hf-config: {file} does not exist") from exc
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise UsageError(f"--hf-config: {file} is not a readable JSON file ({exc})") from exc
+        raise UsageError(f"{option}: {file} does not exist") from exc
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
+        raise UsageError(f"{option}: {file} is not a readable JSON file ({exc})") from exc
     if not isinstance(data, dict):
-        raise UsageError(f"--hf-config: {file} does not hold a JSON object")
-    # transformers' get_text_config(): the text sub-config of a multimodal config.
-    text = data
+        raise UsageError(f"{option}: {file} does not hold a JSON object")
+    return data, file, text
+
+
+def text_config(data: dict[str, Any]) -> dict[str, Any]:
+    """transformers' get_text_config(): the text sub-config of a multimodal config."""
     for key in ("text_config", "language_config", "llm_config", "thinker_config"):
         sub = data.get(key)
         if isinstance(sub, dict):
-            text = sub.get("text_config", sub) if key == "thinker_config" else sub
-            break
-    model_type = text.get("model_type") or data.get("model_type")
+            inner = sub.get("text_config", sub) if key == "thinker_config" else sub
+            return inner if isinstance(inner, dict) else sub
+    return data
+
+
+def load_hf_config(path: Path) -> tuple[dict[str, Any], str]:
+    """A config.json (or the folder holding one) and the text model_type vLLM gates on."""
+    data, _, _ = read_config_json(path, "--hf-config")
+    model_type = text_config(data).get("model_type") or data.get("model_type")
     return data, str(model_type) if model_type else ""
 
 
@@ -135,6 +149,7 @@ def run_check(
             a for a in (hf_config or {}).get("architectures") or () if isinstance(a, str)
         ),
         explicit_model_type=options.model_type is not None,
+        pairing=options.pairing,
     )
     rule_objects = _instantiate(rules, options, errors)
     report_paths = {str(p.resolve()) for p in workspace.files} if workspace.only_files else None

@@ -81,6 +81,8 @@ class RuleContext:
     hf_architectures: tuple[str, ...] = ()
     """The `architectures` of --hf-config: its facts apply to these targets only."""
     explicit_model_type: bool = False
+    pairing: Any = None
+    """`eagle3lint pair`'s draft (a `pairing.draft.DraftPairing`); None in `check`."""
 
     def path(self, ref: ClassRef) -> str:
         return self.index.display_path(ref.file)

@@ -1,0 +1,408 @@
+"""The drafter side of the EAGLE-3 contract: what one vLLM tree reads from a draft config.
+
+`eagle3lint pair` needs, for the analysed release: which drafter architectures are registered,
+how an EAGLE-style config's architecture is renamed and how a speculators config is translated,
+where each model runner reads the aux layer ids, how many aux states the drafter class expects
+and which norm flags it reads, which classes the proposer accepts and whether it checks the
+embedding width before sharing the target's. Each is found by its shape in the release's own
+files (a statement pattern, not a line or a version), because vLLM moves and renames them.
+The facts are cached by the content of the files read, like the gate and the proposer mapping.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from eagle3lint.contract.model import PROPOSER_FILES
+from eagle3lint.contract.source_text import (
+    function_around,
+    function_named,
+    line_at,
+    strip_comments,
+)
+from eagle3lint.index.cache import SummaryCache, content_key
+from eagle3lint.sources.files import UnreadableSource, read_source
+
+EAGLE_CONFIG = "transformers_utils/configs/eagle.py"
+SPECULATORS_ALGOS = "transformers_utils/configs/speculators/algos.py"
+MODELS_DIR = "model_executor/models"
+IDS_KEY = "eagle_aux_hidden_state_layer_ids"
+"""The key EAGLE-3 checkpoints carry their layer ids under (top level or in `eagle_config`)."""
+ID_RUNNERS = (
+    ("model runner v1", "v1/worker/gpu_model_runner.py"),
+    ("model runner v2", "v1/worker/gpu/spec_decode/eagle/eagle3_utils.py"),
+)
+"""Where each model runner reads the layer ids from the draft config."""
+
+
+@dataclass(slots=True)
+class ConfigKey:
+    """A key of the draft config: at the top level (`container` "") or in a sub-dict."""
+
+    container: str
+    key: str
+
+    def text(self) -> str:
+        return f"{self.container}.{self.key}" if self.container else self.key
+
+
+@dataclass(slots=True)
+class RunnerIds:
+    """Where one model runner reads the layer ids: the first source holding a list wins."""
+
+    runner: str
+    path: str
+    line: int
+    sources: list[ConfigKey] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class Renaming:
+    """`EAGLEConfig`'s renaming of an EAGLE-style draft architecture for method eagle3."""
+
+    path: str
+    line: int
+    prefix: str
+    keep_prefixes: list[str] = field(default_factory=list)
+    keep_suffixes: list[str] = field(default_factory=list)
+
+    def apply(self, arch: str) -> str:
+        if any(arch.startswith(p) for p in self.keep_prefixes) or any(
+            arch.endswith(s) for s in self.keep_suffixes
+        ):
+            return arch
+        return f"{self.prefix}{arch}"
+
+
+@dataclass(slots=True)
+class PassThrough:
+    """`pre_trained_config[target] = config_dict.get(source, default)` in the translation."""
+
+    target: str
+    source: str
+    default: str | None = None
+    """The default's source text; None when the key is copied only if present."""
+
+
+@dataclass(slots=True)
+class SpeculatorsTranslation:
+    """How `update_eagle3` turns a speculators config into the drafter's config."""
+
+    path: str
+    line: int
+    forced_arch: str | None = None
+    arch_by_model_type: dict[str, str] = field(default_factory=dict)
+    default_model_type: str | None = None
+    passthrough: list[PassThrough] = field(default_factory=list)
+
+    def architecture(self, model_type: str | None) -> str | None:
+        """The drafter architecture for `transformer_layer_config.model_type`; None when the
+        translation raises for it."""
+        if self.forced_arch is not None:
+            return self.forced_arch
+        return self.arch_by_model_type.get(model_type or self.default_model_type or "")
+
+
+@dataclass(slots=True)
+class FlagRead:
+    """A norm flag the drafter class reads, where from, and its default's source text."""
+
+    name: str
+    container: str
+    default: str
+
+
+@dataclass(slots=True)
+class DrafterClassFacts:
+    """What one drafter module reads to size `fc` and choose its norms."""
+
+    module: str
+    path: str
+    line: int
+    """The `self.fc = ...` line."""
+    fixed_aux: int | None = None
+    """The aux count when it is a literal (`target_hidden_size * 3`)."""
+    count_keys: list[str] = field(default_factory=list)
+    """Config keys giving the aux count, first found wins (`num_aux_hidden_states`)."""
+    count_id_sources: list[ConfigKey] = field(default_factory=list)
+    """Else the length of the ids found here."""
+    default_aux: int = 3
+    flags: list[FlagRead] = field(default_factory=list)
+
+    def flag_sources(self, name: str) -> list[str]:
+        return [f.container for f in self.flags if f.name == name]
+
+
+@dataclass(slots=True)
+class DrafterContract:
+    """Everything `pair` reads from the release, apart from the registry (read by the index)."""
+
+    renaming: Renaming | None = None
+    speculators: SpeculatorsTranslation | None = None
+    runners: list[RunnerIds] = field(default_factory=list)
+    proposer_path: str | None = None
+    proposer_line: int = 0
+    proposer_accepts: list[str] | None = None
+    """Classes the proposer asserts the drafter is; None when it asserts nothing."""
+    embed_width_checked: bool = False
+    """The proposer keeps the draft's own embedding when its width differs from the target's."""
+    drafters: dict[str, DrafterClassFacts] = field(default_factory=dict)
+    """By module name (`llama_eagle3`)."""
+
+
+def read_drafter_contract(
+    vllm_dir: Path, drafter_modules: list[str], cache: SummaryCache | None
+) -> DrafterContract:
+    """The drafter facts of the tree at `vllm_dir`, for the given drafter modules."""
+    rels = [
+        EAGLE_CONFIG,
+        SPECULATORS_ALGOS,
+        *(rel for _, rel in ID_RUNNERS),
+        *PROPOSER_FILES,
+        *(f"{MODELS_DIR}/{m}.py" for m in drafter_modules),
+    ]
+    texts: dict[str, str] = {}
+    digest = hashlib.blake2b(digest_size=20)
+    for rel in rels:
+        digest.update(f"{vllm_dir / rel}\0".encode())
+        with contextlib.suppress(UnreadableSource):
+            texts[rel] = read_source(vllm_dir / rel)
+            digest.update(texts[rel].encode())
+    key = content_key(digest.digest(), "drafter-contract")
+    cached = cache.load(key, DrafterContract) if cache else None
+    if cached is not None:
+        return cached
+    facts = DrafterContract(
+        renaming=_renaming(texts.get(EAGLE_CONFIG), str(vllm_dir / EAGLE_CONFIG)),
+        speculators=_speculators(texts.get(SPECULATORS_ALGOS), str(vllm_dir / SPECULATORS_ALGOS)),
+        runners=[
+            found
+            for runner, rel in ID_RUNNERS
+            if (found := _runner_ids(runner, texts.get(rel), str(vllm_dir / rel))) is not None
+        ],
+        drafters={
+            module: found
+            for module in drafter_modules
+            if (
+                found := _drafter_class(
+                    module, texts.get(f"{MODELS_DIR}/{module}.py"), vllm_dir / MODELS_DIR
+                )
+            )
+            is not None
+        },
+    )
+    _read_proposer(facts, vllm_dir, texts)
+    if cache:
+        cache.store(key, facts)
+    return facts
+
+
+def _renaming(text: str | None, path: str) -> Renaming | None:
+    """`arch if arch.startswith("Eagle3") or arch.endswith("Eagle3") else f"Eagle3{arch}"`, in
+    the branch taken for method eagle3."""
+    if text is None:
+        return None
+    branch = re.search(r"method\s*==\s*[\"']eagle3[\"']", text)
+    if branch is None:
+        return None
+    end = re.search(r"\n[ \t]*(?:elif\b|else:)", text[branch.end() :])
+    body = text[branch.end() : branch.end() + end.start()] if end else text[branch.end() :]
+    prefix = re.search(r"f[\"'](\w*)\{arch\}[\"']", body)
+    if prefix is None:
+        return None
+    return Renaming(
+        path,
+        line_at(text, branch.start()),
+        prefix.group(1),
+        re.findall(r"\.startswith\([\"'](\w+)[\"']\)", body),
+        re.findall(r"\.endswith\([\"'](\w+)[\"']\)", body),
+    )
+
+
+_PASS = re.compile(
+    r"pre_trained_config\[[\"'](\w+)[\"']\]\s*=\s*config_dict"
+    r"(?:\.get\(\s*[\"'](\w+)[\"']\s*(?:,\s*([^)\n]+?))?\s*\)|\[\s*[\"'](\w+)[\"']\s*\])"
+)
+
+
+def _speculators(text: str | None, path: str) -> SpeculatorsTranslation | None:
+    """The function registered for `eagle3` in the speculators translation."""
+    if text is None:
+        return None
+    registered = re.search(r"@\w+\(\s*[\"']eagle3[\"']\s*\)\s*\n\s*def\s+(\w+)", text)
+    if registered is None:
+        return None
+    found = function_named(text, registered.group(1))
+    if found is None:
+        return None
+    body, line = found
+    body = strip_comments(body)
+    facts = SpeculatorsTranslation(path, line)
+    for match in _PASS.finditer(body):
+        target, source, default, indexed = match.groups()
+        if target == "architectures":
+            continue
+        facts.passthrough.append(PassThrough(target, source or indexed, default))
+    forced = re.search(r"pre_trained_config\[[\"']architectures[\"']\]\s*=\s*\[[\"'](\w+)", body)
+    if forced is not None:
+        facts.forced_arch = forced.group(1)
+        return facts
+    mapped = re.search(r"pre_trained_config\[[\"']architectures[\"']\]\s*=\s*\[(\w+)\[", body)
+    if mapped is not None:
+        literal = re.search(rf"{mapped.group(1)}\s*=\s*\{{([^}}]*)\}}", body)
+        if literal is not None:
+            facts.arch_by_model_type = dict(
+                re.findall(r"[\"'](\w+)[\"']\s*:\s*[\"'](\w+)[\"']", literal.group(1))
+            )
+        default = re.search(r"\.get\(\s*[\"']model_type[\"']\s*,\s*[\"'](\w+)[\"']", body)
+        facts.default_model_type = default.group(1) if default else None
+    return facts
+
+
+def _runner_ids(runner: str, text: str | None, path: str) -> RunnerIds | None:
+    """The ids sources of the function reading `eagle_aux_hidden_state_layer_ids`, in order.
+
+    Only sources taken as they are count: `[i + 1 for i in ...]` conversions belong to other
+    drafters (DFlash, DSpark) whose keys an EAGLE-3 config does not carry.
+    """
+    if text is None:
+        return None
+    found = function_around(text, f'"{IDS_KEY}"')
+    if found is None:
+        return None
+    body, line = found
+    body = strip_comments(body)
+    containers = dict(re.findall(r"(\w+)\s*=\s*getattr\(\s*\w+,\s*[\"'](\w+)[\"']", body))
+    loops = {
+        var: re.findall(r"[\"'](\w+)[\"']", names)
+        for var, names in re.findall(r"^\s*for\s+(\w+)\s+in\s+\(([^)]*)\)", body, re.MULTILINE)
+    }
+    sources: list[ConfigKey] = []
+    statement = re.compile(
+        r"(?:\blayer_ids\s*=\s*getattr\(\s*\w+,\s*[\"'](\w+)[\"']"
+        r"|hasattr\(\s*\w+,\s*[\"'](\w+)[\"']\)"
+        r"|\blayer_ids\s*=\s*(\w+)\.get\(\s*[\"'](\w+)[\"']\s*\))"
+    )
+    for match in statement.finditer(body):
+        top, checked, holder, key = match.groups()
+        if top or checked:
+            name = top or checked
+            if name == IDS_KEY or not _converted(body, match.end()):
+                _add(sources, ConfigKey("", name))
+            continue
+        getter = containers.get(holder)
+        if getter is not None:
+            names = [getter]
+        else:
+            loop_var = next(
+                (v for v in loops if re.search(rf"{holder}\s*=\s*getattr\([^)]*{v}", body)), None
+            )
+            names = loops.get(loop_var or "", [])
+        for container in names:
+            _add(sources, ConfigKey(container, key))
+    return RunnerIds(runner, path, line, sources)
+
+
+def _converted(body: str, at: int) -> bool:
+    """The statement at `at` feeds an `i + 1` conversion rather than the ids as they are."""
+    rest = body[at : body.find("\n", at) if "\n" in body[at:] else len(body)]
+    return "+ 1" in rest
+
+
+def _add(sources: list[ConfigKey], key: ConfigKey) -> None:
+    if key not in sources:
+        sources.append(key)
+
+
+def _drafter_class(module: str, text: str | None, models_dir: Path) -> DrafterClassFacts | None:
+    """How the drafter module sizes `fc`: `target_hidden_size * <count>`, where the count is a
+    literal or read from config keys, else the length of the ids, else a default."""
+    if text is None:
+        return None
+    clean = strip_comments(text)
+    found = function_around(clean, "self.fc = ")
+    if found is None:
+        return None
+    body, start = found
+    fc_line = start + body[: body.find("self.fc = ")].count("\n")
+    facts = DrafterClassFacts(module, str(models_dir / f"{module}.py"), fc_line)
+    fixed = re.search(r"hidden_size\s*\*\s*(\d+)\b", body)
+    if fixed is not None:
+        facts.fixed_aux = int(fixed.group(1))
+    else:
+        multiplier = re.search(r"target_hidden_size\s*\*\s*(?:self\.)?(\w+)", body)
+        if multiplier is not None:
+            count = multiplier.group(1)
+            facts.count_keys = re.findall(
+                rf"(?:self\.)?{count}\s*=\s*getattr\(\s*self\.config,\s*[\"'](\w+)[\"']", body
+            )
+            if not facts.count_keys:
+                # qwen3_eagle3 counts into a local first, then stores it.
+                local = re.search(rf"self\.{count}\s*=\s*(\w+)\s*$", body, re.MULTILINE)
+                name = local.group(1) if local else count
+                facts.count_keys = re.findall(
+                    rf"\b{name}\s*=\s*getattr\(\s*self\.config,\s*[\"'](\w+)[\"']", body
+                )
+        reads = [
+            (m.start(), ConfigKey("", IDS_KEY))
+            for m in re.finditer(rf"getattr\(\s*self\.config,\s*[\"']{IDS_KEY}[\"']", body)
+        ] + [
+            (m.start(), ConfigKey(m.group(1), IDS_KEY))
+            for m in re.finditer(rf"(\w+)\.get\(\s*[\"']{IDS_KEY}[\"']", body)
+        ]
+        facts.count_id_sources = [key for _, key in sorted(reads, key=lambda r: r[0])]
+        default = re.search(r"len\(\w+\)\s+if\s+\w+\s+else\s+(\d+)", body)
+        if default is not None:
+            facts.default_aux = int(default.group(1))
+    for container, name, default in _flag_reads(clean):
+        facts.flags.append(FlagRead(name, container, default))
+    return facts
+
+
+def _flag_reads(text: str) -> list[tuple[str, str, str]]:
+    """`getattr(config, "norm_x", d)` and `eagle_config.get("norm_x", d)`: (container, name,
+    default). A flag read from a sub-dict falls back to the top level when the default is itself
+    a `getattr` of the config; both reads are listed."""
+    reads: list[tuple[str, str, str]] = []
+    for match in re.finditer(
+        r"getattr\(\s*(?:self\.)?config\s*,\s*[\"'](\w*norm\w*)[\"']\s*(?:,\s*(\w+))?", text
+    ):
+        item = ("", match.group(1), match.group(2) or "")
+        if item not in reads:
+            reads.append(item)
+    for match in re.finditer(r"(\w+_config)\.get\(\s*[\"'](\w*norm\w*)[\"']", text):
+        item = (match.group(1), match.group(2), "")
+        if item not in reads:
+            reads.append(item)
+    return reads
+
+
+_ACCEPTS = re.compile(
+    r"assert\s+isinstance\(\s*(?:self\.)?model\s*,\s*(\(?)([\w\s,]+)\)?\s*,?\s*\)"
+)
+
+
+def _read_proposer(facts: DrafterContract, vllm_dir: Path, texts: dict[str, str]) -> None:
+    """The classes the proposer asserts before `combine_hidden_states`, and whether it compares
+    embedding widths before sharing the target's."""
+    for rel in PROPOSER_FILES:
+        text = texts.get(rel)
+        if text is None or "combine_hidden_states" not in text:
+            continue
+        facts.proposer_path = str(vllm_dir / rel)
+        call = text.find("combine_hidden_states(")
+        window_start = text.rfind("assert isinstance(", 0, call)
+        if window_start >= 0 and call - window_start < 600:
+            match = _ACCEPTS.match(text, window_start)
+            if match is not None:
+                facts.proposer_accepts = re.findall(r"\w+", match.group(2))
+                facts.proposer_line = line_at(text, window_start)
+        share = function_named(text, "_maybe_share_embeddings")
+        facts.embed_width_checked = bool(
+            share and re.search(r"\.weight\.shape\[-1\]", strip_comments(share[0]))
+        )
+        return

@@ -1,0 +1,322 @@
+"""What a draft/target pair amounts to in one release: the drafter class vLLM builds, the layer
+ids each runner requests and the layers they tap, the aux count, the vocabulary mapping.
+
+The draft-pairing rule turns it into findings; `pair` shows it as its summary table.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from eagle3lint.contract.drafter import (
+    IDS_KEY,
+    DrafterClassFacts,
+    DrafterContract,
+    RunnerIds,
+    read_drafter_contract,
+)
+from eagle3lint.contract.model import Contract
+from eagle3lint.contract.source_text import function_named
+from eagle3lint.index.model import DictEntry
+from eagle3lint.index.project import ClassRef, ProjectIndex
+from eagle3lint.pairing.draft import SUB_CONFIG, DraftPairing, Translated, translate
+from eagle3lint.sources.files import UnreadableSource, read_source
+from eagle3lint.targets import REGISTRY, Target
+
+PP_RELAY_FLAG = "supports_aux_hidden_states_over_pp"
+
+
+@dataclass
+class RunnerRequest:
+    """The layer ids one model runner asks the target for."""
+
+    runner: RunnerIds
+    ids: list[Any] | None
+    """None: the config holds none where this runner looks, so the target's default is used."""
+    source: str = ""
+
+
+@dataclass
+class Analysis:
+    """One pair in one release."""
+
+    target_arch: str
+    release: str
+    draft_format: str
+    declared_arch: str | None
+    translated: Translated
+    drafter: DictEntry | None
+    """The registry entry of the drafter architecture; None when it is not registered."""
+    facts: DrafterContract
+    drafter_facts: DrafterClassFacts | None
+    target_hidden: int | None
+    target_layers: int | None
+    target_vocab: int | None
+    requests: list[RunnerRequest] = field(default_factory=list)
+    default_ids: list[int] | None = None
+    default_source: str = ""
+    pre_layer_taps: bool | None = None
+    """The target taps before each layer (cannot capture index num_layers); None: no taps."""
+    uses_aux: bool = True
+    aux_expected: int | None = None
+    aux_source: str = ""
+    id_places: dict[str, list[Any]] = field(default_factory=dict)
+    """Every place in the draft config holding a list named like layer ids."""
+
+    @property
+    def tapped_ids(self) -> list[Any] | None:
+        """The ids the default runner (the first) requests, or the target's default."""
+        first = self.requests[0].ids if self.requests else None
+        return first if first is not None else self.default_ids
+
+    @property
+    def draft_vocab(self) -> int | None:
+        value = self.translated.config.get("draft_vocab_size")
+        if not _is_int(value):
+            value = self.translated.config.get("vocab_size")
+        return value if _is_int(value) else None
+
+    @property
+    def draft_width(self) -> int | None:
+        """What the drafter sizes `fc` by: target_hidden_size, else its own hidden_size."""
+        for key in ("target_hidden_size", "hidden_size"):
+            value = self.translated.config.get(key)
+            if _is_int(value):
+                return value
+        return None
+
+    def physical(self, ids: list[Any]) -> str:
+        """`2→out of layer 1` style: index k is the stream entering layer k."""
+        parts = []
+        for k in ids:
+            if not _is_int(k):
+                parts.append(f"{k!r}→?")
+            elif k == 0:
+                parts.append("0→embeddings")
+            else:
+                parts.append(f"{k}→out of layer {k - 1}")
+        return ", ".join(parts)
+
+    def vocab_mapping(self, pairing: DraftPairing) -> str:
+        draft, target = self.draft_vocab, self.target_vocab
+        if draft is None or target is None:
+            return "unknown (no vocab size)"
+        if draft == target:
+            return f"shared vocabulary ({target})"
+        if pairing.checkpoint is None:
+            return f"{draft} → {target} (no weights given: d2t not checked)"
+        has = [name for name in ("d2t", "t2d") if pairing.checkpoint.find(name)]
+        return f"{draft} → {target} via {'/'.join(has)}" if has else f"{draft} → {target}, no d2t"
+
+    def to_json(self, pairing: DraftPairing, verdict: str) -> dict[str, object]:
+        return {
+            "target_arch": self.target_arch,
+            "release": self.release,
+            "draft": {
+                "config": str(pairing.draft.path),
+                "format": self.draft_format,
+                "declared_arch": self.declared_arch,
+                "arch": self.translated.architecture,
+                "drafter_class": self.drafter.cls if self.drafter else None,
+                "weights": [str(p) for p in pairing.checkpoint.files] if pairing.checkpoint else [],
+            },
+            "layer_ids": [
+                {
+                    "runner": r.runner.runner,
+                    "ids": r.ids,
+                    "source": r.source or None,
+                }
+                for r in self.requests
+            ],
+            "default_ids": self.default_ids,
+            "tapped_ids": self.tapped_ids,
+            "aux_expected": self.aux_expected if self.uses_aux else None,
+            "aux_provided": len(self.tapped_ids) if self.tapped_ids is not None else None,
+            "vocab": {"draft": self.draft_vocab, "target": self.target_vocab},
+            "vocab_mapping": self.vocab_mapping(pairing),
+            "pipeline_parallel_size": pairing.pipeline_size,
+            "verdict": verdict,
+        }
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def speculative_entries(index: ProjectIndex) -> dict[str, DictEntry]:
+    """The registry's speculative-decoding dict: the one registering `Eagle3*` drafters."""
+    summary = index.summary(REGISTRY)
+    if summary is None:
+        return {}
+    for literal in summary.registry_dicts.values():
+        keys = {e.key: e for e in literal.entries}
+        if any("Eagle3" in key for key in keys):
+            return keys
+    return {}
+
+
+def analyse(
+    pairing: DraftPairing, target: Target, index: ProjectIndex, contract: Contract
+) -> Analysis:
+    """The pair as this release builds it."""
+    entries = speculative_entries(index)
+    modules = sorted({e.module.rsplit(".", 1)[-1] for k, e in entries.items() if "Eagle3" in k})
+    facts = read_drafter_contract(Path(contract.root), modules, index.cache)
+    translated = translate(pairing.draft, facts)
+    drafter = entries.get(translated.architecture or "")
+    text = pairing.target_text
+    analysis = Analysis(
+        target_arch=target.arch,
+        release=contract.version or "?",
+        draft_format=pairing.draft.format,
+        declared_arch=pairing.draft.declared_architecture(),
+        translated=translated,
+        drafter=drafter,
+        facts=facts,
+        drafter_facts=facts.drafters.get(drafter.module.rsplit(".", 1)[-1]) if drafter else None,
+        target_hidden=_int(text.get("hidden_size")),
+        target_layers=_int(text.get("num_hidden_layers")),
+        target_vocab=_int(text.get("vocab_size")),
+    )
+    for runner in facts.runners:
+        analysis.requests.append(_request(runner, translated))
+    analysis.id_places = _id_places(translated.config)
+    if analysis.target_layers is not None:
+        found = default_layers(target, index, contract.getter, analysis.target_layers)
+        if found is not None:
+            analysis.default_ids, analysis.default_source = found
+    analysis.pre_layer_taps = _pre_layer_taps(target, index)
+    _aux_count(analysis)
+    return analysis
+
+
+def _int(value: Any) -> int | None:
+    return value if _is_int(value) else None
+
+
+def _request(runner: RunnerIds, translated: Translated) -> RunnerRequest:
+    for source in runner.sources:
+        value = translated.value(source)
+        if value and isinstance(value, list | tuple):
+            return RunnerRequest(runner, list(value), source.text())
+    return RunnerRequest(runner, None)
+
+
+def _id_places(config: dict[str, Any]) -> dict[str, list[Any]]:
+    places: dict[str, list[Any]] = {}
+    for holder, prefix in ((config, ""), (config.get(SUB_CONFIG), f"{SUB_CONFIG}.")):
+        if not isinstance(holder, dict):
+            continue
+        for key, value in holder.items():
+            if key.endswith("layer_ids") and isinstance(value, list) and value:
+                places[prefix + key] = value
+    return places
+
+
+def _aux_count(analysis: Analysis) -> None:
+    """How many aux states the drafter's `fc` is sized for, read as its class reads it."""
+    sub = analysis.translated.config.get(SUB_CONFIG)
+    if isinstance(sub, dict) and sub.get("use_aux_hidden_state") is False:
+        analysis.uses_aux = False
+        return
+    facts = analysis.drafter_facts
+    if facts is None:
+        return
+    if facts.fixed_aux is not None:
+        analysis.aux_expected = facts.fixed_aux
+        analysis.aux_source = f"fixed in {Path(facts.path).name}"
+        return
+    for key in facts.count_keys:
+        value = analysis.translated.config.get(key)
+        if _is_int(value):
+            analysis.aux_expected, analysis.aux_source = value, key
+            return
+    for source in facts.count_id_sources:
+        value = analysis.translated.value(source)
+        if value and isinstance(value, list | tuple):
+            analysis.aux_expected = len(value)
+            analysis.aux_source = f"len({source.text()})"
+            return
+    analysis.aux_expected, analysis.aux_source = facts.default_aux, "default"
+
+
+def _pre_layer_taps(target: Target, index: ProjectIndex) -> bool | None:
+    inner = target.decoder_owner.inner_model
+    found = index.forward_of(inner) if inner is not None else None
+    if found is None:
+        return None
+    forward = found[1]
+    taps = [t for loop in forward.loops for t in loop.taps] + forward.pre_loop_taps
+    return all(t.before_layer for t in taps) if taps else None
+
+
+def relays_over_pp(target: Target, index: ProjectIndex) -> bool:
+    """The target's decoder declares `supports_aux_hidden_states_over_pp = True`."""
+    inner = target.decoder_owner.inner_model
+    if inner is None:
+        return False
+    for entry in index.mro(inner):
+        if isinstance(entry, ClassRef) and PP_RELAY_FLAG in entry.cls.attrs:
+            return entry.cls.attrs[PP_RELAY_FLAG].value == "True"
+    return False
+
+
+def default_layers(
+    target: Target, index: ProjectIndex, getter: str, num_layers: int
+) -> tuple[list[int], str] | None:
+    """The ids the target's getter returns for `num_layers` layers, read from its `return`
+    tuple (`(2, num_layers // 2, num_layers - 3)`); None when it is not such a tuple."""
+    current: Target | None = target
+    for _ in range(4):
+        if current is None:
+            return None
+        found = current.method(getter)
+        if found is None:
+            return None
+        owner, method = found
+        if method.delegates_to is None:
+            break
+        current = current.language_model if method.delegates_to == "language_model" else None
+    else:
+        return None
+    try:
+        text = read_source(Path(owner.file.path))
+    except UnreadableSource:
+        return None
+    lines = text.splitlines(keepends=True)
+    body = function_named("".join(lines[method.line - 1 :]), getter)
+    if body is None:
+        return None
+    returned = re.search(r"return\s+(\([^()]*(?:\([^()]*\)[^()]*)*\))", body[0])
+    counted = re.search(r"(\w+)\s*=\s*len\([^)]*layers\)", body[0])
+    if returned is None or counted is None:
+        return None
+    try:
+        values = _evaluate(
+            ast.parse(returned.group(1), mode="eval").body, counted.group(1), num_layers
+        )
+    except (SyntaxError, ValueError):
+        return None
+    where = f"{index.display_path(owner.file)}:{method.line}"
+    return (values if isinstance(values, list) else [values]), where
+
+
+def _evaluate(node: ast.expr, name: str, value: int) -> Any:
+    """Integer arithmetic on one name: the only expressions a default getter returns."""
+    if isinstance(node, ast.Tuple):
+        return [_evaluate(e, name, value) for e in node.elts]
+    if isinstance(node, ast.Constant) and _is_int(node.value):
+        return node.value
+    if isinstance(node, ast.Name) and node.id == name:
+        return value
+    if isinstance(node, ast.BinOp):
+        left, right = _evaluate(node.left, name, value), _evaluate(node.right, name, value)
+        operations = {ast.Add: int.__add__, ast.Sub: int.__sub__, ast.FloorDiv: int.__floordiv__}
+        for kind, operation in operations.items():
+            if isinstance(node.op, kind) and (kind is not ast.FloorDiv or right):
+                return operation(left, right)
+    raise ValueError("not integer arithmetic on the layer count")

@@ -1,0 +1,123 @@
+"""`eagle3lint pair`: `check` of the target architecture plus the draft-pairing rule, with a
+summary table of what the release will do with the pair."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import shutil
+import sys
+from collections.abc import Callable
+
+from rich.console import Console
+from rich.table import Table
+
+from eagle3lint.engine import CheckOptions, run_check
+from eagle3lint.findings import Severity
+from eagle3lint.pairing.analysis import Analysis
+from eagle3lint.pairing.draft import DraftPairing
+from eagle3lint.report.model import Report
+from eagle3lint.sources.discovery import UsageError
+
+TAPS_RULE = "forward-taps"
+
+
+def run_pair(
+    options: CheckOptions,
+    pairing: DraftPairing,
+    output_format: str,
+    render: Callable[[Report], str],
+    exit_zero: bool,
+) -> tuple[str, int]:
+    """Check the target with the draft attached; the output and the exit code."""
+    options.archs = [pairing.target_architecture()]
+    options.hf_config = pairing.target_path
+    options.pairing = pairing
+    ids = pairing.draft_layer_ids()
+    if ids is not None and TAPS_RULE not in options.rule_options:
+        # The taps rule reports a None residual at layer 0 only when layer 0 is requested.
+        options.rule_options = {**options.rule_options, TAPS_RULE: {"aux-layers": ids}}
+    run = run_check(options)
+    report = run.report
+    analysis: Analysis | None = pairing.analysis
+    if analysis is None:
+        if report.errors:
+            return render(report), report.exit_code(exit_zero)
+        raise UsageError(
+            "pair needs a vLLM tree (PATH, --vllm X.Y.Z or an installed vLLM): the drafter "
+            "contract is read from the release's sources"
+        )
+    verdict = _verdict(report)
+    if output_format == "json":
+        data = report.to_json()
+        data["pairing"] = analysis.to_json(pairing, verdict)
+        return json.dumps(data, indent=2) + "\n", report.exit_code(exit_zero)
+    body = render(report)
+    if output_format != "text":
+        return body, report.exit_code(exit_zero)
+    return summary_table(analysis, pairing, verdict) + body, report.exit_code(exit_zero)
+
+
+def _verdict(report: Report) -> str:
+    if report.errors:
+        return "incomplete (input errors)"
+    errors = [f for f in report.findings if f.severity is Severity.ERROR]
+    if not errors:
+        return "ok"
+    pairing = sum(f.rule == "draft-pairing" for f in errors)
+    target = len(errors) - pairing
+    parts = [f"{n} {what}" for n, what in ((target, "target"), (pairing, "pairing")) if n]
+    return f"blocked ({', '.join(parts)} error{'s' if len(errors) > 1 else ''})"
+
+
+def summary_table(analysis: Analysis, pairing: DraftPairing, verdict: str) -> str:
+    """The short table `pair`'s text output leads with."""
+    tty = sys.stdout.isatty()
+    buffer = io.StringIO()
+    console = Console(
+        file=buffer,
+        force_terminal=tty,
+        width=shutil.get_terminal_size().columns if tty else 120,
+        no_color=bool(os.environ.get("NO_COLOR")),
+        highlight=False,
+    )
+    table = Table(show_header=False, box=None, padding=(0, 2, 0, 0))
+    table.add_column(style="bold")
+    table.add_column()
+    drafter = analysis.translated.architecture or "refused by the translation"
+    if analysis.declared_arch and analysis.declared_arch != drafter:
+        drafter = f"{analysis.declared_arch} → {drafter}"
+    table.add_row("target", f"{analysis.target_arch} ({analysis.target_layers} layers)")
+    table.add_row("release", f"vLLM {analysis.release}")
+    table.add_row("drafter", f"{drafter} ({analysis.draft_format} config)")
+    tapped = analysis.tapped_ids
+    first = analysis.requests[0] if analysis.requests else None
+    if tapped is None:
+        layers = "unknown (no ids, default not readable)"
+    elif first is not None and first.ids is not None:
+        layers = f"{analysis.physical(tapped)}  (from {first.source})"
+    else:
+        layers = f"{analysis.physical(tapped)}  (target default)"
+    table.add_row("taps", layers)
+    for request in analysis.requests[1:]:
+        if request.ids != (first.ids if first else None):
+            other = request.ids if request.ids is not None else analysis.default_ids
+            how = f"from {request.source}" if request.ids is not None else "target default"
+            table.add_row("", f"{request.runner.runner}: {other} ({how})")
+    expected = analysis.aux_expected if analysis.uses_aux else None
+    provided = len(tapped) if tapped is not None else "?"
+    aux = (
+        "not used (use_aux_hidden_state false)"
+        if not analysis.uses_aux
+        else f"expected {expected if expected is not None else '?'} "
+        f"({analysis.aux_source or 'unknown'}), provided {provided}"
+    )
+    table.add_row("aux states", aux)
+    table.add_row("vocab", analysis.vocab_mapping(pairing))
+    if pairing.pipeline_size > 1:
+        table.add_row("pipeline", f"{pairing.pipeline_size} ranks")
+    table.add_row("verdict", verdict)
+    console.print(table)
+    console.print()
+    return buffer.getvalue()
