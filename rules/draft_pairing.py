@@ -52,7 +52,7 @@ _CODES = (
         "target's text `hidden_size`.",
         Severity.ERROR,
         explain=_explain(
-            "The drafter sizes `fc` as `target_hidden_size × aux count` (its own `hidden_size` "
+            "The drafter sizes `fc` as `target_hidden_size x aux count` (its own `hidden_size` "
             "when `target_hidden_size` is absent) and the proposer asserts "
             "`target_hidden_states.shape[-1] == self.hidden_size` after combining them.",
             "A shape mismatch loading `fc.weight`, or `AssertionError` at the first propose, "
@@ -65,12 +65,12 @@ _CODES = (
     Code(
         "EAG612",
         "fc-width",
-        "`fc.weight`'s input width in the checkpoint differs from target hidden × aux count.",
+        "`fc.weight`'s input width in the checkpoint differs from target hidden x aux count.",
         Severity.ERROR,
         explain=_explain(
             "`fc` concatenates the aux hidden states the target returns (each of the target's "
             "hidden size) and projects them to the draft width; its weight's second dimension "
-            "must be target hidden × the number of ids the runner requests.",
+            "must be target hidden x the number of ids the runner requests.",
             "```text\nAssertionError: Attempted to load weight (torch.Size([4096, 12288])) into "
             "parameter (torch.Size([4096, 21504]))\n```\nat load, or a matmul shape error at the "
             "first forward.",
@@ -83,11 +83,12 @@ _CODES = (
         "EAG613",
         "draft-width-without-embedding",
         "The draft width differs from the target's and the checkpoint has no `embed_tokens` "
-        "(a crash where the proposer shares the embedding blindly, silent where it compares widths).",
+        "(a crash where the proposer shares the embedding blindly, silent where it compares "
+        "widths).",
         Severity.ERROR,
         explain=_explain(
-            "A checkpoint without `embed_tokens` shares the target's embedding. Up to at least 0.22 the "
-            "proposer shares it whatever its width, so a draft narrower or wider than the "
+            "A checkpoint without `embed_tokens` shares the target's embedding. Up to at least "
+            "0.22 the proposer shares it whatever its width, so a draft narrower or wider than the "
             "target crashes in its first layer; from 0.27 it compares the widths and keeps the "
             "draft's own embedding, which the checkpoint never filled (reported as a warning).",
             "A shape error in the draft's first layer (≤ 0.22); from 0.27 no error, a randomly "
@@ -145,7 +146,7 @@ _CODES = (
             "A shape error in `fc` at the first propose *(inferred)*.",
             "All releases; k == num_hidden_layers is reachable on targets using EagleModelMixin "
             "(0.18+).",
-            '{"eagle_aux_hidden_state_layer_ids": [2, 30, 61]}  // 61-layer target, pre-layer taps\n',
+            '{"eagle_aux_hidden_state_layer_ids": [2, 30, 61]}  // 61 layers, pre-layer taps\n',
             '{"eagle_aux_hidden_state_layer_ids": [2, 30, 58]}\n',
         ),
     ),
@@ -351,7 +352,7 @@ class DraftPairingRule(Rule):
                 yield self.report(
                     "EAG612",
                     f"fc.weight is {list(fc.shape)} in {fc.file}: its input width "
-                    f"{fc.shape[1]} is not the target hidden size {hidden} × {len(provided)} aux "
+                    f"{fc.shape[1]} is not the target hidden size {hidden} x {len(provided)} aux "
                     f"states = {wanted}.",
                     *at("target_hidden_size" if "target_hidden_size" in config else "hidden_size"),
                 )
@@ -441,14 +442,14 @@ class DraftPairingRule(Rule):
                     hint="Check which convention the head was trained with; vLLM never shifts.",
                 )
         expected = analysis.aux_expected
-        if analysis.uses_aux and expected is not None and tapped is not None:
-            if expected != len(tapped):
-                yield self.report(
-                    "EAG621",
-                    f"The drafter sizes fc for {expected} aux states ({analysis.aux_source}) but "
-                    f"the runner requests {len(tapped)} layers {list(tapped)}.",
-                    *at(ids_key.rsplit(".", 1)[-1] or "architectures"),
-                )
+        counted = analysis.uses_aux and expected is not None and tapped is not None
+        if counted and expected != len(tapped):
+            yield self.report(
+                "EAG621",
+                f"The drafter sizes fc for {expected} aux states ({analysis.aux_source}) but "
+                f"the runner requests {len(tapped)} layers {list(tapped)}.",
+                *at(ids_key.rsplit(".", 1)[-1] or "architectures"),
+            )
 
     def _vocabulary(self, analysis: Analysis, pairing: DraftPairing, at: Any) -> Iterator[Finding]:
         checkpoint = pairing.checkpoint
@@ -522,7 +523,8 @@ class DraftPairingRule(Rule):
             elif draft.format == SPECULATORS and where == "":
                 why = "the speculators translation does not pass it on to the drafter"
             else:
-                why = f"the drafter reads it only from {', '.join(s or 'the top level' for s in read_from)}"
+                places = ", ".join(s or "the top level" for s in read_from)
+                why = f"the drafter reads it only from {places}"
             label = f"{where}.{name}" if where else name
             yield self.report(
                 "EAG641",
@@ -562,7 +564,8 @@ class DraftPairingRule(Rule):
         elif not relays_over_pp(target, ctx.index):
             why = (
                 f"{ref.name} does not declare supports_aux_hidden_states_over_pp = True, so "
-                "model runner v2 refuses the pair and v1 drops the aux states of non-last ranks"
+                "model runner v2 refuses the pair and nothing relays the aux states captured on "
+                "earlier ranks"
             )
         else:
             return

@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import Any
 
 from eagle3lint.contract.drafter import (
-    IDS_KEY,
     DrafterClassFacts,
     DrafterContract,
     RunnerIds,
@@ -283,8 +282,9 @@ def default_layers(
         current = current.language_model if method.delegates_to == "language_model" else None
     else:
         return None
+    source = index.source_file(owner.file.module)
     try:
-        text = read_source(Path(owner.file.path))
+        text = read_source(source.path) if source else ""
     except UnreadableSource:
         return None
     lines = text.splitlines(keepends=True)

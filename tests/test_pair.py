@@ -1,0 +1,372 @@
+"""`eagle3lint pair` on real releases: each draft-pairing code with a draft that triggers it and
+a neighbouring one that does not, the seed Kimi-K2.5 pair, and the translation of both config
+formats. Draft folders are written here: a config.json and a header-only .safetensors."""
+
+from __future__ import annotations
+
+import json
+import struct
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from eagle3lint.cli import app
+from eagle3lint.pairing.checkpoint import read_header
+
+REPO = Path(__file__).resolve().parent.parent
+LLAMA = REPO / "fixtures" / "pairing" / "llama-3.1-8b" / "config.json"
+QWEN3 = REPO / "fixtures" / "pairing" / "qwen3-8b" / "config.json"
+KIMI = REPO / "examples" / "kimi-k2.5" / "config.json"
+
+LLAMA_HEAD: dict[str, Any] = {
+    "architectures": ["LlamaForCausalLMEagle3"],
+    "model_type": "llama",
+    "hidden_size": 4096,
+    "num_hidden_layers": 1,
+    "vocab_size": 128256,
+    "draft_vocab_size": 32000,
+    "eagle_aux_hidden_state_layer_ids": [2, 16, 29],
+}
+LLAMA_TENSORS: dict[str, list[int]] = {
+    "fc.weight": [4096, 3 * 4096],
+    "d2t": [32000],
+    "t2d": [128256],
+    "lm_head.weight": [32000, 4096],
+    "embed_tokens.weight": [128256, 4096],
+}
+
+
+def write_safetensors(path: Path, tensors: dict[str, list[int]]) -> None:
+    """A header-only safetensors file: the 8-byte length, the JSON header, no data."""
+    header = {
+        name: {"dtype": "BF16", "shape": shape, "data_offsets": [0, 0]}
+        for name, shape in tensors.items()
+    }
+    header["__metadata__"] = {"format": "pt"}  # type: ignore[assignment]
+    raw = json.dumps(header).encode()
+    path.write_bytes(struct.pack("<Q", len(raw)) + raw)
+
+
+def draft_folder(
+    root: Path, config: dict[str, Any], tensors: dict[str, list[int]] | None = None
+) -> Path:
+    folder = root / "draft"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "config.json").write_text(json.dumps(config, indent=2))
+    if tensors is not None:
+        write_safetensors(folder / "model.safetensors", tensors)
+    return folder
+
+
+def pair(
+    vllm_release: Callable[[str], Path],
+    version: str,
+    target: Path,
+    draft: Path,
+    *extra: str,
+) -> tuple[int, dict[str, Any]]:
+    vllm_release(version)
+    result = CliRunner().invoke(
+        app,
+        ["pair", "--vllm", version, "--target", str(target), "--draft", str(draft)]
+        + ["--format", "json", *extra],
+    )
+    assert result.exit_code in (0, 1), result.output
+    return result.exit_code, json.loads(result.stdout)
+
+
+def pairing_codes(report: dict[str, Any]) -> list[str]:
+    return [
+        f["code"] for t in report["targets"] for f in t["findings"] if f["code"].startswith("EAG6")
+    ]
+
+
+def head(**changes: Any) -> dict[str, Any]:
+    config = {**LLAMA_HEAD, **changes}
+    return {k: v for k, v in config.items() if v is not None}
+
+
+def tensors(**changes: list[int] | None) -> dict[str, list[int]]:
+    merged = {**LLAMA_TENSORS, **changes}
+    return {k: v for k, v in merged.items() if v is not None}
+
+
+# (code, release, draft config, tensors, extra args) that trigger it, then a neighbour.
+CASES = {
+    "EAG601": (
+        ("0.18.0", head(architectures=["Qwen3ForCausalLM"]), tensors(), ()),
+        ("0.18.0", head(), tensors(), ()),
+    ),
+    "EAG611": (
+        ("0.18.0", head(target_hidden_size=5120), tensors(**{"fc.weight": [4096, 15360]}), ()),
+        ("0.18.0", head(target_hidden_size=4096), tensors(), ()),
+    ),
+    "EAG612": (
+        ("0.18.0", head(), tensors(**{"fc.weight": [4096, 8192]}), ()),
+        ("0.18.0", head(), tensors(**{"fc.weight": [4096, 12288]}), ()),
+    ),
+    "EAG613": (
+        (
+            "0.18.0",
+            head(hidden_size=2048, target_hidden_size=4096),
+            tensors(
+                **{"fc.weight": [2048, 12288], "lm_head.weight": [32000, 2048]},
+                **{"embed_tokens.weight": None},
+            ),
+            (),
+        ),
+        (
+            "0.18.0",
+            head(hidden_size=2048, target_hidden_size=4096),
+            tensors(
+                **{"fc.weight": [2048, 12288], "lm_head.weight": [32000, 2048]},
+                **{"embed_tokens.weight": [128256, 2048]},
+            ),
+            (),
+        ),
+    ),
+    "EAG621": (
+        (
+            "0.18.0",
+            head(eagle_aux_hidden_state_layer_ids=[2, 10, 16, 29]),
+            tensors(**{"fc.weight": [4096, 16384]}),
+            (),
+        ),
+        (
+            "0.22.0",
+            head(
+                eagle_aux_hidden_state_layer_ids=[2, 10, 16, 29],
+                eagle_config={"eagle_aux_hidden_state_layer_ids": [2, 10, 16, 29]},
+            ),
+            tensors(**{"fc.weight": [4096, 16384]}),
+            (),
+        ),
+    ),
+    "EAG622": (
+        (
+            "0.18.0",
+            head(
+                eagle_aux_hidden_state_layer_ids=None,
+                eagle_config={"eagle_aux_hidden_state_layer_ids": [2, 16, 29]},
+            ),
+            tensors(),
+            (),
+        ),
+        ("0.18.0", head(), tensors(), ()),
+    ),
+    "EAG623": (
+        ("0.18.0", head(eagle_aux_hidden_state_layer_ids=[2, 16, 33]), tensors(), ()),
+        ("0.18.0", head(eagle_aux_hidden_state_layer_ids=[2, 16, 32]), tensors(), ()),
+    ),
+    "EAG624": (
+        ("0.18.0", head(eagle_aux_hidden_state_layer_ids=[1, 16, 29]), tensors(), ()),
+        ("0.18.0", head(eagle_aux_hidden_state_layer_ids=[2, 16, 29]), tensors(), ()),
+    ),
+    "EAG631": (
+        ("0.18.0", head(), tensors(d2t=None, t2d=None), ()),
+        ("0.18.0", head(), tensors(t2d=None), ()),
+    ),
+    "EAG632": (
+        ("0.18.0", head(), tensors(d2t=[64000]), ()),
+        ("0.18.0", head(), tensors(d2t=[32000]), ()),
+    ),
+    "EAG633": (
+        ("0.18.0", head(), tensors(**{"lm_head.weight": None}), ()),
+        ("0.18.0", head(draft_vocab_size=None), tensors(**{"lm_head.weight": None}), ()),
+    ),
+    "EAG641": (
+        ("0.17.0", head(norm_before_fc=True), tensors(), ()),
+        ("0.18.0", head(norm_before_fc=True), tensors(), ()),
+    ),
+    "EAG661": (
+        ("0.18.0", head(), tensors(), ("--pp", "2")),
+        ("0.33.0", head(), tensors(), ("--pp", "2")),
+    ),
+}
+
+
+@pytest.mark.parametrize("code", sorted(CASES))
+def test_code_and_its_neighbour(
+    code: str, vllm_release: Callable[[str], Path], tmp_path: Path
+) -> None:
+    trigger, neighbour = CASES[code]
+    for (version, config, weights, extra), wanted in ((trigger, True), (neighbour, False)):
+        folder = tmp_path / ("trigger" if wanted else "neighbour")
+        _, report = pair(vllm_release, version, LLAMA, draft_folder(folder, config, weights), *extra)
+        assert (code in pairing_codes(report)) is wanted, (version, pairing_codes(report))
+
+
+def speculators_head(model_type: str, verifier: str, **top: Any) -> dict[str, Any]:
+    return {
+        "architectures": ["Eagle3Speculator"],
+        "speculators_model_type": "eagle3",
+        "draft_vocab_size": 32000,
+        "target_hidden_size": 4096,
+        "eagle_aux_hidden_state_layer_ids": [2, 18, 33],
+        "transformer_layer_config": {
+            "model_type": model_type,
+            "hidden_size": 4096,
+            "num_hidden_layers": 1,
+            "vocab_size": 151936,
+        },
+        "speculators_config": {
+            "proposal_methods": [{"proposal_type": "greedy", "speculative_tokens": 3}],
+            "verifier": {"name_or_path": "Qwen/Qwen3-8B", "architectures": [verifier]},
+        },
+        **top,
+    }
+
+
+QWEN_TENSORS = {
+    "fc.weight": [4096, 12288],
+    "d2t": [32000],
+    "t2d": [151936],
+    "lm_head.weight": [32000, 4096],
+    "embed_tokens.weight": [151936, 4096],
+}
+
+
+@pytest.mark.parametrize(
+    ("version", "drafter_class"),
+    [("0.22.0", "Eagle3LlamaForCausalLM"), ("0.27.0", "Eagle3Qwen3ForCausalLM")],
+)
+def test_speculators_qwen3_head_before_and_after_qwen3_mapping(
+    version: str, drafter_class: str, vllm_release: Callable[[str], Path], tmp_path: Path
+) -> None:
+    config = speculators_head("qwen3", "Qwen3ForCausalLM")
+    _, report = pair(vllm_release, version, QWEN3, draft_folder(tmp_path, config, QWEN_TENSORS))
+    assert report["pairing"]["draft"]["format"] == "speculators"
+    assert report["pairing"]["draft"]["drafter_class"] == drafter_class
+    assert report["pairing"]["tapped_ids"] == [2, 18, 33]
+    assert pairing_codes(report) == []
+
+
+def test_speculators_translation_refuses_an_unmapped_model_type(
+    vllm_release: Callable[[str], Path], tmp_path: Path
+) -> None:
+    config = speculators_head("qwen2", "Qwen3ForCausalLM")
+    _, report = pair(vllm_release, "0.27.0", QWEN3, draft_folder(tmp_path, config, QWEN_TENSORS))
+    finding = next(f for t in report["targets"] for f in t["findings"] if f["code"] == "EAG601")
+    assert "Unsupported model_type qwen2 for Eagle3 speculator" in finding["message"]
+
+
+def test_speculators_norm_before_fc_not_passed_through_on_0_18(
+    vllm_release: Callable[[str], Path], tmp_path: Path
+) -> None:
+    config = speculators_head("llama", "LlamaForCausalLM", norm_before_fc=True)
+    _, report = pair(vllm_release, "0.18.0", LLAMA, draft_folder(tmp_path / "a", config))
+    assert "EAG641" in pairing_codes(report)
+    _, report = pair(vllm_release, "0.22.0", LLAMA, draft_folder(tmp_path / "b", config))
+    assert "EAG641" not in pairing_codes(report)
+
+
+def test_verifier_mismatch_and_neighbour(
+    vllm_release: Callable[[str], Path], tmp_path: Path
+) -> None:
+    wrong = speculators_head("llama", "Qwen3ForCausalLM")
+    _, report = pair(vllm_release, "0.18.0", LLAMA, draft_folder(tmp_path / "a", wrong))
+    assert "EAG651" in pairing_codes(report)
+    right = speculators_head("llama", "LlamaForCausalLM")
+    _, report = pair(vllm_release, "0.18.0", LLAMA, draft_folder(tmp_path / "b", right))
+    assert "EAG651" not in pairing_codes(report)
+
+
+def kimi_head(root: Path) -> Path:
+    config = {
+        "architectures": ["LlamaForCausalLMEagle3"],
+        "model_type": "llama",
+        "hidden_size": 7168,
+        "num_hidden_layers": 1,
+        "vocab_size": 163840,
+        "draft_vocab_size": 32000,
+        "eagle_aux_hidden_state_layer_ids": [2, 30, 58],
+    }
+    weights = {
+        "fc.weight": [7168, 3 * 7168],
+        "d2t": [32000],
+        "t2d": [163840],
+        "lm_head.weight": [32000, 7168],
+    }
+    return draft_folder(root, config, weights)
+
+
+def test_kimi_seed_pair_is_clean_on_0_18(vllm_release: Callable, tmp_path: Path) -> None:
+    code, report = pair(vllm_release, "0.18.0", KIMI, kimi_head(tmp_path))
+    assert code == 0
+    assert pairing_codes(report) == []
+    assert report["pairing"]["tapped_ids"] == [2, 30, 58]
+    assert report["pairing"]["verdict"] == "ok"
+    # The ids are known: layer 0 is not requested, so the residual guard (EAG305) is moot.
+    assert "EAG305" not in {f["code"] for t in report["targets"] for f in t["findings"]}
+
+
+def test_kimi_seed_pair_reports_the_target_blockers_on_0_16(
+    vllm_release: Callable, tmp_path: Path
+) -> None:
+    code, report = pair(vllm_release, "0.16.0", KIMI, kimi_head(tmp_path))
+    assert code == 1
+    found = {f["code"] for t in report["targets"] for f in t["findings"]}
+    assert {"EAG102", "EAG301", "EAG401", "EAG501"} <= found
+    assert pairing_codes(report) == []
+    assert report["pairing"]["verdict"].startswith("blocked")
+
+
+def test_llama_target_text_table(vllm_release: Callable, tmp_path: Path) -> None:
+    vllm_release("0.18.0")
+    folder = draft_folder(tmp_path, head(), tensors())
+    result = CliRunner().invoke(
+        app, ["pair", "--vllm", "0.18.0", "--target", str(LLAMA), "--draft", str(folder)]
+    )
+    assert result.exit_code == 0, result.output
+    first = result.stdout.splitlines()[:8]
+    assert first[0].split() == ["target", "LlamaForCausalLM", "(32", "layers)"]
+    assert any("2→out of layer 1, 16→out of layer 15, 29→out of layer 28" in l for l in first)
+    assert any("expected 3" in line and "provided 3" in line for line in first)
+    assert any(line.split()[:2] == ["verdict", "ok"] for line in first)
+
+
+def test_default_layers_are_printed_when_ids_are_absent(
+    vllm_release: Callable, tmp_path: Path
+) -> None:
+    config = head(eagle_aux_hidden_state_layer_ids=None)
+    _, report = pair(vllm_release, "0.18.0", LLAMA, draft_folder(tmp_path, config, tensors()))
+    assert report["pairing"]["tapped_ids"] == [2, 16, 29]
+    finding = next(f for t in report["targets"] for f in t["findings"] if f["code"] == "EAG622")
+    assert "(2, 16, 29)" in finding["message"]
+
+
+def test_sarif_and_select(vllm_release: Callable, tmp_path: Path) -> None:
+    vllm_release("0.18.0")
+    folder = draft_folder(tmp_path, head(eagle_aux_hidden_state_layer_ids=[1, 16, 29]), tensors())
+    args = ["pair", "--vllm", "0.18.0", "--target", str(LLAMA), "--draft", str(folder)]
+    sarif = json.loads(CliRunner().invoke(app, [*args, "--format", "sarif"]).stdout)
+    results = sarif["runs"][0]["results"]
+    assert any(r["ruleId"] == "EAG624" for r in results)
+    assert any(r["id"] == "EAG624" for r in sarif["runs"][0]["tool"]["driver"]["rules"])
+    ignored = CliRunner().invoke(app, [*args, "--format", "json", "--ignore", "EAG624"])
+    assert "EAG624" not in pairing_codes(json.loads(ignored.stdout))
+
+
+def test_bad_inputs_exit_2(tmp_path: Path, vllm_release: Callable) -> None:
+    vllm_release("0.18.0")
+    folder = draft_folder(tmp_path, head())
+    (folder / "model.safetensors").write_bytes(struct.pack("<Q", 2**40) + b"{}")
+    args = ["pair", "--vllm", "0.18.0", "--target", str(LLAMA), "--draft", str(folder)]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 2
+    assert "not a safetensors file" in result.output
+    no_arch = tmp_path / "target.json"
+    no_arch.write_text("{}")
+    (folder / "model.safetensors").unlink()
+    args = ["pair", "--vllm", "0.18.0", "--target", str(no_arch), "--draft", str(folder)]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 2
+    assert "names no architecture" in result.output
+
+
+def test_sharded_checkpoint_headers(tmp_path: Path) -> None:
+    write_safetensors(tmp_path / "a.safetensors", {"fc.weight": [8, 24]})
+    assert read_header(tmp_path / "a.safetensors")["fc.weight"].shape == (8, 24)
