@@ -195,7 +195,9 @@ def test_code_and_its_neighbour(
     trigger, neighbour = CASES[code]
     for (version, config, weights, extra), wanted in ((trigger, True), (neighbour, False)):
         folder = tmp_path / ("trigger" if wanted else "neighbour")
-        _, report = pair(vllm_release, version, LLAMA, draft_folder(folder, config, weights), *extra)
+        _, report = pair(
+            vllm_release, version, LLAMA, draft_folder(folder, config, weights), *extra
+        )
         assert (code in pairing_codes(report)) is wanted, (version, pairing_codes(report))
 
 
@@ -370,3 +372,19 @@ def test_bad_inputs_exit_2(tmp_path: Path, vllm_release: Callable) -> None:
 def test_sharded_checkpoint_headers(tmp_path: Path) -> None:
     write_safetensors(tmp_path / "a.safetensors", {"fc.weight": [8, 24]})
     assert read_header(tmp_path / "a.safetensors")["fc.weight"].shape == (8, 24)
+
+
+def test_target_side_finding_is_suppressed_by_a_comment(
+    release_copy: Callable[[str], Path], tmp_path: Path
+) -> None:
+    root = release_copy("0.18.0")
+    llama = root / "model_executor" / "models" / "llama.py"
+    lines = llama.read_text().splitlines(keepends=True)
+    at = next(i for i, line in enumerate(lines) if line.startswith("class LlamaModel("))
+    lines[at] = lines[at].rstrip("\n") + "  # eagle3lint: ignore[EAG661]\n"
+    llama.write_text("".join(lines))
+    folder = draft_folder(tmp_path, head(), tensors())
+    args = ["pair", str(root), "--target", str(LLAMA), "--draft", str(folder), "--pp", "2"]
+    result = CliRunner().invoke(app, [*args, "--format", "json"])
+    assert result.exit_code == 0, result.output
+    assert pairing_codes(json.loads(result.stdout)) == []

@@ -25,7 +25,7 @@ from eagle3lint.contract.source_text import (
     strip_comments,
 )
 from eagle3lint.index.cache import SummaryCache, content_key
-from eagle3lint.sources.files import UnreadableSource, read_source
+from eagle3lint.sources.files import UnreadableSource, read_source_bytes
 
 EAGLE_CONFIG = "transformers_utils/configs/eagle.py"
 SPECULATORS_ALGOS = "transformers_utils/configs/speculators/algos.py"
@@ -170,8 +170,10 @@ def read_drafter_contract(
     for rel in rels:
         digest.update(f"{vllm_dir / rel}\0".encode())
         with contextlib.suppress(UnreadableSource):
-            texts[rel] = read_source(vllm_dir / rel)
-            digest.update(texts[rel].encode())
+            # Read as text, never parsed: the parser's nesting guard is not needed here.
+            data = read_source_bytes(vllm_dir / rel)
+            digest.update(data)
+            texts[rel] = data.decode("utf-8", errors="replace")
     key = content_key(digest.digest(), "drafter-contract")
     cached = cache.load(key, DrafterContract) if cache else None
     if cached is not None:

@@ -33,19 +33,19 @@ def block_end(text: str, start: int, indent: int) -> int:
 
 
 def function_around(text: str, needle: str) -> tuple[str, int] | None:
-    """The innermost `def` containing the first `needle`, and its first line."""
+    """The `def` enclosing the first `needle` (the nearest one above it indented less than
+    its line), and its first line."""
     at = text.find(needle)
     if at < 0:
         return None
-    best: tuple[int, int] | None = None
-    for match in _DEF.finditer(text, 0, at):
-        start, indent = match.start(), len(match.group(1))
-        if block_end(text, start, indent) > at:
-            best = (start, indent)
-    if best is None:
-        return None
-    start, indent = best
-    return text[start : block_end(text, start, indent)], line_at(text, start)
+    line_start = text.rfind("\n", 0, at) + 1
+    line = text[line_start : text.find("\n", at) if "\n" in text[at:] else len(text)]
+    indent = len(line) - len(line.lstrip())
+    for match in reversed(list(_DEF.finditer(text, 0, line_start))):
+        if len(match.group(1)) < indent:
+            start = match.start()
+            return text[start : block_end(text, start, len(match.group(1)))], line_at(text, start)
+    return None
 
 
 def function_named(text: str, name: str) -> tuple[str, int] | None:

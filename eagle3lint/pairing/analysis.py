@@ -23,7 +23,7 @@ from eagle3lint.contract.source_text import function_named
 from eagle3lint.index.model import DictEntry
 from eagle3lint.index.project import ClassRef, ProjectIndex
 from eagle3lint.pairing.draft import SUB_CONFIG, DraftPairing, Translated, translate
-from eagle3lint.sources.files import UnreadableSource, read_source
+from eagle3lint.sources.files import UnreadableSource, read_source_bytes
 from eagle3lint.targets import REGISTRY, Target
 
 PP_RELAY_FLAG = "supports_aux_hidden_states_over_pp"
@@ -284,7 +284,7 @@ def default_layers(
         return None
     source = index.source_file(owner.file.module)
     try:
-        text = read_source(source.path) if source else ""
+        text = read_source_bytes(source.path).decode("utf-8", errors="replace") if source else ""
     except UnreadableSource:
         return None
     lines = text.splitlines(keepends=True)
