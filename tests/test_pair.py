@@ -69,11 +69,8 @@ def pair(
     *extra: str,
 ) -> tuple[int, dict[str, Any]]:
     vllm_release(version)
-    result = CliRunner().invoke(
-        app,
-        ["pair", "--vllm", version, "--target", str(target), "--draft", str(draft)]
-        + ["--format", "json", *extra],
-    )
+    args = ["pair", "--vllm", version, "--target", str(target), "--draft", str(draft)]
+    result = CliRunner().invoke(app, [*args, "--format", "json", *extra])
     assert result.exit_code in (0, 1), result.output
     return result.exit_code, json.loads(result.stdout)
 
@@ -325,7 +322,8 @@ def test_llama_target_text_table(vllm_release: Callable, tmp_path: Path) -> None
     assert result.exit_code == 0, result.output
     first = result.stdout.splitlines()[:8]
     assert first[0].split() == ["target", "LlamaForCausalLM", "(32", "layers)"]
-    assert any("2→out of layer 1, 16→out of layer 15, 29→out of layer 28" in l for l in first)
+    taps = "2→out of layer 1, 16→out of layer 15, 29→out of layer 28"
+    assert any(taps in line for line in first)
     assert any("expected 3" in line and "provided 3" in line for line in first)
     assert any(line.split()[:2] == ["verdict", "ok"] for line in first)
 
