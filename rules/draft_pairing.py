@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+from eagle3lint.contract.drafter import IDS_KEY
 from eagle3lint.findings import Finding, Severity
 from eagle3lint.pairing.analysis import Analysis, analyse, relays_over_pp
 from eagle3lint.pairing.draft import SPECULATORS, DraftPairing
@@ -31,17 +32,17 @@ _CODES = (
             "vLLM wraps an EAGLE-style draft config in `EAGLEConfig`, which renames its "
             "architecture to `Eagle3<arch>` unless it already starts or ends with `Eagle3`; a "
             "speculators config is translated by `update_eagle3`, which forces "
-            "`Eagle3LlamaForCausalLM` (0.16.0 to at least 0.22.0) or maps "
+            "`Eagle3LlamaForCausalLM` (0.16.0-0.23.0) or maps "
             "`transformer_layer_config.model_type` (`llama`, `qwen3`) and raises for any other "
-            "(0.27.0 and later). The resulting name is looked "
+            "(0.24.0 and later). The resulting name is looked "
             "up in `_SPECULATIVE_DECODING_MODELS`; the proposer then asserts the drafter is one "
             "of the classes it knows before `combine_hidden_states`.",
             "```text\nValueError: Model architectures ['Eagle3Qwen3ForCausalLM'] are not "
             "supported for now.\n```\nor `ValueError: Unsupported model_type qwen2 for Eagle3 "
             "speculator`, or an `AssertionError` in the proposer's first propose.",
             "All releases; `Eagle3DeepseekV2/V3ForCausalLM` are registered from 0.18.0, "
-            "`Eagle3Qwen3ForCausalLM` is registered in 0.27.0 but not in 0.22.0.",
-            '{"architectures": ["Qwen3ForCausalLM"], "model_type": "qwen3"}  // on 0.22.0\n',
+            "`Eagle3Qwen3ForCausalLM` from 0.24.0.",
+            '{"architectures": ["Qwen3ForCausalLM"], "model_type": "qwen3"}  // on 0.23.0\n',
             '{"architectures": ["LlamaForCausalLMEagle3"], "model_type": "llama"}\n',
         ),
     ),
@@ -87,13 +88,13 @@ _CODES = (
         "widths).",
         Severity.ERROR,
         explain=_explain(
-            "A checkpoint without `embed_tokens` shares the target's embedding. Up to at least "
-            "0.22 the proposer shares it whatever its width, so a draft narrower or wider than the "
-            "target crashes in its first layer; from 0.27 it compares the widths and keeps the "
+            "A checkpoint without `embed_tokens` shares the target's embedding. Up to 0.24 the "
+            "proposer shares it whatever its width, so a draft narrower or wider than the "
+            "target crashes in its first layer; from 0.25 it compares the widths and keeps the "
             "draft's own embedding, which the checkpoint never filled (reported as a warning).",
-            "A shape error in the draft's first layer (≤ 0.22); from 0.27 no error, a randomly "
+            "A shape error in the draft's first layer (≤ 0.24); from 0.25 no error, a randomly "
             "initialised embedding and near-zero acceptance *(inferred from the proposer code)*.",
-            "Crashes up to at least 0.22.0; silent from 0.27.0 (the proposer compares the widths).",
+            "Crashes in 0.16.0-0.24.0; silent from 0.25.0 (the proposer compares the widths).",
             '{"hidden_size": 4096}  // target 7168, no embed_tokens.weight in the checkpoint\n',
             "// ship embed_tokens.weight [vocab, 4096] with the head\n",
         ),
@@ -105,7 +106,7 @@ _CODES = (
         Severity.ERROR,
         explain=_explain(
             "The runner requests one aux state per layer id; the drafter sizes `fc` for a fixed "
-            "3 (up to 0.21) or for `num_aux_hidden_states`, else the length of "
+            "3 (0.16-0.21) or for `num_aux_hidden_states`, else the length of "
             "`eagle_config.eagle_aux_hidden_state_layer_ids`, else 3 (0.22+). The runner reads "
             "the top-level ids first, so two lists of different lengths disagree.",
             "A shape error in `fc` at the first propose *(inferred)*.",
@@ -122,10 +123,11 @@ _CODES = (
         Severity.WARNING,
         explain=_explain(
             "Model runner v1 reads the top-level `eagle_aux_hidden_state_layer_ids`, and from "
-            "0.22 `eagle_config.eagle_aux_hidden_state_layer_ids`; model runner v2 reads the top "
-            "level and, from 0.27, `eagle_config.layer_ids`. Found nowhere, the runner logs "
-            "'Using Eagle3 auxiliary layers from model' and taps the target's default "
-            "`(2, n // 2, n - 3)`.",
+            "0.22 `eagle_config.eagle_aux_hidden_state_layer_ids`; model runner v2 (0.17+, "
+            "`VLLM_USE_V2_MODEL_RUNNER`) reads the top level and, from 0.27, "
+            "`eagle_config.layer_ids`, never `eagle_config.eagle_aux_hidden_state_layer_ids`. "
+            "Found nowhere, the runner logs 'Using Eagle3 auxiliary layers from model' and "
+            "taps the target's default `(2, n // 2, n - 3)`.",
             "None: acceptance collapses (vllm#50170: 1.21 % instead of about 59 %).",
             "All releases.",
             '{"eagle_config": {"eagle_aux_hidden_state_layer_ids": [2, 30, 58]}}  // on 0.18.0\n',
@@ -153,18 +155,20 @@ _CODES = (
     Code(
         "EAG624",
         "plus-one-convention",
-        "The ids look trained under SGLang's +1 convention (first id 1): both physical layer "
-        "sets are printed.",
+        "The ids look written in SGLang's +1 convention (first id 1): both physical layer sets "
+        "are printed.",
         Severity.WARNING,
         explain=_explain(
-            "SGLang historically added 1 to every id ('output of layer k'); since sglang#25454 "
-            "only when the first id is 1. vLLM takes the ids as given, so a head trained in "
-            "one convention runs one layer off in the other.",
+            "vLLM reads id k as the stream entering layer k (the output of layer k - 1) and "
+            "never shifts it. SGLang historically read id k as 'the output of layer k' and "
+            "added 1 when capturing; since sglang#25454 only when the first id is 1. A head "
+            "trained against one convention runs one layer off in the other. Its ids usually "
+            "start at 1 (SGLang's default `[1, n // 2 - 1, n - 4]` is vLLM's `[2, n // 2, "
+            "n - 3]`).",
             "None: acceptance drops (vllm#43671: about 10 % instead of 45 %).",
             "All releases.",
-            '{"eagle_aux_hidden_state_layer_ids": [1, 30, 58]}\n',
-            '{"eagle_aux_hidden_state_layer_ids": [2, 30, 58]}  // whichever the head was '
-            "trained on\n",
+            '{"eagle_aux_hidden_state_layer_ids": [1, 29, 57]}  // trained in SGLang\n',
+            '{"eagle_aux_hidden_state_layer_ids": [2, 30, 58]}  // the same layers for vLLM\n',
         ),
     ),
     Code(
@@ -220,12 +224,14 @@ _CODES = (
         explain=_explain(
             "The drafter reads a fixed set of norm flags (`norm_before_residual`; "
             "`norm_before_fc` from 0.18; `fc_norm`, `norm_output` from 0.22). A speculators "
-            "config reaches the drafter only through `update_eagle3`, which in 0.18 did not "
-            "pass `norm_before_fc` on (fixed by vllm#38111). A flag nobody reads is skipped "
+            "config's top-level keys reach the drafter only through `update_eagle3`, which "
+            "passes `norm_before_fc` on from 0.19 (vllm#38111) and `fc_norm`/`norm_output` "
+            "from 0.25. A flag nobody reads is skipped "
             "silently.",
             "None: the head runs without the norm it was trained with; acceptance drops.",
-            "`norm_before_fc` ignored by 0.16-0.17 and, for speculators configs, by 0.18; "
-            "`fc_norm`/`norm_output` ignored before 0.22 (vllm#42764, vllm#46488).",
+            "`norm_before_fc`: 0.16-0.17, and 0.18 for speculators configs; `fc_norm`, "
+            "`norm_output`: 0.16-0.21, and 0.22-0.24 for speculators configs (vllm#42764, "
+            "vllm#46488).",
             '{"norm_before_fc": true}  // on 0.17.0\n',
             "// use a release that reads the flag (eagle3lint pair --vllm 0.22.0)\n",
         ),
@@ -260,7 +266,7 @@ _CODES = (
             "```text\nValueError: KimiK25ForConditionalGeneration does not support eagle3 with "
             "pipeline parallelism\n```\n(model runner v2, 0.30+), else a shape error or wrong "
             "aux states (vllm#45985).",
-            "All releases; relaying targets exist from 0.30.0.",
+            "All releases; the relay flag exists in 0.30.0 (not in 0.27.0).",
             "eagle3lint pair --pp 2 ...  // target decoder without the flag\n",
             "eagle3lint pair --pp 1 ...  // or a target whose decoder relays aux states\n",
         ),
@@ -406,7 +412,7 @@ class DraftPairingRule(Rule):
                 f"The draft config holds layer ids {places}, but {reads}: "
                 f"{'the target' if first else 'with that runner the target'} taps {default} "
                 "instead, with only an info log.",
-                *at(next(iter(analysis.id_places), "eagle_aux_hidden_state_layer_ids")),
+                *at(next(iter(analysis.id_places), IDS_KEY).rsplit(".", 1)[-1]),
                 hint="Put the ids at the top level as eagle_aux_hidden_state_layer_ids.",
             )
         requested = analysis.requests[0].ids if analysis.requests else None
@@ -432,12 +438,14 @@ class DraftPairingRule(Rule):
                         *at(ids_key.rsplit(".", 1)[-1] or "eagle_aux_hidden_state_layer_ids"),
                     )
             if requested and requested[0] == 1 and all(isinstance(k, int) for k in requested):
-                shifted = [k - 1 for k in requested]
+                # SGLang's convention: id k is the output of layer k, i.e. vLLM's index k + 1.
+                shifted = [k + 1 for k in requested]
                 yield self.report(
                     "EAG624",
-                    f"The ids start at 1, as SGLang's +1 convention writes them: vLLM taps "
-                    f"{analysis.physical(requested)}; trained as 'output of layer k' they mean "
-                    f"{analysis.physical(shifted)} (ids {shifted}).",
+                    f"The ids start at 1, as heads trained under SGLang's +1 convention write "
+                    f"them: vLLM taps {analysis.physical(requested)}; if they mean 'output of "
+                    f"layer k' the head was trained on the outputs of layers "
+                    f"{', '.join(map(str, requested))} (vLLM ids {shifted}).",
                     *at(ids_key.rsplit(".", 1)[-1]),
                     hint="Check which convention the head was trained with; vLLM never shifts.",
                 )

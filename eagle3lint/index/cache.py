@@ -41,7 +41,7 @@ def default_cache_dir() -> Path:
 @cache
 def extractor_fingerprint() -> str:
     """A hash of the code that builds cached entries (file summaries and the contract's config
-    facts), so any change to it invalidates the cache."""
+    facts and drafter facts), so any change to it invalidates the cache."""
     digest = hashlib.blake2b(digest_size=12)
     package = Path(__file__).parent.parent
     for module in (
@@ -50,6 +50,8 @@ def extractor_fingerprint() -> str:
         "index/locate.py",
         "contract/config_files.py",
         "contract/model.py",
+        "contract/drafter.py",
+        "contract/source_text.py",
     ):
         digest.update((package / module).read_bytes())
     return digest.hexdigest()
