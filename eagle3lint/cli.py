@@ -71,6 +71,10 @@ JobsOpt = Annotated[
 ]
 NoCacheOpt = Annotated[bool, typer.Option("--no-cache", help="Neither read nor write the cache.")]
 DebugOpt = Annotated[bool, typer.Option("--debug", help="Show tracebacks of internal errors.")]
+FormatOpt = Annotated[OutputFormat, typer.Option("--format", help="Report format.")]
+ExitZeroOpt = Annotated[bool, typer.Option("--exit-zero", help="Exit 0 even with errors.")]
+QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="Only error findings.")]
+VerboseOpt = Annotated[bool, typer.Option("--verbose", "-v", help="Info findings too.")]
 
 
 def _options(
@@ -160,14 +164,10 @@ def check(
     model_type: ModelTypeOpt = None,
     select: SelectOpt = None,
     ignore: IgnoreOpt = None,
-    output_format: Annotated[
-        OutputFormat, typer.Option("--format", help="Report format.")
-    ] = OutputFormat.text,
-    exit_zero: Annotated[
-        bool, typer.Option("--exit-zero", help="Exit 0 even with errors.")
-    ] = False,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Only error findings.")] = False,
-    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Info findings too.")] = False,
+    output_format: FormatOpt = OutputFormat.text,
+    exit_zero: ExitZeroOpt = False,
+    quiet: QuietOpt = False,
+    verbose: VerboseOpt = False,
     jobs: JobsOpt = None,
     no_cache: NoCacheOpt = False,
     debug: DebugOpt = False,
@@ -341,14 +341,10 @@ def pair(
     pp: Annotated[int, typer.Option("--pp", min=1, help="Pipeline-parallel size.")] = 1,
     select: SelectOpt = None,
     ignore: IgnoreOpt = None,
-    output_format: Annotated[
-        OutputFormat, typer.Option("--format", help="Report format.")
-    ] = OutputFormat.text,
-    exit_zero: Annotated[
-        bool, typer.Option("--exit-zero", help="Exit 0 even with errors.")
-    ] = False,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Only error findings.")] = False,
-    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Info findings too.")] = False,
+    output_format: FormatOpt = OutputFormat.text,
+    exit_zero: ExitZeroOpt = False,
+    quiet: QuietOpt = False,
+    verbose: VerboseOpt = False,
     jobs: JobsOpt = None,
     no_cache: NoCacheOpt = False,
     debug: DebugOpt = False,

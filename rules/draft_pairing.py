@@ -475,24 +475,17 @@ class DraftPairingRule(Rule):
                 *where,
             )
         lm_head = checkpoint.weight("lm_head")
-        shapes = [
-            (d2t, (draft,), "d2t"),
-            (t2d, (target,), "t2d"),
-        ]
-        for tensor, wanted, name in shapes:
-            if tensor is not None and tensor.shape != wanted:
+        # Each tensor's first dimension; the maps are vectors.
+        expected = [(d2t, draft, "draft_vocab_size", 1), (t2d, target, "target vocab", 1)]
+        expected.append((lm_head, draft, "draft_vocab_size", 2))
+        for tensor, rows, what, dims in expected:
+            if tensor is not None and (tensor.shape[:1] != (rows,) or len(tensor.shape) != dims):
                 yield self.report(
                     "EAG632",
-                    f"{name} is {list(tensor.shape)} in {tensor.file}, expected {list(wanted)}.",
+                    f"{tensor.name} is {list(tensor.shape)} in {tensor.file}, expected {rows} "
+                    f"{'rows' if dims == 2 else 'entries'} ({what}).",
                     *where,
                 )
-        if lm_head is not None and lm_head.shape[:1] != (draft,):
-            yield self.report(
-                "EAG632",
-                f"lm_head.weight is {list(lm_head.shape)} in {lm_head.file}, expected "
-                f"{draft} rows (draft_vocab_size).",
-                *where,
-            )
         if lm_head is None and draft != target:
             yield self.report(
                 "EAG633",
