@@ -399,3 +399,22 @@ def test_missing_embedding_is_silent_once_the_proposer_compares_widths(
         found = [f for t in report["targets"] for f in t["findings"] if f["code"] == "EAG613"]
         severities[version] = [f["severity"] for f in found]
     assert severities == {"0.24.0": ["error"], "0.25.0": ["warning"]}
+
+
+def test_odd_values_are_findings_or_skipped_never_a_crash(
+    vllm_release: Callable, tmp_path: Path
+) -> None:
+    config = {
+        "architectures": "LlamaForCausalLMEagle3",
+        "hidden_size": "4096",
+        "draft_vocab_size": True,
+        "eagle_config": ["not", "a", "dict"],
+        "eagle_aux_hidden_state_layer_ids": [2, "16", -1, None],
+        "norm_before_fc": "yes",
+    }
+    weights = {"fc.weight": [], "d2t": [1, 2, 3], "lm_head.weight": [7]}
+    code, report = pair(vllm_release, "0.18.0", LLAMA, draft_folder(tmp_path, config, weights))
+    assert code == 1
+    assert report["errors"] == []
+    assert "EAG601" in pairing_codes(report)
+    assert "EAG623" in pairing_codes(report)
