@@ -6,7 +6,7 @@ headers and the target config (`RuleContext.pairing`); under `check` it has noth
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from eagle3lint.contract.drafter import IDS_KEY
@@ -15,6 +15,9 @@ from eagle3lint.pairing.analysis import Analysis, analyse, relays_over_pp
 from eagle3lint.pairing.draft import SPECULATORS, DraftPairing
 from eagle3lint.rule import Code, Explanation, Rule, RuleContext
 from eagle3lint.targets import Target
+
+Locate = Callable[[str], tuple[str, int]]
+"""A key of the draft config → where a finding about it is reported (its config.json line)."""
 
 
 def _explain(runtime: str, error: str, releases: str, example: str, fix: str) -> Explanation:
@@ -300,7 +303,7 @@ class DraftPairingRule(Rule):
         if pairing.pipeline_size > 1:
             yield from self._pipeline(pairing, target, ctx)
 
-    def _registration(self, analysis: Analysis, at: Any) -> Iterator[Finding]:
+    def _registration(self, analysis: Analysis, at: Locate) -> Iterator[Finding]:
         arch = analysis.translated.architecture
         facts = analysis.facts
         if arch is None:
@@ -333,7 +336,7 @@ class DraftPairingRule(Rule):
                 *at("architectures"),
             )
 
-    def _widths(self, analysis: Analysis, pairing: DraftPairing, at: Any) -> Iterator[Finding]:
+    def _widths(self, analysis: Analysis, pairing: DraftPairing, at: Locate) -> Iterator[Finding]:
         hidden = analysis.target_hidden
         width = analysis.draft_width
         config = analysis.translated.config
@@ -390,7 +393,7 @@ class DraftPairingRule(Rule):
         pairing: DraftPairing,
         target: Target,
         ctx: RuleContext,
-        at: Any,
+        at: Locate,
     ) -> Iterator[Finding]:
         tapped = analysis.tapped_ids
         default = (
@@ -459,7 +462,9 @@ class DraftPairingRule(Rule):
                 *at(ids_key.rsplit(".", 1)[-1] or "architectures"),
             )
 
-    def _vocabulary(self, analysis: Analysis, pairing: DraftPairing, at: Any) -> Iterator[Finding]:
+    def _vocabulary(
+        self, analysis: Analysis, pairing: DraftPairing, at: Locate
+    ) -> Iterator[Finding]:
         checkpoint = pairing.checkpoint
         draft, target = analysis.draft_vocab, analysis.target_vocab
         if checkpoint is None or draft is None or target is None:
@@ -494,7 +499,9 @@ class DraftPairingRule(Rule):
                 *where,
             )
 
-    def _norm_flags(self, analysis: Analysis, pairing: DraftPairing, at: Any) -> Iterator[Finding]:
+    def _norm_flags(
+        self, analysis: Analysis, pairing: DraftPairing, at: Locate
+    ) -> Iterator[Finding]:
         facts = analysis.drafter_facts
         if facts is None:
             return
@@ -534,7 +541,7 @@ class DraftPairingRule(Rule):
                 *at(name),
             )
 
-    def _verifier(self, pairing: DraftPairing, target: Target, at: Any) -> Iterator[Finding]:
+    def _verifier(self, pairing: DraftPairing, target: Target, at: Locate) -> Iterator[Finding]:
         spec = pairing.draft.data.get("speculators_config")
         verifier = spec.get("verifier") if isinstance(spec, dict) else None
         archs = verifier.get("architectures") if isinstance(verifier, dict) else None

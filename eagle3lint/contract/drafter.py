@@ -292,9 +292,7 @@ def _runner_ids(runner: str, text: str | None, path: str) -> RunnerIds | None:
     for match in statement.finditer(body):
         top, checked, holder, key = match.groups()
         if top or checked:
-            name = top or checked
-            if name == IDS_KEY or not _converted(body, match.end()):
-                _add(sources, ConfigKey("", name))
+            _add(sources, ConfigKey("", top or checked))
             continue
         getter = containers.get(holder)
         if getter is not None:
@@ -307,12 +305,6 @@ def _runner_ids(runner: str, text: str | None, path: str) -> RunnerIds | None:
         for container in names:
             _add(sources, ConfigKey(container, key))
     return RunnerIds(runner, path, line, sources)
-
-
-def _converted(body: str, at: int) -> bool:
-    """The statement at `at` feeds an `i + 1` conversion rather than the ids as they are."""
-    rest = body[at : body.find("\n", at) if "\n" in body[at:] else len(body)]
-    return "+ 1" in rest
 
 
 def _add(sources: list[ConfigKey], key: ConfigKey) -> None:

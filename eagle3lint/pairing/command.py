@@ -120,4 +120,7 @@ def summary_table(analysis: Analysis, pairing: DraftPairing, verdict: str) -> st
     table.add_row("verdict", verdict)
     console.print(table)
     console.print()
-    return buffer.getvalue()
+    if tty:
+        return buffer.getvalue()
+    # rich pads every cell to its column's width; piped output keeps no trailing blanks.
+    return "".join(f"{line.rstrip()}\n" for line in buffer.getvalue().splitlines())
