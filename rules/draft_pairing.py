@@ -13,7 +13,7 @@ from eagle3lint.contract.drafter import IDS_KEY
 from eagle3lint.findings import Finding, Severity
 from eagle3lint.pairing.analysis import Analysis, analyse, relays_over_pp
 from eagle3lint.pairing.draft import SPECULATORS, DraftPairing
-from eagle3lint.rule import Code, Explanation, Rule, RuleContext
+from eagle3lint.rule import Code, Example, Explanation, Rule, RuleContext
 from eagle3lint.targets import Target
 
 Locate = Callable[[str], tuple[str, int]]
@@ -280,6 +280,14 @@ _CODES = (
 class DraftPairingRule(Rule):
     slug = "draft-pairing"
     codes = _CODES
+    # Model code alone never gets a pairing finding: without a draft (`check`) the family is
+    # silent. Its triggering cases are draft folders, in tests/test_pair.py.
+    valid = (
+        Example(
+            era="e3_mixin",
+            source="class KimiForCausalLM(nn.Module, SupportsEagle3):\n    pass\n",
+        ),
+    )
 
     def check(self, target: Target, ctx: RuleContext) -> Iterator[Finding]:
         pairing: DraftPairing | None = ctx.pairing
