@@ -230,7 +230,7 @@ QWEN_TENSORS = {
 
 @pytest.mark.parametrize(
     ("version", "drafter_class"),
-    [("0.23.0", "Eagle3LlamaForCausalLM"), ("0.24.0", "Eagle3Qwen3ForCausalLM")],
+    [("0.22.0", "Eagle3LlamaForCausalLM"), ("0.25.0", "Eagle3Qwen3ForCausalLM")],
 )
 def test_speculators_qwen3_head_before_and_after_qwen3_mapping(
     version: str, drafter_class: str, vllm_release: Callable[[str], Path], tmp_path: Path
@@ -247,18 +247,18 @@ def test_speculators_translation_refuses_an_unmapped_model_type(
     vllm_release: Callable[[str], Path], tmp_path: Path
 ) -> None:
     config = speculators_head("qwen2", "Qwen3ForCausalLM")
-    _, report = pair(vllm_release, "0.24.0", QWEN3, draft_folder(tmp_path, config, QWEN_TENSORS))
+    _, report = pair(vllm_release, "0.25.0", QWEN3, draft_folder(tmp_path, config, QWEN_TENSORS))
     finding = next(f for t in report["targets"] for f in t["findings"] if f["code"] == "EAG601")
     assert "Unsupported model_type qwen2 for Eagle3 speculator" in finding["message"]
 
 
-def test_speculators_norm_before_fc_passed_through_from_0_19(
+def test_speculators_norm_before_fc_not_passed_through_on_0_18(
     vllm_release: Callable[[str], Path], tmp_path: Path
 ) -> None:
     config = speculators_head("llama", "LlamaForCausalLM", norm_before_fc=True)
     _, report = pair(vllm_release, "0.18.0", LLAMA, draft_folder(tmp_path / "a", config))
     assert "EAG641" in pairing_codes(report)
-    _, report = pair(vllm_release, "0.19.0", LLAMA, draft_folder(tmp_path / "b", config))
+    _, report = pair(vllm_release, "0.22.0", LLAMA, draft_folder(tmp_path / "b", config))
     assert "EAG641" not in pairing_codes(report)
 
 
@@ -393,12 +393,12 @@ def test_missing_embedding_is_silent_once_the_proposer_compares_widths(
 ) -> None:
     trigger = CASES["EAG613"][0]
     severities = {}
-    for version in ("0.24.0", "0.25.0"):
+    for version in ("0.18.0", "0.25.0"):
         folder = draft_folder(tmp_path / version, trigger[1], trigger[2])
         _, report = pair(vllm_release, version, LLAMA, folder)
         found = [f for t in report["targets"] for f in t["findings"] if f["code"] == "EAG613"]
         severities[version] = [f["severity"] for f in found]
-    assert severities == {"0.24.0": ["error"], "0.25.0": ["warning"]}
+    assert severities == {"0.18.0": ["error"], "0.25.0": ["warning"]}
 
 
 def test_odd_values_are_findings_or_skipped_never_a_crash(
