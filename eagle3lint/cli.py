@@ -9,6 +9,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import shlex
 import shutil
 import sys
 import traceback
@@ -18,7 +19,11 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from eagle3lint.matrix.formats import MatrixFormat
+
 if TYPE_CHECKING:
+    from rich.console import Console
+
     from eagle3lint.engine import CheckOptions
     from eagle3lint.report.model import Report
 
@@ -266,23 +271,76 @@ def _render(report: Report, output_format: OutputFormat, *, quiet: bool, verbose
         return "".join(
             f"{line}\n" for line in github_annotations(report, quiet=quiet, verbose=verbose)
         )
-    from rich.console import Console
-
     from eagle3lint.report.text import render_text
 
-    # Piped output stays plain: no colours (rich's default) and no wrapping of long lines.
-    tty = sys.stdout.isatty()
-    buffer = io.StringIO()
-    console = Console(
-        file=buffer,
+    console = _text_console()
+    render_text(report, console, verbose=verbose, quiet=quiet)
+    return console.file.getvalue()  # type: ignore[attr-defined]
+
+
+def _text_console(tty: bool | None = None, piped_width: int | None = None) -> Console:
+    """A console writing to a buffer for stdout (a terminal when `tty`, default: when stdout
+    is one). Piped output stays plain (no colours, rich's default) and unwrapped, or
+    `piped_width` wide."""
+    from rich.console import Console
+
+    tty = sys.stdout.isatty() if tty is None else tty
+    return Console(
+        file=io.StringIO(),
         force_terminal=tty,
-        width=shutil.get_terminal_size().columns if tty else None,
+        width=shutil.get_terminal_size().columns if tty else piped_width,
         no_color=bool(os.environ.get("NO_COLOR")),
         highlight=False,
-        soft_wrap=not tty,
+        soft_wrap=not tty and piped_width is None,
     )
-    render_text(report, console, verbose=verbose, quiet=quiet)
-    return buffer.getvalue()
+
+
+def check_json(options: CheckOptions) -> dict[str, object]:
+    """The report `check --format json` prints for `options` (whole-run cache included)."""
+    view = (OutputFormat.json, False, False, True)
+    output, _ = _cached_check(options, view) if options.use_cache else _check(options, view)
+    return json.loads(output)
+
+
+@app.command()
+def matrix(
+    paths: Annotated[
+        list[Path] | None,
+        typer.Argument(help="vLLM trees, one release each.", show_default=False),
+    ] = None,
+    vllm: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--vllm", help="Release X.Y.Z, range A..B (every final release) or latest; repeatable."
+        ),
+    ] = None,
+    arch: ArchOpt = None,
+    hf_config: HfConfigOpt = None,
+    model_type: ModelTypeOpt = None,
+    output_format: Annotated[
+        MatrixFormat, typer.Option("--format", help="Output format.")
+    ] = MatrixFormat.text,
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", help="Write to this file, not stdout.")
+    ] = None,
+    jobs: JobsOpt = None,
+    no_cache: NoCacheOpt = False,
+    debug: DebugOpt = False,
+) -> None:
+    """EAGLE-3 readiness of every architecture across vLLM releases (columns) as a table."""
+    with _guard(debug):
+        from eagle3lint.matrix.command import build, columns_of, render, write_output
+
+        options = _options(
+            None, None, arch, hf_config, model_type, None, None, jobs, no_cache, progress=False
+        )
+        columns = columns_of(list(paths or []), list(vllm or []))
+        command = "eagle3lint " + shlex.join(sys.argv[1:])
+        table = build(columns, options, check_json, sys.stderr.isatty(), command)
+        # A file or a pipe gets the table as wide as it needs (up to 200 columns), uncoloured.
+        console = lambda: _text_console(tty=False if output else None, piped_width=200)  # noqa: E731
+        write_output(render(table, output_format, console), output)
+    raise typer.Exit(0)
 
 
 @app.command()

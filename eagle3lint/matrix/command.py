@@ -1,0 +1,101 @@
+"""`eagle3lint matrix`: columns from the command line, a report per release, one output."""
+
+from __future__ import annotations
+
+import datetime
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+from rich.console import Console
+
+from eagle3lint.engine import CheckOptions
+from eagle3lint.matrix.formats import MatrixFormat
+from eagle3lint.matrix.model import Matrix, build_matrix
+from eagle3lint.matrix.releases import Column, expand_specs
+from eagle3lint.matrix.runner import CheckJson, check_releases
+from eagle3lint.sources.discovery import UsageError, discover
+
+
+def columns_of(paths: list[Path], specs: list[str]) -> list[Column]:
+    """Release trees, then the versions `--vllm` names; each tree must hold a whole vLLM."""
+    columns = []
+    for path in paths:
+        workspace = discover([path])
+        if workspace.missing:
+            raise UsageError(f"{path}: no such file or directory")
+        if workspace.vllm_dir is None or workspace.extra_roots or workspace.only_files:
+            raise UsageError(
+                f"{path} is not a vLLM tree: matrix columns are whole releases (a checkout "
+                "holding vllm/, or a vllm package folder)"
+            )
+        columns.append(Column(path=path))
+    columns += [Column(version=v) for v in expand_specs(specs)]
+    if not columns:
+        raise UsageError(
+            "no releases: give vLLM trees as PATHs, or --vllm 0.16.0, --vllm 0.12.0..0.33.0, "
+            "--vllm latest (repeatable)"
+        )
+    return columns
+
+
+def build(
+    columns: list[Column],
+    options: CheckOptions,
+    check: CheckJson,
+    show_progress: bool,
+    command: str,
+) -> Matrix:
+    """Check every column and assemble the matrix; unknown `--arch` names are a usage error."""
+    reports = check_releases(columns, options, check, show_progress)
+    results = [
+        (c, r if r is not None else {"targets": []}) for c, r in zip(columns, reports, strict=True)
+    ]
+    matrix = build_matrix(results)
+    unknown = sorted(set(options.archs) - {row.arch for row in matrix.rows})
+    if unknown:
+        raise UsageError(f"not registered in any of these releases: {', '.join(unknown)}")
+    matrix.command = command
+    matrix.generated = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d")
+    return matrix
+
+
+def render(matrix: Matrix, output_format: MatrixFormat, console: Callable[[], Console]) -> str:
+    """The matrix in `output_format`; `console` makes the text view's (buffered) console."""
+    if output_format is MatrixFormat.json:
+        import json
+
+        return json.dumps(matrix.to_json(), indent=1) + "\n"
+    if output_format is MatrixFormat.markdown:
+        from eagle3lint.matrix.render_flat import render_markdown
+
+        return render_markdown(matrix)
+    if output_format is MatrixFormat.csv:
+        from eagle3lint.matrix.render_flat import render_csv
+
+        return render_csv(matrix)
+    if output_format is MatrixFormat.html:
+        from eagle3lint.matrix.render_html import render_html
+
+        return render_html(matrix)
+    from eagle3lint.matrix.render_text import render_text
+
+    out = console()
+    render_text(matrix, out)
+    return out.file.getvalue()  # type: ignore[attr-defined]
+
+
+def write_output(text: str, output: Path | None) -> None:
+    """To stdout, or to `output` written whole (a temporary file renamed into place)."""
+    if output is None:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+        return
+    try:
+        output.parent.mkdir(parents=True, exist_ok=True)
+        staging = output.with_name(f".{output.name}.tmp")
+        staging.write_text(text, encoding="utf-8")
+        os.replace(staging, output)
+    except OSError as exc:
+        raise UsageError(f"--output {output}: {exc.strerror or exc}") from exc

@@ -1,0 +1,264 @@
+"""The matrix itself: releases as columns, architectures as rows, one verdict per cell.
+
+Built only from `check --format json` reports (one per release), read through `verdicts`, so a
+cell says exactly what `check` says for that architecture on that release.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import PurePosixPath
+from typing import Any
+
+from eagle3lint import __version__
+from eagle3lint.matrix.releases import Column, sort_key
+from eagle3lint.matrix.verdicts import (
+    ABSENT,
+    BLOCKED,
+    NOT_A_TARGET,
+    READY,
+    TARGET,
+    blocking_findings,
+    role_of,
+    status_of,
+    variant_findings,
+)
+
+Report = dict[str, Any]
+"""A report as `check --format json` prints it."""
+_MODEL_FOLDERS = ("model_executor/models/", "models/")
+
+
+@dataclass
+class Release:
+    """One column: where it came from and what its contract holds."""
+
+    label: str
+    spec: str
+    version: str | None
+    era: str
+    getter: str
+    gate: list[str] | None
+    """The model_type allow-list (entries that pass as substrings); None: the release has none."""
+    pp_aux_relay: bool
+    """`EagleModelMixin` relays aux hidden states across pipeline-parallel ranks."""
+    targets: int = 0
+    ready: int = 0
+    others: int = 0
+    """Registered architectures that are not targets (draft and pooling models)."""
+    errors: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "label": self.label,
+            "spec": self.spec,
+            "version": self.version,
+            "contract": {
+                "era": self.era,
+                "getter": self.getter,
+                "gate_model_types": self.gate,
+                "pp_aux_relay": self.pp_aux_relay,
+            },
+            "summary": {
+                "targets": self.targets,
+                "ready": self.ready,
+                "blocked": self.targets - self.ready,
+                "not_targets": self.others,
+            },
+            "errors": self.errors,
+        }
+
+
+@dataclass
+class Cell:
+    status: str
+    codes: list[str] = field(default_factory=list)
+    """Codes of the findings that block readiness, once each, in order."""
+    findings: list[dict[str, object]] = field(default_factory=list)
+    """Those findings: code, severity, message, hint and `path:line` inside the release."""
+    variants: list[str] = field(default_factory=list)
+    """Why platform variants disagree with the CUDA class (EAG104 messages)."""
+
+    def to_json(self) -> dict[str, object]:
+        data: dict[str, object] = {"status": self.status, "codes": self.codes}
+        if self.findings:
+            data["findings"] = self.findings
+        if self.variants:
+            data["platform_variants"] = self.variants
+        return data
+
+
+@dataclass
+class Regression:
+    """Ready in `ready_in`, blocked again in `blocked_in`, by `codes`."""
+
+    ready_in: str
+    blocked_in: str
+    codes: list[str]
+
+    def to_json(self) -> dict[str, object]:
+        return {"ready_in": self.ready_in, "blocked_in": self.blocked_in, "codes": self.codes}
+
+
+@dataclass
+class Row:
+    arch: str
+    family: str
+    role: str
+    cells: dict[str, Cell]
+    first_ready: str | None = None
+    regressions: list[Regression] = field(default_factory=list)
+
+    @property
+    def variant_releases(self) -> list[str]:
+        """Releases in which a platform variant disagrees with CUDA."""
+        return [label for label, cell in self.cells.items() if cell.variants]
+
+    def current(self) -> Cell:
+        """The cell of the newest release that registers this architecture."""
+        present = [c for c in self.cells.values() if c.status != ABSENT]
+        return present[-1] if present else Cell(ABSENT)
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "arch": self.arch,
+            "family": self.family,
+            "role": self.role,
+            "first_ready": self.first_ready,
+            "regressions": [r.to_json() for r in self.regressions],
+            "platform_variants_disagree": self.variant_releases,
+            "cells": {label: cell.to_json() for label, cell in self.cells.items()},
+        }
+
+
+@dataclass
+class Matrix:
+    releases: list[Release]
+    rows: list[Row]
+    command: str = ""
+    generated: str = ""
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "eagle3lint": __version__,
+            "command": self.command,
+            "generated": self.generated,
+            "releases": [r.to_json() for r in self.releases],
+            "rows": [r.to_json() for r in self.rows],
+        }
+
+
+def build_matrix(results: Sequence[tuple[Column, Report]]) -> Matrix:
+    """The matrix of these per-release reports, columns in version order."""
+    ordered = sorted(results, key=lambda item: sort_key(_version(*item)))
+    labels = _labels(ordered)
+    releases = [
+        _release(label, col, rep) for label, (col, rep) in zip(labels, ordered, strict=True)
+    ]
+    by_arch: dict[str, dict[str, tuple[dict[str, Any], Report]]] = {}
+    for label, (_, report) in zip(labels, ordered, strict=True):
+        for target in report.get("targets", ()):
+            by_arch.setdefault(target["arch"], {}).setdefault(label, (target, report))
+    rows = [_row(arch, seen, labels) for arch, seen in by_arch.items()]
+    rows.sort(key=lambda r: (r.family.lower(), r.arch.lower()))
+    return Matrix(releases, rows)
+
+
+def _version(column: Column, report: Report) -> str | None:
+    return column.version or report.get("vllm", {}).get("version")
+
+
+def _labels(results: Sequence[tuple[Column, Report]]) -> list[str]:
+    """The version of each column; the path given where versions repeat or are unknown."""
+    versions = [_version(col, rep) for col, rep in results]
+    labels = []
+    for (column, _), version in zip(results, versions, strict=True):
+        unique = version is not None and versions.count(version) == 1
+        labels.append(version if unique or column.path is None else column.spec)  # type: ignore[arg-type]
+    return labels
+
+
+def _release(label: str, column: Column, report: Report) -> Release:
+    details = report.get("vllm", {}).get("details") or {}
+    gate = details.get("gate")
+    targets = report.get("targets", ())
+    statuses = [status_of(t) for t in {t["arch"]: t for t in targets}.values()]
+    return Release(
+        label=label,
+        spec=column.spec,
+        version=_version(column, report),
+        era=str(details.get("era", "")),
+        getter=str(details.get("getter", "")),
+        gate=list(gate["entries"]) if gate else None,
+        pp_aux_relay=bool(details.get("pp_relay")),
+        targets=sum(s in (READY, BLOCKED) for s in statuses),
+        ready=statuses.count(READY),
+        others=statuses.count(NOT_A_TARGET),
+        errors=[f"{e.get('code')} {e.get('message')}" for e in report.get("errors", ())],
+    )
+
+
+def _row(arch: str, seen: dict[str, tuple[dict[str, Any], Report]], labels: list[str]) -> Row:
+    cells = {label: _cell(*seen[label]) if label in seen else Cell(ABSENT) for label in labels}
+    newest_target, newest_report = seen[[label for label in labels if label in seen][-1]]
+    row = Row(
+        arch=arch,
+        family=family_of(newest_target.get("path", ""), newest_report),
+        role=role_of(newest_target),
+        cells=cells,
+    )
+    row.first_ready = next((label for label, c in cells.items() if c.status == READY), None)
+    last_ready: str | None = None
+    for label, cell in cells.items():
+        if cell.status == READY:
+            last_ready = label
+        elif cell.status == BLOCKED and last_ready is not None:
+            row.regressions.append(Regression(last_ready, label, cell.codes))
+            last_ready = None
+    return row
+
+
+def _cell(target: dict[str, Any], report: Report) -> Cell:
+    status = status_of(target)
+    root = str(report.get("vllm", {}).get("root") or "")
+    findings = [
+        {
+            "code": f["code"],
+            "severity": f.get("severity"),
+            "message": f.get("message", ""),
+            "hint": f.get("hint", ""),
+            "location": f"{_inside(str(f.get('path', '')), root)}:{f.get('line')}",
+        }
+        for f in blocking_findings(target)
+    ]
+    return Cell(
+        status=status,
+        codes=list(dict.fromkeys(str(f["code"]) for f in findings)),
+        findings=findings,
+        variants=[str(f.get("message", "")) for f in variant_findings(target)],
+    )
+
+
+def _inside(path: str, root: str) -> str:
+    """A path relative to the release's `vllm/` folder when it is inside it."""
+    if root and path.startswith(root.rstrip("/") + "/"):
+        return "vllm/" + path[len(root.rstrip("/")) + 1 :]
+    return path
+
+
+def family_of(path: str, report: Report) -> str:
+    """The model file's stem, or the package's name for `models/<family>/…` packages."""
+    rel = _inside(path, str(report.get("vllm", {}).get("root") or ""))
+    for folder in _MODEL_FOLDERS:
+        at = rel.find(folder)
+        if at >= 0:
+            parts = PurePosixPath(rel[at + len(folder) :]).parts
+            if len(parts) > 1:
+                return parts[0]
+            return PurePosixPath(parts[0]).stem if parts else rel
+    return PurePosixPath(rel).stem
+
+
+def is_target(row: Row) -> bool:
+    return row.role == TARGET

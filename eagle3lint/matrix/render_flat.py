@@ -1,0 +1,96 @@
+"""The matrix as Markdown (docs, pull requests) and as CSV (spreadsheets)."""
+
+from __future__ import annotations
+
+import csv
+import io
+
+from eagle3lint.matrix.glyphs import LEGEND, SYMBOL, cell_text, gate_text
+from eagle3lint.matrix.model import Cell, Matrix
+from eagle3lint.matrix.verdicts import ABSENT, BLOCKED
+
+RULE_DOCS = "rules/{code}.md"
+"""Where docs/compatibility.md finds the rule pages (relative to docs/)."""
+
+
+def render_markdown(matrix: Matrix, rule_docs: str = RULE_DOCS) -> str:
+    labels = [r.label for r in matrix.releases]
+    out = ["# EAGLE-3 compatibility of vLLM's architectures", ""]
+    if matrix.command:
+        out += [f"Generated on {matrix.generated} by", "", "```bash", matrix.command, "```", ""]
+    out += [
+        "Each cell is what `eagle3lint check --vllm <release> --format json` says about the "
+        "architecture on that release: the same engine and the same report.",
+        "",
+        LEGEND + ".",
+        "",
+        "## Per release",
+        "",
+        "| release | contract | targets ready | not targets | model_types the gate accepts "
+        "| PP aux relay |",
+        "|---|---|---|---|---|---|",
+    ]
+    for r in matrix.releases:
+        pp = "yes" if r.pp_aux_relay else "no"
+        counts = f"{r.ready} / {r.targets} | {r.others}"
+        out.append(f"| {r.label} | {r.era} | {counts} | {gate_text(r)} | {pp} |")
+    regressions = [(row, r) for row in matrix.rows for r in row.regressions]
+    if regressions:
+        out += ["", "## ⚠ Regressions", ""]
+        out += [
+            f"- **{row.arch}**: ready in {r.ready_in}, **blocked in {r.blocked_in}** by "
+            + ", ".join(_code_link(c, rule_docs) for c in r.codes)
+            for row, r in regressions
+        ]
+    out += ["", "## Architectures", ""]
+    out.append("| family | architecture | role | first ready | " + " | ".join(labels) + " |")
+    out.append("|---" * (4 + len(labels)) + "|")
+    for row in matrix.rows:
+        arch = f"**{row.arch}** ⚠" if row.regressions else row.arch
+        cells = [_markdown_cell(c) for c in row.cells.values()]
+        out.append(
+            f"| {row.family} | {arch} | {row.role} | {row.first_ready or '—'} | "
+            + " | ".join(cells)
+            + " |"
+        )
+    variants = [row for row in matrix.rows if row.variant_releases]
+    if variants:
+        out += ["", "## Platform variants that disagree with CUDA", ""]
+        for row in variants:
+            releases = ", ".join(row.variant_releases)
+            message = row.cells[row.variant_releases[-1]].variants[0]
+            out.append(f"- **{row.arch}** ({releases}): {message}")
+    return "\n".join(out) + "\n"
+
+
+def _markdown_cell(cell: Cell) -> str:
+    if cell.status == ABSENT:
+        return ""
+    if cell.status == BLOCKED:
+        return SYMBOL[BLOCKED] + " " + " ".join(cell.codes)
+    return SYMBOL[cell.status]
+
+
+def _code_link(code: str, rule_docs: str) -> str:
+    return f"[{code}]({rule_docs.format(code=code)})"
+
+
+def render_csv(matrix: Matrix) -> str:
+    """One row per architecture, one column per release (`blocked EAG101 EAG301`)."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    labels = [r.label for r in matrix.releases]
+    writer.writerow(["family", "architecture", "role", "first_ready", "regressions", *labels])
+    for row in matrix.rows:
+        regressions = "; ".join(f"{r.ready_in}->{r.blocked_in}" for r in row.regressions)
+        writer.writerow(
+            [
+                row.family,
+                row.arch,
+                row.role,
+                row.first_ready or "",
+                regressions,
+                *(cell_text(c) for c in row.cells.values()),
+            ]
+        )
+    return buffer.getvalue()

@@ -1,0 +1,108 @@
+"""The matrix on a terminal: a table as wide as the terminal allows.
+
+With few releases each gets a column holding its verdict and codes; with more than fit, each
+row gets a timeline (one character per release, oldest first) and the codes of its newest
+release, so a 35-release matrix still reads on an 80-column terminal.
+"""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from eagle3lint.matrix.glyphs import LEGEND, STYLE, SYMBOL, cell_text, gate_text
+from eagle3lint.matrix.model import Matrix, Row
+from eagle3lint.matrix.verdicts import BLOCKED
+
+RELEASE_COLUMN = 16
+"""Width a release column needs for `blocked` and two codes."""
+
+
+def render_text(matrix: Matrix, console: Console) -> None:
+    labels = [r.label for r in matrix.releases]
+    arch_width = max((len(r.arch) for r in matrix.rows), default=10)
+    wide = arch_width + 26 + RELEASE_COLUMN * len(labels) <= console.width
+    table = _per_release(matrix) if wide else _timeline(matrix)
+    console.print(table)
+    console.print(Text(LEGEND, style="dim"))
+    console.print(_releases(matrix))
+    regressions = [(row, r) for row in matrix.rows for r in row.regressions]
+    if regressions:
+        console.print(Text(f"⚠ {len(regressions)} regression(s):", style="bold red"))
+        for row, r in regressions:
+            codes = " ".join(r.codes)
+            console.print(
+                Text(f"  {row.arch}: ready in {r.ready_in}, blocked in {r.blocked_in} by {codes}")
+            )
+
+
+def _per_release(matrix: Matrix) -> Table:
+    table = Table(title="EAGLE-3 readiness by vLLM release", title_justify="left")
+    table.add_column("family", style="cyan", no_wrap=True)
+    table.add_column("architecture", no_wrap=True)
+    table.add_column("role", style="dim")
+    for release in matrix.releases:
+        table.add_column(release.label, min_width=7)
+    table.add_column("first ready")
+    for row, family in _grouped(matrix):
+        cells = [Text(cell_text(c), style=STYLE[c.status]) for c in row.cells.values()]
+        table.add_row(
+            family,
+            Text(row.arch, style="bold red" if row.regressions else ""),
+            row.role,
+            *cells,
+            row.first_ready or "never",
+        )
+    return table
+
+
+def _timeline(matrix: Matrix) -> Table:
+    first, newest = matrix.releases[0].label, matrix.releases[-1].label
+    table = Table(
+        title=f"EAGLE-3 readiness, {len(matrix.releases)} vLLM releases {first} … {newest} "
+        "(timeline: one character per release, oldest first)",
+        title_justify="left",
+    )
+    table.add_column("family", style="cyan", no_wrap=True)
+    table.add_column("architecture", no_wrap=True)
+    table.add_column("timeline", no_wrap=True)
+    table.add_column("first ready", no_wrap=True)
+    table.add_column(f"now ({newest})" if newest else "now")
+    for row, family in _grouped(matrix):
+        timeline = Text()
+        for cell in row.cells.values():
+            timeline.append(SYMBOL[cell.status], style=STYLE[cell.status])
+        now = row.current()
+        notes = Text(cell_text(now) if now.status != BLOCKED else " ".join(now.codes))
+        notes.stylize(STYLE[now.status])
+        if row.regressions:
+            notes.append(f"  ⚠ regressed in {row.regressions[-1].blocked_in}", style="bold red")
+        if row.variant_releases:
+            notes.append("  platform variants differ", style="yellow")
+        table.add_row(family, row.arch, timeline, row.first_ready or "never", notes)
+    return table
+
+
+def _grouped(matrix: Matrix) -> list[tuple[Row, str]]:
+    """Rows (sorted by family) with their family's name on the first row of each family."""
+    rows = matrix.rows
+    return [
+        (row, row.family if i == 0 or rows[i - 1].family != row.family else "")
+        for i, row in enumerate(rows)
+    ]
+
+
+def _releases(matrix: Matrix) -> Table:
+    table = Table(title="Per release", title_justify="left")
+    for name in ("release", "contract", "targets ready", "model_type gate", "PP aux relay"):
+        table.add_column(name)
+    for release in matrix.releases:
+        table.add_row(
+            release.label,
+            release.era,
+            f"{release.ready} / {release.targets}",
+            gate_text(release, limit=4),
+            "yes" if release.pp_aux_relay else "no",
+        )
+    return table

@@ -1,0 +1,160 @@
+"""Check every release of a matrix, several at once, with a progress line per release.
+
+Each release is checked by the caller's `check` function, the one behind `check --format json`
+(same engine, same whole-run cache), so a matrix cell is what `check` says. The first release
+runs alone with every parser process, filling the per-file summary cache with the files most
+releases share; the rest then run side by side, one process each, and mostly parse only the
+files they changed.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import queue
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future, ProcessPoolExecutor, as_completed
+from contextlib import contextmanager
+from dataclasses import replace
+from typing import Any
+
+from eagle3lint.engine import CheckOptions, discover_for
+from eagle3lint.index.cache import SummaryCache, default_cache_dir
+from eagle3lint.index.project import ProjectIndex
+from eagle3lint.matrix.releases import Column
+from eagle3lint.matrix.status import ReleaseProgress
+from eagle3lint.sources.discovery import UsageError
+from eagle3lint.sources.download import COMPLETE, fetch_release, release_dir
+from eagle3lint.targets import registered_architectures
+
+Report = dict[str, Any]
+CheckJson = Callable[[CheckOptions], Report]
+"""Options → the report `check --format json` prints for them."""
+Event = tuple[int, str, int]
+"""(column number, state, files analysed so far)."""
+FILE_EVENT_EVERY = 20
+
+_events: Any = None
+"""Where a worker sends its events: the parent's queue in a pool, a callback in-process."""
+
+
+def check_releases(
+    columns: Sequence[Column],
+    options: CheckOptions,
+    check: CheckJson,
+    show_progress: bool,
+) -> list[Report | None]:
+    """The report of each column, in the same order (None: no `--arch` is registered there)."""
+    jobs = max(1, options.jobs or multiprocessing.cpu_count())
+    with ReleaseProgress([c.spec for c in columns], show_progress) as progress:
+        reports: list[Report | None] = [None] * len(columns)
+        global _events
+        _events = progress.event
+        try:
+            first = _check_column(0, columns[0], options, check)
+            reports[0] = first
+            progress.done(0, first)
+        finally:
+            _events = None
+        rest = list(enumerate(columns))[1:]
+        if jobs == 1 or len(rest) <= 1:
+            _events = progress.event
+            try:
+                for number, column in rest:
+                    reports[number] = _check_column(number, column, options, check)
+                    progress.done(number, reports[number])
+            finally:
+                _events = None
+            return reports
+        with _pool(min(jobs, len(rest)), progress) as pool:
+            single = replace(options, jobs=1)
+            futures: dict[Future[Report | None], int] = {
+                pool.submit(_check_column, number, column, single, check): number
+                for number, column in rest
+            }
+            try:
+                for future in as_completed(futures):
+                    number = futures[future]
+                    reports[number] = future.result()
+                    progress.done(number, reports[number])
+            except BaseException:
+                pool.shutdown(wait=False, cancel_futures=True)
+                raise
+    return reports
+
+
+@contextmanager
+def _pool(workers: int, progress: ReleaseProgress) -> Iterator[ProcessPoolExecutor]:
+    """A process pool whose workers report progress to a thread that draws it."""
+    events: multiprocessing.Queue[Event | None] = multiprocessing.Queue()
+    drawer = threading.Thread(target=_draw, args=(events, progress), daemon=True)
+    drawer.start()
+    try:
+        with ProcessPoolExecutor(workers, initializer=_set_queue, initargs=(events,)) as pool:
+            yield pool
+    finally:
+        events.put(None)
+        drawer.join(timeout=5)
+
+
+def _draw(events: multiprocessing.Queue[Event | None], progress: ReleaseProgress) -> None:
+    while True:
+        try:
+            event = events.get(timeout=1)
+        except queue.Empty:
+            continue
+        if event is None:
+            return
+        progress.event(event)
+
+
+def _set_queue(events: multiprocessing.Queue[Event]) -> None:
+    global _events
+    _events = events.put
+
+
+def _emit(number: int, state: str, files: int = 0) -> None:
+    if _events is not None:
+        _events((number, state, files))
+
+
+def _check_column(
+    number: int, column: Column, options: CheckOptions, check: CheckJson
+) -> Report | None:
+    """One release's report; the `--arch` names it does not register are left out."""
+    if column.version is not None:
+        if not (release_dir(column.version) / COMPLETE).is_file():
+            _emit(number, "downloading")
+        fetch_release(column.version)
+    counted = 0
+
+    def on_file() -> None:
+        nonlocal counted
+        counted += 1
+        if counted % FILE_EVENT_EVERY == 0:
+            _emit(number, "analysing", counted)
+
+    _emit(number, "analysing")
+    release = replace(
+        options,
+        paths=[column.path] if column.path is not None else [],
+        vllm_version=column.version,
+        progress=False,
+        on_file=on_file,
+    )
+    if options.archs:
+        registered = _registered(release)
+        release.archs = [a for a in options.archs if a in registered]
+        if not release.archs:
+            return None
+    return check(release)
+
+
+def _registered(options: CheckOptions) -> set[str]:
+    """The architectures the release's registry names."""
+    workspace = discover_for(options)
+    if workspace.import_root is None:
+        raise UsageError(f"{options.paths[0]} is not a vLLM tree")
+    cache = SummaryCache(default_cache_dir()) if options.use_cache else None
+    index = ProjectIndex([workspace.import_root], cache=cache, jobs=1)
+    return {entry.arch for entry in registered_architectures(index)}

@@ -1,0 +1,70 @@
+"""The terminal's view of a running matrix: one line per release, drawn on stderr."""
+
+from __future__ import annotations
+
+import os
+import time
+from types import TracebackType
+from typing import Any
+
+from rich.console import Console
+from rich.progress import Progress, SpinnerColumn, TaskID, TextColumn
+
+
+class ReleaseProgress:
+    """A line per release (waiting, downloading, analysing N files, done with its counts);
+    removed when the block ends. Does nothing when disabled (not a terminal)."""
+
+    def __init__(self, specs: list[str], enabled: bool) -> None:
+        self.enabled = enabled
+        self._started: dict[int, float] = {}
+        self._progress: Progress | None = None
+        self._tasks: list[TaskID] = []
+        if enabled:
+            console = Console(stderr=True, no_color=bool(os.environ.get("NO_COLOR")))
+            self._progress = Progress(
+                SpinnerColumn(finished_text="[green]✓[/]"),
+                TextColumn("[bold]{task.description:>10}[/]"),
+                TextColumn("{task.fields[state]}"),
+                console=console,
+                transient=True,
+            )
+            self._tasks = [
+                self._progress.add_task(spec, total=1, state="[dim]waiting[/]") for spec in specs
+            ]
+
+    def event(self, event: tuple[int, str, int]) -> None:
+        """A worker's news: (release number, state, files analysed so far)."""
+        number, state, files = event
+        if self._progress is None:
+            return
+        self._started.setdefault(number, time.monotonic())
+        text = f"analysing {files} files" if files else state
+        self._progress.update(self._tasks[number], state=text)
+
+    def done(self, number: int, report: dict[str, Any] | None) -> None:
+        if self._progress is None:
+            return
+        seconds = time.monotonic() - self._started.get(number, time.monotonic())
+        if report is None:
+            state = "[dim]none of the --arch names registered[/]"
+        else:
+            summary = report.get("summary", {})
+            state = f"{summary.get('ready', 0)} ready of {summary.get('targets', 0)}"
+        self._progress.update(
+            self._tasks[number], completed=1, state=f"{state} [dim]{seconds:.1f}s[/]"
+        )
+
+    def __enter__(self) -> ReleaseProgress:
+        if self._progress is not None:
+            self._progress.start()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        if self._progress is not None:
+            self._progress.stop()
