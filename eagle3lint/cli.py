@@ -9,7 +9,6 @@ from __future__ import annotations
 import io
 import json
 import os
-import shlex
 import shutil
 import sys
 import traceback
@@ -329,13 +328,19 @@ def matrix(
 ) -> None:
     """EAGLE-3 readiness of every architecture across vLLM releases (columns) as a table."""
     with _guard(debug):
-        from eagle3lint.matrix.command import build, columns_of, render, write_output
+        from eagle3lint.matrix.command import (
+            build,
+            columns_of,
+            command_line,
+            render,
+            write_output,
+        )
 
         options = _options(
             None, None, arch, hf_config, model_type, None, None, jobs, no_cache, progress=False
         )
         columns = columns_of(list(paths or []), list(vllm or []))
-        command = "eagle3lint " + shlex.join(sys.argv[1:])
+        command = command_line(paths, vllm, options, output_format, output)
         table = build(columns, options, check_json, sys.stderr.isatty(), command)
         # A file or a pipe gets the table as wide as it needs (up to 200 columns), uncoloured.
         console = lambda: _text_console(tty=False if output else None, piped_width=200)  # noqa: E731

@@ -175,6 +175,7 @@ def run_check(
                 findings=findings,
                 variant=target.variant,
                 registered=target.registered,
+                pp_aux_relay=target.pp_aux_relay,
             )
         )
     errors += index.errors

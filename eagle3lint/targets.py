@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 from eagle3lint.contract.model import Contract
+from eagle3lint.contract.reader import PP_RELAY_FLAG
 from eagle3lint.index.model import DictLiteral, InitAssign, MethodSummary
 from eagle3lint.index.project import ClassRef, ExternalRef, ProjectIndex
 
@@ -200,6 +201,18 @@ class Target:
     def decoder_owner(self) -> Target:
         """The model whose `self.model` is the decoder: the language model of a wrapper."""
         return self.language_model or self
+
+    @cached_property
+    def pp_aux_relay(self) -> bool | None:
+        """The decoder declares it relays aux hidden states across pipeline-parallel ranks, as
+        the runner requires for EAGLE-3 with PP > 1; None where the release has no relay."""
+        if not self.contract.mixin_pp_relay:
+            return None
+        inner = self.decoder_owner.inner_model
+        for entry in self.index.mro(inner) if inner is not None else ():
+            if isinstance(entry, ClassRef) and PP_RELAY_FLAG in entry.cls.attrs:
+                return entry.cls.attrs[PP_RELAY_FLAG].value == "True"
+        return False
 
 
 def resolve_callee(target: Target, owner: ClassRef, callee: str) -> ClassRef | None:

@@ -28,6 +28,10 @@ from eagle3lint.index.cache import content_key
 from eagle3lint.index.project import ClassRef, ProjectIndex
 from eagle3lint.sources.files import UnreadableSource, read_source, read_source_bytes
 
+PP_RELAY_FLAG = "supports_aux_hidden_states_over_pp"
+"""The decoder attribute that lets vLLM relay its aux hidden states across pipeline-parallel
+ranks (declared by `EagleModelMixin` from 0.30, set to True by each decoder that does it)."""
+
 INTERFACES = "vllm.model_executor.models.interfaces"
 RUNNER_FILES = (
     "v1/worker/gpu_model_runner.py",
@@ -135,7 +139,7 @@ def _read_protocol(index: ProjectIndex, contract: Contract) -> Contract:
         getter=getters[0] if getters else contract.getter,
         getter_source=f"{index.display_path(protocol.file)}:{protocol.cls.line}",
         mixin=mixin.qualname if mixin else None,
-        mixin_pp_relay=bool(mixin and "supports_aux_hidden_states_over_pp" in mixin.cls.attrs),
+        mixin_pp_relay=bool(mixin and PP_RELAY_FLAG in mixin.cls.attrs),
         multimodal_protocol=multimodal.qualname if multimodal else None,
     )
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime
 import os
+import shlex
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -38,6 +39,27 @@ def columns_of(paths: list[Path], specs: list[str]) -> list[Column]:
             "--vllm latest (repeatable)"
         )
     return columns
+
+
+def command_line(
+    paths: list[Path] | None,
+    specs: list[str] | None,
+    options: CheckOptions,
+    output_format: MatrixFormat,
+    output: Path | None,
+) -> str:
+    """The command that makes this matrix, as its outputs quote it."""
+    words = ["eagle3lint", "matrix", *map(str, paths or [])]
+    words += [f"--vllm={spec}" for spec in specs or []]
+    words += [f"--arch={arch}" for arch in options.archs]
+    if options.hf_config is not None:
+        words.append(f"--hf-config={options.hf_config}")
+    if options.model_type is not None:
+        words.append(f"--model-type={options.model_type}")
+    words.append(f"--format={output_format}")
+    if output is not None:
+        words += ["-o", str(output)]
+    return shlex.join(words)
 
 
 def build(

@@ -27,3 +27,8 @@ def gate_text(release: Release, limit: int | None = None) -> str:
     shown = release.gate if limit is None else release.gate[:limit]
     more = len(release.gate) - len(shown)
     return ", ".join(shown) + (f" (+{more})" if more else "")
+
+
+def relay_text(relay: bool | None) -> str:
+    """PP aux relay of a row: `yes`, `no`, or nothing where the release has no relay."""
+    return "" if relay is None else "yes" if relay else "no"

@@ -79,9 +79,14 @@ class Cell:
     """Those findings: code, severity, message, hint and `path:line` inside the release."""
     variants: list[str] = field(default_factory=list)
     """Why platform variants disagree with the CUDA class (EAG104 messages)."""
+    pp_aux_relay: bool | None = None
+    """The decoder relays aux hidden states across pipeline-parallel ranks (None: the release
+    has no relay, or the report does not say)."""
 
     def to_json(self) -> dict[str, object]:
         data: dict[str, object] = {"status": self.status, "codes": self.codes}
+        if self.pp_aux_relay is not None:
+            data["pp_aux_relay"] = self.pp_aux_relay
         if self.findings:
             data["findings"] = self.findings
         if self.variants:
@@ -115,6 +120,11 @@ class Row:
         """Releases in which a platform variant disagrees with CUDA."""
         return [label for label, cell in self.cells.items() if cell.variants]
 
+    @property
+    def pp_aux_relay(self) -> bool | None:
+        """Whether the newest release that registers it relays its aux states under PP."""
+        return self.current().pp_aux_relay
+
     def current(self) -> Cell:
         """The cell of the newest release that registers this architecture."""
         present = [c for c in self.cells.values() if c.status != ABSENT]
@@ -128,6 +138,7 @@ class Row:
             "first_ready": self.first_ready,
             "regressions": [r.to_json() for r in self.regressions],
             "platform_variants_disagree": self.variant_releases,
+            "pp_aux_relay": self.pp_aux_relay,
             "cells": {label: cell.to_json() for label, cell in self.cells.items()},
         }
 
@@ -237,6 +248,7 @@ def _cell(target: dict[str, Any], report: Report) -> Cell:
         codes=list(dict.fromkeys(str(f["code"]) for f in findings)),
         findings=findings,
         variants=[str(f.get("message", "")) for f in variant_findings(target)],
+        pp_aux_relay=target.get("pp_aux_relay"),
     )
 
 

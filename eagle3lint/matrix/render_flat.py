@@ -5,7 +5,7 @@ from __future__ import annotations
 import csv
 import io
 
-from eagle3lint.matrix.glyphs import LEGEND, SYMBOL, cell_text, gate_text
+from eagle3lint.matrix.glyphs import LEGEND, SYMBOL, cell_text, gate_text, relay_text
 from eagle3lint.matrix.model import Cell, Matrix
 from eagle3lint.matrix.verdicts import ABSENT, BLOCKED
 
@@ -43,15 +43,16 @@ def render_markdown(matrix: Matrix, rule_docs: str = RULE_DOCS) -> str:
             for row, r in regressions
         ]
     out += ["", "## Architectures", ""]
-    out.append("| family | architecture | role | first ready | " + " | ".join(labels) + " |")
-    out.append("|---" * (4 + len(labels)) + "|")
+    out.append(
+        "| family | architecture | role | first ready | PP relay | " + " | ".join(labels) + " |"
+    )
+    out.append("|---" * (5 + len(labels)) + "|")
     for row in matrix.rows:
         arch = f"**{row.arch}** ⚠" if row.regressions else row.arch
         cells = [_markdown_cell(c) for c in row.cells.values()]
         out.append(
-            f"| {row.family} | {arch} | {row.role} | {row.first_ready or '—'} | "
-            + " | ".join(cells)
-            + " |"
+            f"| {row.family} | {arch} | {row.role} | {row.first_ready or '—'} "
+            f"| {relay_text(row.pp_aux_relay)} | " + " | ".join(cells) + " |"
         )
     variants = [row for row in matrix.rows if row.variant_releases]
     if variants:
@@ -80,7 +81,8 @@ def render_csv(matrix: Matrix) -> str:
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     labels = [r.label for r in matrix.releases]
-    writer.writerow(["family", "architecture", "role", "first_ready", "regressions", *labels])
+    head = ["family", "architecture", "role", "first_ready", "regressions", "pp_aux_relay"]
+    writer.writerow([*head, *labels])
     for row in matrix.rows:
         regressions = "; ".join(f"{r.ready_in}->{r.blocked_in}" for r in row.regressions)
         writer.writerow(
@@ -90,6 +92,7 @@ def render_csv(matrix: Matrix) -> str:
                 row.role,
                 row.first_ready or "",
                 regressions,
+                relay_text(row.pp_aux_relay),
                 *(cell_text(c) for c in row.cells.values()),
             ]
         )

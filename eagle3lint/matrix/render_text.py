@@ -11,7 +11,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from eagle3lint.matrix.glyphs import LEGEND, STYLE, SYMBOL, cell_text, gate_text
+from eagle3lint.matrix.glyphs import LEGEND, STYLE, SYMBOL, cell_text, gate_text, relay_text
 from eagle3lint.matrix.model import Matrix, Row
 from eagle3lint.matrix.verdicts import BLOCKED
 
@@ -22,7 +22,7 @@ RELEASE_COLUMN = 16
 def render_text(matrix: Matrix, console: Console) -> None:
     labels = [r.label for r in matrix.releases]
     arch_width = max((len(r.arch) for r in matrix.rows), default=10)
-    wide = arch_width + 26 + RELEASE_COLUMN * len(labels) <= console.width
+    wide = arch_width + 36 + RELEASE_COLUMN * len(labels) <= console.width
     table = _per_release(matrix) if wide else _timeline(matrix)
     console.print(table)
     console.print(Text(LEGEND, style="dim"))
@@ -45,6 +45,7 @@ def _per_release(matrix: Matrix) -> Table:
     for release in matrix.releases:
         table.add_column(release.label, min_width=7)
     table.add_column("first ready")
+    table.add_column("PP relay")
     for row, family in _grouped(matrix):
         cells = [Text(cell_text(c), style=STYLE[c.status]) for c in row.cells.values()]
         table.add_row(
@@ -53,6 +54,7 @@ def _per_release(matrix: Matrix) -> Table:
             row.role,
             *cells,
             row.first_ready or "never",
+            relay_text(row.pp_aux_relay),
         )
     return table
 
@@ -68,6 +70,7 @@ def _timeline(matrix: Matrix) -> Table:
     table.add_column("architecture", no_wrap=True)
     table.add_column("timeline", no_wrap=True)
     table.add_column("first ready", no_wrap=True)
+    table.add_column("PP relay", no_wrap=True)
     table.add_column(f"now ({newest})" if newest else "now")
     for row, family in _grouped(matrix):
         timeline = Text()
@@ -80,7 +83,8 @@ def _timeline(matrix: Matrix) -> Table:
             notes.append(f"  ⚠ regressed in {row.regressions[-1].blocked_in}", style="bold red")
         if row.variant_releases:
             notes.append("  platform variants differ", style="yellow")
-        table.add_row(family, row.arch, timeline, row.first_ready or "never", notes)
+        relay = relay_text(row.pp_aux_relay)
+        table.add_row(family, row.arch, timeline, row.first_ready or "never", relay, notes)
     return table
 
 

@@ -18,17 +18,19 @@ from contextlib import contextmanager
 from dataclasses import replace
 from typing import Any
 
+from eagle3lint.contract.reader import read_contract
 from eagle3lint.engine import CheckOptions, discover_for
 from eagle3lint.index.cache import SummaryCache, default_cache_dir
 from eagle3lint.index.project import ProjectIndex
 from eagle3lint.matrix.releases import Column
 from eagle3lint.matrix.status import ReleaseProgress
+from eagle3lint.report.model import Report
 from eagle3lint.sources.discovery import UsageError
 from eagle3lint.sources.download import COMPLETE, fetch_release, release_dir
 from eagle3lint.targets import registered_architectures
 
-Report = dict[str, Any]
-CheckJson = Callable[[CheckOptions], Report]
+JsonReport = dict[str, Any]
+CheckJson = Callable[[CheckOptions], JsonReport]
 """Options → the report `check --format json` prints for them."""
 Event = tuple[int, str, int]
 """(column number, state, files analysed so far)."""
@@ -43,11 +45,11 @@ def check_releases(
     options: CheckOptions,
     check: CheckJson,
     show_progress: bool,
-) -> list[Report | None]:
-    """The report of each column, in the same order (None: no `--arch` is registered there)."""
+) -> list[JsonReport]:
+    """The report of each column, in the same order."""
     jobs = max(1, options.jobs or multiprocessing.cpu_count())
     with ReleaseProgress([c.spec for c in columns], show_progress) as progress:
-        reports: list[Report | None] = [None] * len(columns)
+        reports: list[JsonReport] = [{} for _ in columns]
         global _events
         _events = progress.event
         try:
@@ -68,7 +70,7 @@ def check_releases(
             return reports
         with _pool(min(jobs, len(rest)), progress) as pool:
             single = replace(options, jobs=1)
-            futures: dict[Future[Report | None], int] = {
+            futures: dict[Future[JsonReport], int] = {
                 pool.submit(_check_column, number, column, single, check): number
                 for number, column in rest
             }
@@ -120,8 +122,9 @@ def _emit(number: int, state: str, files: int = 0) -> None:
 
 def _check_column(
     number: int, column: Column, options: CheckOptions, check: CheckJson
-) -> Report | None:
-    """One release's report; the `--arch` names it does not register are left out."""
+) -> JsonReport:
+    """One release's report; the `--arch` names it does not register are left out (a release
+    registering none of them gets a report with its contract and no targets)."""
     if column.version is not None:
         if not (release_dir(column.version) / COMPLETE).is_file():
             _emit(number, "downloading")
@@ -143,18 +146,15 @@ def _check_column(
         on_file=on_file,
     )
     if options.archs:
-        registered = _registered(release)
+        workspace = discover_for(release)
+        if workspace.vllm_dir is None:
+            raise UsageError(f"{column.spec} is not a vLLM tree")
+        cache = SummaryCache(default_cache_dir()) if options.use_cache else None
+        index = ProjectIndex([workspace.vllm_dir.parent], cache=cache, jobs=1)
+        registered = {entry.arch for entry in registered_architectures(index)}
         release.archs = [a for a in options.archs if a in registered]
         if not release.archs:
-            return None
+            # `check --arch` would refuse the names; the release still has a contract to show.
+            contract = read_contract(index, workspace.vllm_dir, workspace.contract_source)
+            return Report(contract=contract).to_json()
     return check(release)
-
-
-def _registered(options: CheckOptions) -> set[str]:
-    """The architectures the release's registry names."""
-    workspace = discover_for(options)
-    if workspace.import_root is None:
-        raise UsageError(f"{options.paths[0]} is not a vLLM tree")
-    cache = SummaryCache(default_cache_dir()) if options.use_cache else None
-    index = ProjectIndex([workspace.import_root], cache=cache, jobs=1)
-    return {entry.arch for entry in registered_architectures(index)}

@@ -42,15 +42,12 @@ class ReleaseProgress:
         text = f"analysing {files} files" if files else state
         self._progress.update(self._tasks[number], state=text)
 
-    def done(self, number: int, report: dict[str, Any] | None) -> None:
+    def done(self, number: int, report: dict[str, Any]) -> None:
         if self._progress is None:
             return
         seconds = time.monotonic() - self._started.get(number, time.monotonic())
-        if report is None:
-            state = "[dim]none of the --arch names registered[/]"
-        else:
-            summary = report.get("summary", {})
-            state = f"{summary.get('ready', 0)} ready of {summary.get('targets', 0)}"
+        summary = report.get("summary", {})
+        state = f"{summary.get('ready', 0)} ready of {summary.get('targets', 0)}"
         self._progress.update(
             self._tasks[number], completed=1, state=f"{state} [dim]{seconds:.1f}s[/]"
         )

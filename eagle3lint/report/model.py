@@ -19,6 +19,9 @@ class TargetResult:
     findings: list[Finding] = field(default_factory=list)
     variant: str | None = None
     registered: bool = True
+    pp_aux_relay: bool | None = None
+    """The decoder relays aux hidden states across pipeline-parallel ranks (None: the release
+    has no such relay)."""
 
     @property
     def eagle3_ready(self) -> bool:
@@ -34,6 +37,7 @@ class TargetResult:
             "registered": self.registered,
             "implements_eagle3": self.implements_eagle3,
             "eagle3_ready": self.eagle3_ready,
+            "pp_aux_relay": self.pp_aux_relay,
             "findings": [f.to_json() for f in self.findings],
         }
 

@@ -1,0 +1,110 @@
+"""The matrix's HTML page in a real browser: headless Chromium over the DevTools protocol.
+
+The page is generated for the era fixtures (four small release trees); the test loads it from
+disk with networking off, and checks what a reader does with it: the table renders, the search
+box hides rows that do not match, a blocked cell shows its findings with links to the rule
+pages. Screenshots are left in the test's tmp folder.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from cdp import Browser
+from typer.testing import CliRunner
+
+from eagle3lint import cli
+
+ERAS = Path(__file__).resolve().parent.parent / "fixtures" / "eras"
+TREES = [ERAS / name for name in ("e2_stub", "e3_mixin", "e4_nogate", "e5_platforms")]
+ROWS = "#body tr[data-row]"
+VISIBLE_ROWS = "#body tr[data-row]:not(.hidden)"
+
+
+@pytest.fixture(scope="module")
+def page(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Browser, Path]]:
+    folder = tmp_path_factory.mktemp("matrix-html")
+    html = folder / "matrix.html"
+    result = CliRunner().invoke(
+        cli.app, ["matrix", *map(str, TREES), "--format", "html", "-o", str(html), "--jobs", "1"]
+    )
+    assert result.exit_code == 0, result.output
+    browser = Browser(folder / "profile")
+    try:
+        browser.open(html)
+        browser.wait_for(f"document.querySelectorAll({ROWS!r}).length > 0")
+        yield browser, folder
+    finally:
+        browser.close()
+
+
+def count(browser: Browser, selector: str) -> int:
+    return int(browser.evaluate(f"document.querySelectorAll({selector!r}).length"))
+
+
+def test_table_renders_every_arch_and_release(page: tuple[Browser, Path]) -> None:
+    browser, folder = page
+    browser.screenshot(folder / "matrix.png")
+    assert count(browser, ROWS) == 20
+    heads = browser.evaluate(
+        "[...document.querySelectorAll('#head th.release')].map(e => e.textContent)"
+    )
+    assert heads == ["0.16.0", "0.18.0", "0.22.0", "0.33.0"]
+    assert browser.evaluate("document.querySelector('#summary th.release').textContent") == "5/15"
+    assert count(browser, "td.s-ready") > 0 and count(browser, "td.s-blocked") > 0
+    assert count(browser, ".chart svg rect.ready") == 4
+    assert "20 of 20" in browser.evaluate("document.getElementById('count').textContent")
+
+
+def test_search_hides_rows_that_do_not_match(page: tuple[Browser, Path]) -> None:
+    browser, folder = page
+    browser.type_into("#search", "nomixin")
+    browser.wait_for(f"document.querySelectorAll({VISIBLE_ROWS!r}).length === 2")
+    names = "r => r.cells[0].firstChild.textContent"
+    shown = browser.evaluate(f"[...document.querySelectorAll({VISIBLE_ROWS!r})].map({names})")
+    assert sorted(shown) == ["NoMixinForCausalLM", "NoMixinVLForConditionalGeneration"]
+    # Family headings of hidden rows go too; a code is searchable as well.
+    assert count(browser, "#body tr.family:not(.hidden)") == 2
+    browser.screenshot(folder / "search.png")
+    browser.evaluate(
+        "(() => { const s = document.getElementById('search'); s.value = 'EAG303';"
+        " s.dispatchEvent(new Event('input')); })()"
+    )
+    assert count(browser, VISIBLE_ROWS) == 1
+    browser.evaluate(
+        "(() => { const s = document.getElementById('search'); s.value = '';"
+        " s.dispatchEvent(new Event('input')); })()"
+    )
+    assert count(browser, VISIBLE_ROWS) == 20
+
+
+def test_status_filter_in_a_release(page: tuple[Browser, Path]) -> None:
+    browser, _ = page
+    browser.evaluate(
+        "(() => { const set = (id, v) => { const e = document.getElementById(id); e.value = v;"
+        " e.dispatchEvent(new Event('input')); }; set('status', 'ready'); set('in', '0'); })()"
+    )
+    assert count(browser, VISIBLE_ROWS) == 5  # ready on 0.16.0
+    browser.evaluate(
+        "(() => { const e = document.getElementById('status'); e.value = '';"
+        " e.dispatchEvent(new Event('input')); })()"
+    )
+    assert count(browser, VISIBLE_ROWS) == 20
+
+
+def test_a_blocked_cell_reveals_its_findings(page: tuple[Browser, Path]) -> None:
+    browser, folder = page
+    selector = "tr[data-row] td.s-blocked[title*='EAG303']"
+    browser.click(selector)
+    browser.wait_for("getComputedStyle(document.getElementById('popover')).display === 'block'")
+    text = browser.evaluate("document.getElementById('popover').innerText")
+    assert "NoReturnForCausalLM" in text and "EAG303" in text
+    links = browser.evaluate(
+        "[...document.querySelectorAll('#popover a')].map(a => a.getAttribute('href'))"
+    )
+    assert links and all(link.endswith("docs/rules/EAG303.md") for link in links)
+    browser.screenshot(folder / "blocked-cell.png")
+    browser.send("Input.dispatchKeyEvent", session=True, type="keyDown", key="Escape")
+    browser.wait_for("getComputedStyle(document.getElementById('popover')).display === 'none'")
