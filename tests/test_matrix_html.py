@@ -44,6 +44,14 @@ def count(browser: Browser, selector: str) -> int:
     return int(browser.evaluate(f"document.querySelectorAll({selector!r}).length"))
 
 
+def set_control(browser: Browser, control: str, value: str) -> None:
+    """Set a search box or select as a reader would, firing its input event."""
+    browser.evaluate(
+        f"(() => {{ const e = document.getElementById({control!r}); e.value = {value!r};"
+        " e.dispatchEvent(new Event('input')); })()"
+    )
+
+
 def test_table_renders_every_arch_and_release(page: tuple[Browser, Path]) -> None:
     browser, folder = page
     browser.screenshot(folder / "matrix.png")
@@ -68,29 +76,23 @@ def test_search_hides_rows_that_do_not_match(page: tuple[Browser, Path]) -> None
     # Family headings of hidden rows go too; a code is searchable as well.
     assert count(browser, "#body tr.family:not(.hidden)") == 2
     browser.screenshot(folder / "search.png")
-    browser.evaluate(
-        "(() => { const s = document.getElementById('search'); s.value = 'EAG303';"
-        " s.dispatchEvent(new Event('input')); })()"
-    )
+    set_control(browser, "search", "EAG303")
     assert count(browser, VISIBLE_ROWS) == 1
-    browser.evaluate(
-        "(() => { const s = document.getElementById('search'); s.value = '';"
-        " s.dispatchEvent(new Event('input')); })()"
-    )
+    set_control(browser, "search", "")
     assert count(browser, VISIBLE_ROWS) == 20
 
 
-def test_status_filter_in_a_release(page: tuple[Browser, Path]) -> None:
+def test_status_role_and_family_filters(page: tuple[Browser, Path]) -> None:
     browser, _ = page
-    browser.evaluate(
-        "(() => { const set = (id, v) => { const e = document.getElementById(id); e.value = v;"
-        " e.dispatchEvent(new Event('input')); }; set('status', 'ready'); set('in', '0'); })()"
-    )
+    set_control(browser, "status", "ready")
+    set_control(browser, "in", "0")
     assert count(browser, VISIBLE_ROWS) == 5  # ready on 0.16.0
-    browser.evaluate(
-        "(() => { const e = document.getElementById('status'); e.value = '';"
-        " e.dispatchEvent(new Event('input')); })()"
-    )
+    set_control(browser, "role", "target")
+    assert count(browser, VISIBLE_ROWS) == 5
+    set_control(browser, "status", "")
+    set_control(browser, "family", "half_impl")
+    assert count(browser, VISIBLE_ROWS) == 1
+    set_control(browser, "family", "")
     assert count(browser, VISIBLE_ROWS) == 20
 
 

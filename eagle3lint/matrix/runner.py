@@ -48,7 +48,7 @@ def check_releases(
 ) -> list[JsonReport]:
     """The report of each column, in the same order."""
     jobs = max(1, options.jobs or multiprocessing.cpu_count())
-    with ReleaseProgress([c.spec for c in columns], show_progress) as progress:
+    with ReleaseProgress([c.spec for c in columns], show_progress).shown() as progress:
         reports: list[JsonReport] = [{} for _ in columns]
         global _events
         _events = progress.event

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import os
 import time
-from types import TracebackType
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from rich.console import Console
@@ -52,16 +53,11 @@ class ReleaseProgress:
             self._tasks[number], completed=1, state=f"{state} [dim]{seconds:.1f}s[/]"
         )
 
-    def __enter__(self) -> ReleaseProgress:
-        if self._progress is not None:
-            self._progress.start()
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        if self._progress is not None:
-            self._progress.stop()
+    @contextmanager
+    def shown(self) -> Iterator[ReleaseProgress]:
+        """The lines on screen while the block runs, gone after it."""
+        if self._progress is None:
+            yield self
+            return
+        with self._progress:
+            yield self
