@@ -66,6 +66,7 @@ def assert_cells_equal_check(matrix: dict[str, Any], checks: dict[str, dict[str,
 def test_specs_expand_versions_ranges_and_latest_in_order_without_repeats() -> None:
     specs = ["0.13.0", "0.11.1..0.13.0", "latest", "0.15.0"]
     assert expand_specs(specs, INDEX) == ["0.13.0", "0.11.1", "0.12.0", "0.15.0"]
+    assert expand_specs(["0.14.0..latest"], INDEX) == ["0.14.0", "0.14.1", "0.15.0"]
 
 
 @pytest.mark.parametrize("spec", ["v0.16.0", "0.16.0..x", "0.14.0..0.12.0", "0.9.0..0.10.0", "new"])

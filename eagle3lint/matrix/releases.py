@@ -48,7 +48,8 @@ def sort_key(version: str | None) -> tuple[int, Version]:
 
 
 def expand_specs(specs: list[str], index: list[str] | None = None) -> list[str]:
-    """`0.16.0`, `0.12.0..0.33.0` and `latest` → versions, in order, without repeats.
+    """`0.16.0`, `0.12.0..0.33.0`, `0.12.0..latest` and `latest` → versions, in order, without
+    repeats.
 
     `index` is the package index's list (fetched on first need when None)."""
     versions: list[str] = []
@@ -60,6 +61,7 @@ def expand_specs(specs: list[str], index: list[str] | None = None) -> list[str]:
             versions.append(index[-1])  # type: ignore[index]
         elif ".." in spec:
             low, _, high = (part.strip() for part in spec.partition(".."))
+            high = index[-1] if high == LATEST else high  # type: ignore[index]
             for bound in (low, high):
                 _check_version(bound, spec)
             if Version(low) > Version(high):
