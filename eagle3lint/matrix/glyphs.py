@@ -9,7 +9,8 @@ SYMBOL = {READY: "✓", BLOCKED: "✗", NOT_A_TARGET: "○", ABSENT: "·"}
 STYLE = {READY: "green", BLOCKED: "red", NOT_A_TARGET: "dim", ABSENT: "dim"}
 LEGEND = (
     "✓ ready · ✗ blocked (by the codes shown; `eagle3lint explain CODE`) · "
-    "○ not a target (draft or pooling model) · blank: not registered in that release"
+    "○ not a target (draft or pooling model) · a dot or blank: not registered in that release · "
+    "≠ platforms: a platform variant disagrees with CUDA (EAG104)"
 )
 
 

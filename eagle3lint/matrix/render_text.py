@@ -7,6 +7,7 @@ release, so a 35-release matrix still reads on an 80-column terminal.
 
 from __future__ import annotations
 
+from rich import box
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
@@ -17,13 +18,15 @@ from eagle3lint.matrix.verdicts import BLOCKED
 
 RELEASE_COLUMN = 16
 """Width a release column needs for `blocked` and two codes."""
+NOW_WIDTH = 12
+FAMILY_WIDTH = 18
 
 
 def render_text(matrix: Matrix, console: Console) -> None:
     labels = [r.label for r in matrix.releases]
     arch_width = max((len(r.arch) for r in matrix.rows), default=10)
     wide = arch_width + 36 + RELEASE_COLUMN * len(labels) <= console.width
-    table = _per_release(matrix) if wide else _timeline(matrix)
+    table = _per_release(matrix) if wide else _timeline(matrix, console.width)
     console.print(table)
     console.print(Text(LEGEND, style="dim"))
     console.print(_releases(matrix))
@@ -59,19 +62,31 @@ def _per_release(matrix: Matrix) -> Table:
     return table
 
 
-def _timeline(matrix: Matrix) -> Table:
+def _timeline(matrix: Matrix, width: int) -> Table:
     first, newest = matrix.releases[0].label, matrix.releases[-1].label
     table = Table(
         title=f"EAGLE-3 readiness, {len(matrix.releases)} vLLM releases {first} … {newest} "
         "(timeline: one character per release, oldest first)",
         title_justify="left",
+        box=box.SIMPLE_HEAD,
+        pad_edge=False,
     )
-    table.add_column("family", style="cyan", no_wrap=True)
-    table.add_column("architecture", no_wrap=True)
-    table.add_column("timeline", no_wrap=True)
+    # The timeline is never cut; the other columns give way, the optional ones first.
+    releases = len(matrix.releases)
+    arch_width = max((len(r.arch) for r in matrix.rows), default=10)
+    room = width - (releases + 2) - (len("first ready") + 2) - (NOW_WIDTH + 2)
+    with_pp = room - 4 >= min(arch_width, 24)
+    room -= 4 if with_pp else 0
+    with_family = room - (FAMILY_WIDTH + 2) >= arch_width
+    room -= FAMILY_WIDTH + 2 if with_family else 0
+    if with_family:
+        table.add_column("family", style="cyan", no_wrap=True, max_width=FAMILY_WIDTH)
+    table.add_column("architecture", no_wrap=True, max_width=max(16, min(arch_width, room)))
+    table.add_column("timeline", no_wrap=True, min_width=releases)
     table.add_column("first ready", no_wrap=True)
-    table.add_column("PP relay", no_wrap=True)
-    table.add_column(f"now ({newest})" if newest else "now")
+    if with_pp:
+        table.add_column("PP", no_wrap=True)
+    table.add_column("now", min_width=NOW_WIDTH)
     for row, family in _grouped(matrix):
         timeline = Text()
         for cell in row.cells.values():
@@ -82,9 +97,10 @@ def _timeline(matrix: Matrix) -> Table:
         if row.regressions:
             notes.append(f"  ⚠ regressed in {row.regressions[-1].blocked_in}", style="bold red")
         if row.variant_releases:
-            notes.append("  platform variants differ", style="yellow")
-        relay = relay_text(row.pp_aux_relay)
-        table.add_row(family, row.arch, timeline, row.first_ready or "never", relay, notes)
+            notes.append("  ≠ platforms", style="yellow")
+        cells = [row.arch, timeline, row.first_ready or "never"]
+        cells += [relay_text(row.pp_aux_relay)] if with_pp else []
+        table.add_row(*([family] if with_family else []), *cells, notes)
     return table
 
 
