@@ -18,6 +18,11 @@ def render_markdown(matrix: Matrix, rule_docs: str = RULE_DOCS) -> str:
     out = ["# EAGLE-3 compatibility of vLLM's architectures", ""]
     if matrix.command:
         out += [f"Generated on {matrix.generated} by", "", "```bash", matrix.command, "```", ""]
+        out += [
+            "The same matrix as one HTML page (search, filters, the findings of each blocked "
+            "cell): the same command with `--format html -o eagle3-matrix.html`.",
+            "",
+        ]
     out += [
         "Each cell is what `eagle3lint check --vllm <release> --format json` says about the "
         "architecture on that release: the same engine and the same report.",
