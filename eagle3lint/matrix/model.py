@@ -6,6 +6,7 @@ cell says exactly what `check` says for that architecture on that release.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
@@ -253,9 +254,11 @@ def _cell(target: dict[str, Any], report: Report) -> Cell:
 
 
 def _inside(path: str, root: str) -> str:
-    """A path relative to the release's `vllm/` folder when it is inside it."""
-    if root and path.startswith(root.rstrip("/") + "/"):
-        return "vllm/" + path[len(root.rstrip("/")) + 1 :]
+    """A path relative to the release's `vllm/` folder when it is inside it (or inside the
+    folder a symlinked root leads to)."""
+    for folder in dict.fromkeys([root, os.path.realpath(root)] if root else []):
+        if path.startswith(folder.rstrip("/") + "/"):
+            return "vllm/" + path[len(folder.rstrip("/")) + 1 :]
     return path
 
 

@@ -13,6 +13,8 @@
     return node;
   };
   const releases = DATA.releases;
+  // Rows hold indices into the table of distinct cells (0: not registered in that release).
+  DATA.rows.forEach((row) => { row.c = row.c.map((i) => DATA.cells[i]); });
 
   // Header: release labels, then the per-release summary row.
   const head = $("head");
@@ -28,22 +30,14 @@
       rel.ready + "/" + rel.targets));
   });
 
-  // Body: a heading row per family, then its architectures.
+  // Body: one row per architecture; a family's first row opens its group.
   const body = $("body");
   const families = [];
   const rows = [];
-  let group = null;
   DATA.rows.forEach((row, i) => {
-    if (!group || group.name !== row.f) {
-      const tr = el("tr", { class: "family" });
-      const td = el("td", { colspan: String(4 + releases.length) });
-      td.appendChild(el("span", {}, row.f));
-      tr.appendChild(td);
-      body.appendChild(tr);
-      group = { name: row.f, tr: tr, rows: [] };
-      families.push(group);
-    }
-    const tr = el("tr", { "data-row": String(i) });
+    const first = !families.length || families[families.length - 1] !== row.f;
+    if (first) families.push(row.f);
+    const tr = el("tr", { "data-row": String(i), class: first ? "group" : "" });
     const arch = el("td", { class: "arch" }, row.a);
     if (row.rg.length) {
       arch.appendChild(el("span", { class: "badge", title: row.rg.map((r) =>
@@ -54,6 +48,7 @@
         title: "platform variants disagree with CUDA in " + row.v.join(", ") }, "≠ platforms"));
     }
     tr.appendChild(arch);
+    tr.appendChild(el("td", { class: "family" }, row.f));
     tr.appendChild(el("td", { class: "role" }, row.r));
     tr.appendChild(el("td", { class: "first" }, row.fr || "never"));
     tr.appendChild(el("td", { class: "first" }, row.pp === null ? "" : row.pp ? "yes" : "no"));
@@ -77,7 +72,6 @@
       tr.appendChild(td);
     });
     body.appendChild(tr);
-    group.rows.push(i);
     rows.push({ data: row, tr: tr,
       text: (row.a + " " + row.f + " " + row.c.map((c) => c ? c[1].join(" ") : "").join(" ")).toLowerCase() });
   });
@@ -85,7 +79,7 @@
   // Filters.
   const fill = (select, values) => values.forEach((v) => select.appendChild(el("option", { value: v }, v)));
   fill($("role"), [...new Set(DATA.rows.map((r) => r.r))].sort());
-  fill($("family"), families.map((f) => f.name));
+  fill($("family"), families);
   releases.forEach((rel, j) => $("in").appendChild(el("option", { value: String(j) }, rel.label)));
 
   function statusIn(row, where) {
@@ -113,8 +107,6 @@
       r.tr.classList.toggle("hidden", !ok);
       if (ok) shown++;
     });
-    families.forEach((f) => f.tr.classList.toggle("hidden",
-      f.rows.every((i) => rows[i].tr.classList.contains("hidden"))));
     $("count").textContent = shown + " of " + rows.length + " architectures";
   }
   ["search", "role", "family", "status", "in"].forEach((id) => $(id).addEventListener("input", apply));

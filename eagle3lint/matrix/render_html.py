@@ -16,7 +16,7 @@ from eagle3lint.matrix.verdicts import ABSENT, BLOCKED, READY
 
 STATUS_KEY = {READY: "r", BLOCKED: "b"}
 """Cell statuses as the page's script reads them; anything else present is `n` (not a
-target) and an absent cell is 0."""
+target)."""
 
 PAGE = """<!doctype html>
 <html lang="en">
@@ -53,11 +53,11 @@ PAGE = """<!doctype html>
 <div class="wrap">
 <table id="matrix">
 <thead>
-<tr id="head"><th class="arch">architecture</th><th>role</th><th>first ready</th>
+<tr id="head"><th class="arch">architecture</th><th>family</th><th>role</th><th>first ready</th>
 <th title="The decoder relays aux hidden states across pipeline-parallel ranks (newest
 release that has it; vLLM has the relay from 0.30)">PP relay</th></tr>
-<tr id="summary" class="summary"><th class="arch">targets ready</th><th></th><th></th><th></th>
-</tr>
+<tr id="summary" class="summary"><th class="arch">targets ready</th>
+<th></th><th></th><th></th><th></th></tr>
 </thead>
 <tbody id="body"></tbody>
 </table>
@@ -92,20 +92,25 @@ def render_html(matrix: Matrix) -> str:
 
 
 def page_data(matrix: Matrix) -> dict[str, object]:
-    """What the page's script reads: releases, rules, a string table and compact rows."""
+    """What the page's script reads: releases, rules, rows whose cells are indices into a table
+    of distinct cells, and a table of the strings those cells use."""
     strings: dict[str, int] = {}
 
     def ref(text: object) -> int:
         return strings.setdefault(str(text or ""), len(strings))
 
-    def cell(c: Cell) -> object:
+    cells: dict[str, int] = {"null": 0}
+    """Each distinct cell once (most repeat from release to release); 0 is absent."""
+
+    def cell(c: Cell) -> int:
         if c.status == ABSENT:
             return 0
         findings = [
             [f["code"], f["severity"], ref(f["message"]), ref(f["hint"]), ref(f["location"])]
             for f in c.findings
         ]
-        return [STATUS_KEY.get(c.status, "n"), c.codes, findings, [ref(v) for v in c.variants]]
+        data = [STATUS_KEY.get(c.status, "n"), c.codes, findings, [ref(v) for v in c.variants]]
+        return cells.setdefault(json.dumps(data, separators=(",", ":")), len(cells))
 
     rows = [
         {
@@ -124,6 +129,7 @@ def page_data(matrix: Matrix) -> dict[str, object]:
         "releases": [_release(r) for r in matrix.releases],
         "rules": _rules(),
         "rows": rows,
+        "cells": [json.loads(text) for text in cells],
         "strings": list(strings),
     }
 
