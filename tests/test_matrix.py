@@ -172,6 +172,12 @@ def test_bad_input_exits_2_with_a_message(args: list[str], message: str) -> None
     assert code == 2 and message in output and "Traceback" not in output
 
 
+def test_output_into_a_folder_is_refused_and_leaves_nothing(tmp_path: Path) -> None:
+    code, output = invoke("matrix", str(ERAS / "e2_stub"), "-o", str(tmp_path), "--jobs", "1")
+    assert code == 2 and "--output" in output
+    assert not (tmp_path.parent / f".{tmp_path.name}.tmp").exists()
+
+
 def test_kimi_acceptance_on_real_releases(vllm_release: Callable[[str], Path]) -> None:
     versions = ["0.16.0", "0.17.0", "0.18.0"]
     args = [f"--vllm={v}" for v in versions] + ["--arch", KIMI, "--hf-config", str(KIMI_CONFIG)]

@@ -114,10 +114,11 @@ def write_output(text: str, output: Path | None) -> None:
         sys.stdout.write(text)
         sys.stdout.flush()
         return
+    staging = output.with_name(f".{output.name}.tmp")
     try:
         output.parent.mkdir(parents=True, exist_ok=True)
-        staging = output.with_name(f".{output.name}.tmp")
         staging.write_text(text, encoding="utf-8")
         os.replace(staging, output)
     except OSError as exc:
+        staging.unlink(missing_ok=True)
         raise UsageError(f"--output {output}: {exc.strerror or exc}") from exc
