@@ -10,6 +10,7 @@ files they changed.
 from __future__ import annotations
 
 import multiprocessing
+import os
 import queue
 import threading
 from collections.abc import Callable, Iterator, Sequence
@@ -47,32 +48,25 @@ def check_releases(
     show_progress: bool,
 ) -> list[JsonReport]:
     """The report of each column, in the same order."""
-    jobs = max(1, options.jobs or multiprocessing.cpu_count())
+    jobs = max(1, options.jobs or os.cpu_count() or 1)
+    # With a pool, the first release runs alone first, with every parser process: it fills the
+    # summary cache with the files the other releases share.
+    pooled = jobs > 1 and len(columns) > 2
+    serial = [0] if pooled else list(range(len(columns)))
+    reports: list[JsonReport] = [{} for _ in columns]
     with ReleaseProgress([c.spec for c in columns], show_progress).shown() as progress:
-        reports: list[JsonReport] = [{} for _ in columns]
-        global _events
-        _events = progress.event
-        try:
-            first = _check_column(0, columns[0], options, check)
-            reports[0] = first
-            progress.done(0, first)
-        finally:
-            _events = None
-        rest = list(enumerate(columns))[1:]
-        if jobs == 1 or len(rest) <= 1:
-            _events = progress.event
-            try:
-                for number, column in rest:
-                    reports[number] = _check_column(number, column, options, check)
-                    progress.done(number, reports[number])
-            finally:
-                _events = None
+        with _events_to(progress.event):
+            for number in serial:
+                reports[number] = _check_column(number, columns[number], options, check)
+                progress.done(number, reports[number])
+        if not pooled:
             return reports
+        rest = range(1, len(columns))
         with _pool(min(jobs, len(rest)), progress) as pool:
             single = replace(options, jobs=1)
             futures: dict[Future[JsonReport], int] = {
-                pool.submit(_check_column, number, column, single, check): number
-                for number, column in rest
+                pool.submit(_check_column, number, columns[number], single, check): number
+                for number in rest
             }
             try:
                 for future in as_completed(futures):
@@ -83,6 +77,17 @@ def check_releases(
                 pool.shutdown(wait=False, cancel_futures=True)
                 raise
     return reports
+
+
+@contextmanager
+def _events_to(sink: Callable[[Event], None]) -> Iterator[None]:
+    """Events of releases checked in this process go to `sink` while the block runs."""
+    global _events
+    _events = sink
+    try:
+        yield
+    finally:
+        _events = None
 
 
 @contextmanager
