@@ -27,9 +27,9 @@ TARGETS = {"cold matrix / independent cold checks": 0.5, "warm matrix / warm che
 EAGLE3LINT = [sys.executable, "-m", "eagle3lint"]
 
 
-def fresh_cache(versions: list[str]) -> Path:
+def fresh_cache(versions: list[str], under: Path) -> Path:
     """An empty cache folder that already holds the downloaded releases (as links)."""
-    root = Path(tempfile.mkdtemp(prefix="eagle3lint-bench-"))
+    root = Path(tempfile.mkdtemp(prefix="cache-", dir=under))
     (root / "releases").mkdir()
     for version in versions:
         source = default_cache_dir() / "releases" / version
