@@ -8,8 +8,16 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from rich.console import Console
-from rich.progress import Progress, SpinnerColumn, TaskID, TextColumn
+from rich.console import Console, RenderableType
+from rich.progress import Progress, SpinnerColumn, Task, TaskID, TextColumn
+from rich.text import Text
+
+
+class _Mark(SpinnerColumn):
+    """A spinner for releases being checked, a dot for those still waiting, ✓ when done."""
+
+    def render(self, task: Task) -> RenderableType:
+        return super().render(task) if task.started else Text("·", style="dim")
 
 
 class ReleaseProgress:
@@ -24,14 +32,15 @@ class ReleaseProgress:
         if enabled:
             console = Console(stderr=True, no_color=bool(os.environ.get("NO_COLOR")))
             self._progress = Progress(
-                SpinnerColumn(finished_text="[green]✓[/]"),
+                _Mark(finished_text="[green]✓[/]"),
                 TextColumn("[bold]{task.description:>10}[/]"),
                 TextColumn("{task.fields[state]}"),
                 console=console,
                 transient=True,
             )
             self._tasks = [
-                self._progress.add_task(spec, total=1, state="[dim]waiting[/]") for spec in specs
+                self._progress.add_task(spec, start=False, total=1, state="[dim]waiting[/]")
+                for spec in specs
             ]
 
     def event(self, event: tuple[int, str, int]) -> None:
@@ -39,7 +48,9 @@ class ReleaseProgress:
         number, state, files = event
         if self._progress is None:
             return
-        self._started.setdefault(number, time.monotonic())
+        if number not in self._started:
+            self._started[number] = time.monotonic()
+            self._progress.start_task(self._tasks[number])
         text = f"analysing {files} files" if files else state
         self._progress.update(self._tasks[number], state=text)
 
