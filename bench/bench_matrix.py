@@ -1,6 +1,6 @@
 """Speed of `eagle3lint matrix`, as ratios to baselines measured in the same run.
 
-    python bench/matrix.py [--vllm 0.17.0..0.18.1] [--jobs N]
+    python bench/bench_matrix.py [--vllm 0.17.0..0.18.1] [--jobs N]
 
 Releases are fetched once through eagle3lint's download path; every measurement then starts
 from its own empty cache folder holding only those downloads. Measured: a cold matrix of the
