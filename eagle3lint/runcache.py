@@ -23,6 +23,7 @@ from functools import cache
 from pathlib import Path
 
 from eagle3lint import __version__
+from eagle3lint.cachedir import touch
 from eagle3lint.index.cache import file_digest
 from eagle3lint.rule import Rule
 
@@ -112,6 +113,7 @@ class RunCache:
             return None
         if not isinstance(output, str) or code not in (0, 1) or not manifest.unchanged():
             return None
+        touch(self.root / f"{key}.json")  # least-recently-used pruning (`cachedir`)
         return output, code
 
     def store(self, key: str, output: str, code: int, manifest: Manifest) -> None:

@@ -46,3 +46,11 @@ def release_copy(vllm_release: Callable[[str], Path], tmp_path: Path) -> Callabl
 @pytest.fixture(autouse=True)
 def _plain_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("NO_COLOR", "1")
+
+
+@pytest.fixture
+def era_copy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A writable copy of the e2_stub era fixture (a vLLM checkout), the working directory."""
+    shutil.copytree(FIXTURES / "eras" / "e2_stub", tmp_path / "tree")
+    monkeypatch.chdir(tmp_path / "tree")
+    return tmp_path / "tree"

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from eagle3lint import __version__
+from eagle3lint.cachedir import touch
 from eagle3lint.index.model import (
     SUMMARY_FORMAT,
     FileSummary,
@@ -30,12 +31,15 @@ T = TypeVar("T")
 
 
 def default_cache_dir() -> Path:
-    """`EAGLE3LINT_CACHE_DIR`, else the platform's user cache folder."""
+    """`EAGLE3LINT_CACHE_DIR`, else the platform's user cache folder (platformdirs:
+    `~/.cache/eagle3lint` or `$XDG_CACHE_HOME/eagle3lint` on Linux, `~/Library/Caches` on
+    macOS, `%LOCALAPPDATA%` on Windows)."""
     override = os.environ.get("EAGLE3LINT_CACHE_DIR")
     if override:
         return Path(override).expanduser()
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "eagle3lint"
+    from platformdirs import user_cache_dir
+
+    return Path(user_cache_dir("eagle3lint", appauthor=False))
 
 
 @cache
@@ -84,10 +88,13 @@ class SummaryCache:
     def load(self, key: str, kind: type[T] = FileSummary) -> T | None:  # type: ignore[assignment]
         """The entry stored under `key`, rebuilt as `kind`; None when absent or not valid."""
         try:
-            data = json.loads(self._path(key).read_text(encoding="utf-8"))
+            path = self._path(key)
+            data = json.loads(path.read_text(encoding="utf-8"))
             if data.get("key") != key:
                 return None
-            return from_json(kind, data["summary"])
+            found = from_json(kind, data["summary"])
+            touch(path)  # least-recently-used pruning (`cachedir`)
+            return found
         except (OSError, ValueError, KeyError, TypeError, AttributeError, SummaryFormatError):
             return None
 

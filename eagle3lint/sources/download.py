@@ -15,6 +15,7 @@ import tempfile
 import zipfile
 from pathlib import Path
 
+from eagle3lint.cachedir import touch
 from eagle3lint.index.cache import default_cache_dir
 
 VERSION = re.compile(r"^\d+(\.\d+){1,3}([a-z]+\d*)?(\.post\d+)?$")
@@ -35,6 +36,7 @@ def fetch_release(version: str, cache_root: Path | None = None, progress: bool =
         raise DownloadError(f"{version!r} is not a vLLM version number (expected e.g. 0.16.0)")
     target = release_dir(version, cache_root)
     if (target / COMPLETE).is_file():
+        touch(target / COMPLETE)  # least-recently-used pruning (`cachedir`)
         return target / "vllm"
     target.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=target.parent, prefix=f".{version}-") as tmp:
@@ -75,20 +77,43 @@ def _download(version: str, into: Path, progress: bool) -> Path:
     else:
         result = subprocess.run(command, capture_output=True, text=True, check=False)
     if result.returncode != 0:
-        detail = (result.stderr or result.stdout).strip().splitlines()
-        last = detail[-1] if detail else "pip failed"
-        offline = any(
-            w in (result.stderr or "") for w in ("NewConnectionError", "Network", "resolve")
-        )
-        why = "no network connection to PyPI" if offline else last
-        raise DownloadError(
-            f"could not download vllm=={version}: {why}. Point eagle3lint at a vLLM checkout "
-            "instead, or run again when PyPI is reachable."
-        )
+        raise DownloadError(download_failure(version, result.stderr or result.stdout or ""))
     archives = sorted(into.glob("vllm-*"))
     if not archives:
         raise DownloadError(f"pip reported success but left no vllm=={version} archive")
     return archives[0]
+
+
+OFFLINE_MARKERS = (
+    "NewConnectionError",
+    "Failed to establish a new connection",
+    "Temporary failure in name resolution",
+    "Name or service not known",
+    "Network is unreachable",
+    "ConnectTimeoutError",
+    "ProxyError",
+)
+"""What pip prints when it never reached the index (it then also says no version matched)."""
+AVAILABLE = re.compile(r"\(from versions: ([^)]*)\)")
+
+
+def download_failure(version: str, pip_output: str) -> str:
+    """Why `pip download vllm==X` failed, in words that say what happened: offline, a version
+    the index does not have (naming the newest it has), or pip's own last line."""
+    if any(marker in pip_output for marker in OFFLINE_MARKERS):
+        return (
+            f"could not download vllm=={version}: offline (PyPI could not be reached). Point "
+            "eagle3lint at a vLLM checkout instead, or run again when PyPI is reachable."
+        )
+    listed = AVAILABLE.search(pip_output)
+    if listed is not None or "No matching distribution found" in pip_output:
+        versions = [v.strip() for v in listed.group(1).split(",")] if listed else []
+        releases = [v for v in versions if re.fullmatch(r"\d+(\.\d+)*", v)]
+        newest = max(releases, key=lambda v: tuple(int(x) for x in v.split(".")), default=None)
+        where = f"; the newest release there is {newest}" if newest else ""
+        return f"vLLM {version} is not on PyPI (the index answered{where})"
+    lines = pip_output.strip().splitlines()
+    return f"could not download vllm=={version}: {lines[-1] if lines else 'pip failed'}"
 
 
 def _extract_python(archive: Path, into: Path) -> None:
