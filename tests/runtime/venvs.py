@@ -1,0 +1,105 @@
+"""Real vLLM releases installed once each into their own virtual environment (the runtime oracle).
+
+Each venv lives in `<user cache dir>/eagle3lint-runtime/vllm-X.Y.Z`, never in the project's own
+environment, and is reused across runs: a marker file written after a complete install says the
+venv is ready, so an interrupted install is redone rather than trusted. Installs are large
+(~12 GB each with torch) and slow, so they run serially and without pip's download cache.
+
+Run as a script to install ahead of the test run: `python tests/runtime/venvs.py 0.16.0 0.33.0`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+# The releases the runtime suite compares against: the seed release, one of the 0.22-0.29 era
+# (platform-selected model modules, as_embedding_model factories, DeepseekV2 tap temporaries)
+# and the newest final release on PyPI when this suite was written.
+RELEASES: tuple[str, ...] = ("0.16.0", "0.25.0", "0.33.0")
+
+# Wheels built against another torch than the one vLLM pins break `import transformers`; vLLM and
+# transformers treat them as optional, so the oracle venvs go without them.
+MISMATCHED_BINARY_PACKAGES: tuple[str, ...] = ("torchvision", "torchaudio", "torchcodec")
+
+READY_MARKER = "eagle3lint-oracle-ready.json"
+
+
+def runtime_root() -> Path:
+    """`EAGLE3LINT_RUNTIME_DIR`, else `eagle3lint-runtime` in the user cache folder."""
+    override = os.environ.get("EAGLE3LINT_RUNTIME_DIR")
+    if override:
+        return Path(override).expanduser()
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "eagle3lint-runtime"
+
+
+def venv_dir(version: str) -> Path:
+    """Where the venv for vLLM `version` lives (whether or not it is installed yet)."""
+    return runtime_root() / f"vllm-{version}"
+
+
+def venv_python(version: str) -> Path:
+    """The interpreter of the venv for vLLM `version`."""
+    return venv_dir(version) / "bin" / "python"
+
+
+def is_ready(version: str) -> bool:
+    """True when the venv for `version` finished installing (its marker exists)."""
+    return (venv_dir(version) / READY_MARKER).is_file()
+
+
+def _pip(python: Path, args: list[str], env: dict[str, str]) -> None:
+    subprocess.run(
+        [str(python), "-m", "pip", "--disable-pip-version-check", *args], env=env, check=True
+    )
+
+
+def _install_env(lift_torch_cap: bool) -> dict[str, str]:
+    env = dict(os.environ, VLLM_TARGET_DEVICE="cpu", PIP_NO_CACHE_DIR="1")
+    if lift_torch_cap:
+        # The machine-wide pip config caps torch; a release pinning another torch needs it off.
+        env["PIP_CONFIG_FILE"] = os.devnull
+    return env
+
+
+def install(version: str) -> Path:
+    """Install vLLM `version` into its venv unless already done; return the venv's python.
+
+    First tries with the machine's pip configuration; if the resolver cannot satisfy the
+    release's torch pin under it, retries with the pip configuration ignored for this venv only.
+    """
+    python = venv_python(version)
+    if is_ready(version):
+        return python
+    root = venv_dir(version)
+    if root.exists():
+        shutil.rmtree(root)  # a half-finished install from an interrupted run
+    root.parent.mkdir(parents=True, exist_ok=True)
+    subprocess.run([sys.executable, "-m", "venv", str(root)], check=True)
+    lifted = False
+    try:
+        _pip(python, ["install", "--no-cache-dir", f"vllm=={version}"], _install_env(False))
+    except subprocess.CalledProcessError:
+        lifted = True
+        _pip(python, ["install", "--no-cache-dir", f"vllm=={version}"], _install_env(True))
+    env = _install_env(lifted)
+    _pip(python, ["uninstall", "-y", *MISMATCHED_BINARY_PACKAGES], env)
+    record = {"vllm": version, "pip_config_ignored": lifted}
+    (root / READY_MARKER).write_text(json.dumps(record))
+    return python
+
+
+def main(argv: list[str]) -> int:
+    """Install the given releases (default: all of RELEASES), one after another."""
+    for version in argv or RELEASES:
+        print(f"[eagle3lint-runtime] vllm {version}: {install(version)}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
