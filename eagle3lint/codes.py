@@ -96,9 +96,34 @@ UNUSED_SUPPRESSION = Code(
     ),
 )
 
+ROLES = "roles"
+"""The rule column of EAG905."""
+
+NOT_A_TARGET = Code(
+    "EAG905",
+    "not-a-target",
+    "A draft or pooling architecture was asked for: no EAGLE-3 target verdict applies.",
+    Severity.INFO,
+    explain=Explanation(
+        runtime="vLLM runs speculative decoding only on a generative target model. An "
+        "architecture listed in the registry's `_SPECULATIVE_DECODING_MODELS` is a drafter "
+        "(it is loaded as the draft, never as the target), and a class whose "
+        "`is_pooling_model` is true (through `VllmModelForPooling` or a pooling adapter such "
+        "as `as_embedding_model`) runs with the pooling runner, which has no drafter. Neither "
+        "gets target findings or an `eagle3_ready` verdict (it is `null` in the JSON report); "
+        "naming one with `--arch` gets this note instead.",
+        error="None: the target contract does not apply.",
+        releases="All releases with a speculative-decoding section in the registry.",
+        example="eagle3lint check --vllm 0.33.0 --arch Eagle3LlamaForCausalLM\n",
+        fix="eagle3lint check --vllm 0.33.0 --arch LlamaForCausalLM\n",
+        language="shell",
+    ),
+)
+
 TOOL_CODES: dict[str, tuple[Code, ...]] = {
     INPUTS: (SYNTAX_ERROR, UNREADABLE_INPUT, INCOMPLETE_ANALYSIS),
     SUPPRESSIONS: (UNUSED_SUPPRESSION,),
+    ROLES: (NOT_A_TARGET,),
 }
 """Codes the tool reports itself, by the name shown in the rule column."""
 

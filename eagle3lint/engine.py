@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from eagle3lint.baseline import Baseline
+from eagle3lint.codes import NOT_A_TARGET, ROLES
 from eagle3lint.contract.known import newest_contract
 from eagle3lint.contract.model import Contract
 from eagle3lint.contract.reader import read_contract
@@ -26,6 +27,7 @@ from eagle3lint.suppressions import apply_suppressions
 from eagle3lint.targets import (
     REGISTRY,
     RegistryEntry,
+    Role,
     Target,
     build_targets,
     file_targets,
@@ -181,7 +183,7 @@ def run_check(
     report_paths = {str(p.resolve()) for p in workspace.files} if workspace.only_files else None
     # Suppressions apply before the per-file filter: a comment is used if any target needed it.
     per_target = apply_suppressions(
-        [_run_rules(rule_objects, target, ctx, options) for target in targets],
+        [_judge(rule_objects, target, ctx, options) for target in targets],
         None if options.archs else lambda code: selected(code, options.select, options.ignore),
     )
     asked = Intent(options.archs, ctx.hf_architectures, options.require)
@@ -191,7 +193,11 @@ def run_check(
     results = []
     reported: list[Target] = []
     for target, findings in zip(targets, per_target, strict=True):
-        ready = not any(f.severity is Severity.ERROR for f in findings)
+        ready = (
+            not any(f.severity is Severity.ERROR for f in findings)
+            if target.role is Role.TARGET
+            else None
+        )
         required = asked.about(target)
         if not required and not target.claims_eagle3:
             findings = unclaimed_findings(target, findings)
@@ -228,6 +234,7 @@ def run_check(
                 variant=target.variant,
                 registered=target.registered,
                 pp_aux_relay=target.pp_aux_relay,
+                role=str(target.role),
             )
         )
     errors += (
@@ -399,6 +406,35 @@ def _instantiate(
             message = f"rule {cls.slug} failed to start: {exc!r}"
             errors.append(InputError(f"<plugin {cls.plugin}>", message, code="EAG903"))
     return objects
+
+
+def _judge(
+    rules: list[Rule], target: Target, ctx: RuleContext, options: CheckOptions
+) -> list[Finding]:
+    """Target rules for a target; for a draft or pooling model, only a note when asked for."""
+    if target.role is Role.TARGET:
+        return _run_rules(rules, target, ctx, options)
+    if target.arch not in options.archs or not selected(
+        NOT_A_TARGET.code, options.select, options.ignore
+    ):
+        return []
+    why = (
+        "the registry lists it with the speculative-decoding models: vLLM loads it as a drafter, "
+        "never as the target"
+        if target.role is Role.DRAFT
+        else "its class is a pooling model (`is_pooling_model`): vLLM runs it with the pooling "
+        "runner, which takes no drafter"
+    )
+    message = f"{target.arch} is a {target.role} model, so no EAGLE-3 target verdict applies: {why}"
+    finding = Finding(
+        code=NOT_A_TARGET.code,
+        rule=ROLES,
+        severity=NOT_A_TARGET.severity,
+        message=message,
+        path=ctx.index.display_path(target.ref.file),
+        line=target.ref.cls.line,
+    )
+    return [finding]
 
 
 def _run_rules(

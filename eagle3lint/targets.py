@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from enum import StrEnum
 from functools import cached_property
 
 from eagle3lint.contract.model import KNOWN_GETTERS, Contract
@@ -20,6 +21,19 @@ REGISTRY = "vllm.model_executor.models.registry"
 MODELS_PACKAGE = "vllm.model_executor.models"
 ENTRY_CLASS = re.compile(r"(ForCausalLM|ForConditionalGeneration|LMHeadModel)$")
 MAX_WRAPPER_DEPTH = 4
+DRAFT_SECTION = re.compile(r"SPECULATIVE", re.IGNORECASE)
+"""The registry dict of speculative-decoding models (`_SPECULATIVE_DECODING_MODELS`)."""
+POOLING_MARKER = "is_pooling_model"
+"""The class attribute vLLM's registry reads (`getattr(cls, "is_pooling_model", False)`) to tell
+a pooling model; `VllmModelForPooling` and the pooling adapters set it."""
+
+
+class Role(StrEnum):
+    """What vLLM runs an architecture as; only targets take a drafter."""
+
+    TARGET = "target"
+    DRAFT = "draft"
+    POOLING = "pooling"
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,6 +41,8 @@ class RegistryEntry:
     arch: str
     module: str
     cls: str
+    section: str = ""
+    """The registry dict the entry comes from (the last one wins, as the `**` merge does)."""
 
 
 def registered_architectures(index: ProjectIndex) -> list[RegistryEntry]:
@@ -60,7 +76,7 @@ def _read_registry(index: ProjectIndex) -> list[RegistryEntry]:
     for name in order:
         for entry in dicts[name].entries:
             module = entry.module if "." in entry.module else f"{MODELS_PACKAGE}.{entry.module}"
-            entries[entry.key] = RegistryEntry(entry.key, module, entry.cls)
+            entries[entry.key] = RegistryEntry(entry.key, module, entry.cls, name)
     return list(entries.values())
 
 
@@ -77,6 +93,8 @@ class Target:
     variants: dict[str, ClassRef] = field(default_factory=dict)
     registered: bool = True
     depth: int = 0
+    section: str = ""
+    """The registry dict that lists this architecture ("" when not registered)."""
 
     @cached_property
     def mro(self) -> list[ClassRef | ExternalRef]:
@@ -105,6 +123,20 @@ class Target:
                 if name in entry.cls.methods or (attr is not None and attr.has_value):
                     return True
         return False
+
+    @cached_property
+    def role(self) -> Role:
+        """A draft when the registry lists it with the speculative-decoding models; pooling when
+        the class says so the way vLLM's registry asks (`is_pooling_model` through the MRO, set
+        by `VllmModelForPooling` and the pooling adapters); otherwise a target."""
+        if DRAFT_SECTION.search(self.section):
+            return Role.DRAFT
+        for entry in self.mro:
+            if isinstance(entry, ClassRef):
+                attr = entry.cls.attrs.get(POOLING_MARKER)
+                if attr is not None and attr.has_value:
+                    return Role.POOLING if attr.value == "True" else Role.TARGET
+        return Role.TARGET
 
     @property
     def implements_eagle1(self) -> bool:
@@ -313,12 +345,20 @@ def build_targets(
             platform = next((p for p in ("cuda", "default") if p in variants), next(iter(variants)))
             chosen = variants[platform]
             targets.append(
-                Target(entry.arch, chosen, index, contract, variant=platform, variants=variants)
+                Target(
+                    entry.arch,
+                    chosen,
+                    index,
+                    contract,
+                    variant=platform,
+                    variants=variants,
+                    section=entry.section,
+                )
             )
             continue
         found = index.resolve(entry.module, entry.cls)
         if isinstance(found, ClassRef):
-            targets.append(Target(entry.arch, found, index, contract))
+            targets.append(Target(entry.arch, found, index, contract, section=entry.section))
         else:
             unresolved.append(entry)
     return targets

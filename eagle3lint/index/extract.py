@@ -18,6 +18,7 @@ from eagle3lint.index.model import (
     ClassSummary,
     DictEntry,
     DictLiteral,
+    FactorySummary,
     FileSummary,
     ForwardSummary,
     ImportRef,
@@ -104,22 +105,30 @@ class _FileBuilder:
         )
         self._last_line = 1
         self.has_module_getattr = False
+        self._imports_only = False
+        """Walking a branch that never runs but tells what a lazy `__getattr__` returns."""
 
     # -- module level -------------------------------------------------------------------
     def walk(self, body: Sequence[cst.CSTNode], platform: str | None) -> None:
         for stmt in body:
+            if self._imports_only and not isinstance(stmt, cst.SimpleStatementLine | cst.If):
+                continue
             if isinstance(stmt, cst.SimpleStatementLine):
                 for small in stmt.body:
                     if isinstance(small, cst.Import | cst.ImportFrom):
                         self._import(small, platform)
+                    elif self._imports_only:
+                        continue
                     elif isinstance(small, cst.Assign):
                         self._assign([t.target for t in small.targets], small.value)
                     elif isinstance(small, cst.AnnAssign) and small.value is not None:
                         self._assign([small.target], small.value)
             elif isinstance(stmt, cst.ClassDef):
-                self._class(stmt)
+                summary = self._class(stmt)
+                self.summary.classes[summary.name] = summary
             elif isinstance(stmt, cst.FunctionDef):
                 self.has_module_getattr |= stmt.name.value == "__getattr__"
+                self._factory(stmt)
             elif isinstance(stmt, cst.If):
                 self._if(stmt)
             elif isinstance(stmt, cst.Try):
@@ -130,19 +139,52 @@ class _FileBuilder:
                 self.walk(stmt.body.body, platform)
 
     def _if(self, stmt: cst.If) -> None:
-        branches: list[tuple[str | None, Sequence[cst.CSTNode]]] = []
+        branches: list[tuple[cst.BaseExpression | None, Sequence[cst.CSTNode]]] = []
         node: cst.If | cst.Else | None = stmt
-        saw_cuda = False
         while isinstance(node, cst.If):
-            platform = _platform_test(node.test)
-            saw_cuda = saw_cuda or platform == "cuda"
-            branches.append((platform, node.body.body))
+            branches.append((node.test, node.body.body))
             node = node.orelse
-        is_platform_chain = all(p is not None for p, _ in branches)
         if isinstance(node, cst.Else):
-            branches.append(("default" if saw_cuda else "cuda", node.body.body))
-        for platform, body in branches:
-            self.walk(body, platform if is_platform_chain else None)
+            branches.append((None, node.body.body))
+        if all(test is None or _platform_test(test) for test, _ in branches):
+            self._platform_chain(branches)
+            return
+        taken = _branch_taken(branches, CUDA)
+        if taken is _UNDECIDED:
+            for _, body in branches:  # decided at run time by something else: keep all
+                self.walk(body, None)
+            return
+        platforms = sorted({p for test, _ in branches if test for p in _platforms_in(test)})
+        if not platforms:
+            # Decided statically (`TYPE_CHECKING`): only the branch that runs defines names.
+            if taken is not None:
+                self.walk(branches[taken][1], None)
+            # The imports of the others still say what a module `__getattr__` hands out lazily
+            # (`if TYPE_CHECKING: from .model import X`); they bind only names left unbound.
+            imports_only, self._imports_only = self._imports_only, True
+            for i, (_, body) in enumerate(branches):
+                if i != taken:
+                    self.walk(body, None)
+            self._imports_only = imports_only
+            return
+        # Other platforms' branches stay visible as variants; walked first so that the
+        # branch CUDA runs defines the names the verdict is about.
+        for platform in platforms:
+            other = _branch_taken(branches, platform)
+            if other not in (taken, None, _UNDECIDED):
+                self.walk(branches[other][1], platform)
+        if taken is not None:
+            self.walk(branches[taken][1], CUDA)
+
+    def _platform_chain(
+        self, branches: list[tuple[cst.BaseExpression | None, Sequence[cst.CSTNode]]]
+    ) -> None:
+        """`if current_platform.is_x(): ... elif ...: ... else: ...`: every branch is a variant;
+        the `else` is CUDA's unless CUDA has its own branch (then it is the default)."""
+        platforms = [_platform_test(test) if test is not None else None for test, _ in branches]
+        fallback = "default" if CUDA in platforms else CUDA
+        for platform, (_, body) in zip(platforms, branches, strict=True):
+            self.walk(body, platform or fallback)
 
     def _import(self, node: cst.Import | cst.ImportFrom, platform: str | None) -> None:
         refs: list[tuple[str, ImportRef]] = []
@@ -171,7 +213,8 @@ class _FileBuilder:
                 refs.append((local, ImportRef(base, name)))
         for local, ref in refs:
             if platform is None:
-                self.summary.imports[local] = ref
+                if not self._imports_only or local not in self.summary.imports:
+                    self.summary.imports[local] = ref
                 continue
             self.summary.platform_imports.append(PlatformImport(platform, local, ref))
             if platform in ("cuda", "default") or local not in self.summary.imports:
@@ -184,7 +227,7 @@ class _FileBuilder:
         text = string_value(value)
         if text is not None and "__version__" in names:
             self.summary.version = text
-        target = dotted(value)
+        target = dotted(value) or _factory_call(value)
         if target is not None:
             for name in names:
                 self.summary.aliases[name] = target
@@ -208,7 +251,7 @@ class _FileBuilder:
         self.summary.lazy_exports.update(pairs)
 
     # -- classes ------------------------------------------------------------------------
-    def _class(self, node: cst.ClassDef) -> None:
+    def _class(self, node: cst.ClassDef) -> ClassSummary:
         name = node.name.value
         line, column = self.locator.find("class", name, self._last_line)
         self._last_line = line
@@ -238,7 +281,30 @@ class _FileBuilder:
         if forward is not None:
             method = summary.methods["forward"]
             summary.forward = _forward(forward, method.line, method.column, summary)
-        self.summary.classes[name] = summary
+        return summary
+
+    def _factory(self, node: cst.FunctionDef) -> None:
+        """Record `node` when it builds and returns a class deriving from one of its parameters
+        (found by that shape, whatever the function is called)."""
+        params = [p.name.value for p in node.params.params]
+        if not params:
+            return
+        classes = {s.name.value: s for s in _statements(node.body) if isinstance(s, cst.ClassDef)}
+        if not classes:
+            return
+        for stmt in _statements(node.body):
+            if not isinstance(stmt, cst.SimpleStatementLine):
+                continue
+            for small in stmt.body:
+                returned = small.value if isinstance(small, cst.Return) else None
+                if not isinstance(returned, cst.Name) or returned.value not in classes:
+                    continue
+                built = classes[returned.value]
+                mentioned = {n for arg in built.bases for n in _names_in(arg.value)}
+                if mentioned & set(params):
+                    cls = self._class(built)
+                    self.summary.factories[node.name.value] = FactorySummary(params, cls)
+                    return
 
     def _init_assigns(self, summary: ClassSummary, functions: dict[str, cst.FunctionDef]) -> None:
         init = functions.get("__init__")
@@ -272,6 +338,67 @@ class _FileBuilder:
 # -- helpers on nodes ---------------------------------------------------------------------
 
 
+CUDA = "cuda"
+"""The platform whose code path a verdict is about."""
+
+_UNDECIDED = -1
+"""`_branch_taken` for a chain whose outcome depends on something only known at run time."""
+
+
+def _evaluate(test: cst.BaseExpression, platform: str) -> bool | None:
+    """The value of an import-time condition on `platform` at run time: `TYPE_CHECKING` is
+    False, `current_platform.is_x()` is whether x is `platform`; None when not decidable."""
+    if isinstance(test, cst.Name | cst.Attribute) and dotted(test) in _TYPE_CHECKING:
+        return False
+    tested = _platform_test(test)
+    if tested is not None:
+        return tested == platform or (tested == "cuda_alike" and platform in (CUDA, "rocm"))
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        inner = _evaluate(test.expression, platform)
+        return None if inner is None else not inner
+    if isinstance(test, cst.BooleanOperation):
+        left = _evaluate(test.left, platform)
+        right = _evaluate(test.right, platform)
+        if isinstance(test.operator, cst.Or):
+            if left is True or right is True:
+                return True
+            return None if left is None or right is None else False
+        if left is False or right is False:
+            return False
+        return None if left is None or right is None else True
+    return None
+
+
+_TYPE_CHECKING = frozenset({"TYPE_CHECKING", "typing.TYPE_CHECKING"})
+
+
+def _branch_taken(
+    branches: list[tuple[cst.BaseExpression | None, Sequence[cst.CSTNode]]], platform: str
+) -> int | None:
+    """Index of the branch that runs on `platform`; None if none does, `_UNDECIDED` if unknown."""
+    for i, (test, _) in enumerate(branches):
+        if test is None:
+            return i
+        value = _evaluate(test, platform)
+        if value is None:
+            return _UNDECIDED
+        if value:
+            return i
+    return None
+
+
+def _platforms_in(test: cst.BaseExpression) -> set[str]:
+    """Platforms a condition tests for (`is_rocm()` → rocm)."""
+    found = _platform_test(test)
+    if found is not None:
+        return {found}
+    if isinstance(test, cst.UnaryOperation):
+        return _platforms_in(test.expression)
+    if isinstance(test, cst.BooleanOperation):
+        return _platforms_in(test.left) | _platforms_in(test.right)
+    return set()
+
+
 def _platform_test(test: cst.BaseExpression) -> str | None:
     """`current_platform.is_rocm()` → "rocm"; None for any other condition."""
     if isinstance(test, cst.Call) and not test.args and isinstance(test.func, cst.Attribute):
@@ -280,6 +407,14 @@ def _platform_test(test: cst.BaseExpression) -> str | None:
         if attr.startswith("is_") and owner.split(".")[-1] == "current_platform":
             return attr.removeprefix("is_")
     return None
+
+
+def _factory_call(value: cst.BaseExpression) -> str | None:
+    """`f(Name)` as text: maybe a class factory's product (the index decides when resolving)."""
+    if not isinstance(value, cst.Call) or len(value.args) != 1 or value.args[0].keyword:
+        return None
+    func, arg = dotted(value.func), dotted(value.args[0].value)
+    return f"{func}({arg})" if func and arg else None
 
 
 def _registry_dict(node: cst.Dict) -> DictLiteral | None:

@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 
 T = TypeVar("T")
 
-SUMMARY_FORMAT = 5
+SUMMARY_FORMAT = 6
 """Bumped whenever the shape or meaning of a summary changes: old cache entries are then ignored."""
 
 
@@ -131,6 +131,16 @@ class ClassSummary:
 
 
 @dataclass(slots=True)
+class FactorySummary:
+    """A module-level function that defines a class deriving from one of its parameters and
+    returns it (vLLM's `as_embedding_model(cls)`): a call of it is a subclass of the argument."""
+
+    params: list[str]
+    cls: ClassSummary
+    """The class it returns; bases name the parameters as written."""
+
+
+@dataclass(slots=True)
 class DictEntry:
     key: str
     module: str
@@ -171,6 +181,8 @@ class FileSummary:
     """Names a module-level `__getattr__` imports on first use, from a `{name: module}` dict."""
     config_reads: list[str] = field(default_factory=list)
     """Attribute names the file reads from config objects (`config.x`, `hf_config.x`)."""
+    factories: dict[str, FactorySummary] = field(default_factory=dict)
+    """Class factories defined at module level, by function name."""
 
 
 def to_json(obj: Any) -> Any:

@@ -7,7 +7,9 @@ Summaries are loaded lazily, so `--arch X` reads only the files X needs. A full 
 from __future__ import annotations
 
 import ast
+import dataclasses
 import os
+import re
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
@@ -15,11 +17,17 @@ from pathlib import Path
 
 from eagle3lint.findings import InputError
 from eagle3lint.index.cache import SummaryCache, content_key, file_digest
-from eagle3lint.index.model import ClassSummary, FileSummary, ForwardSummary
+from eagle3lint.index.model import ClassSummary, FactorySummary, FileSummary, ForwardSummary
 from eagle3lint.sources.files import UnreadableSource, decode_source, read_source_bytes
 
 INLINE_PARSE_LIMIT = 6
 """Below this many cache misses a process pool costs more than it saves."""
+
+_CALL_ARG = re.compile(r"[A-Za-z_][\w.]*")
+_CALL = re.compile(r"^([A-Za-z_][\w.]*)\((.*)\)$")
+"""A base written as a call: `as_embedding_model(LlamaForCausalLM)`."""
+_BOUND = "<bound>"
+"""Prefix of a factory class's base already resolved to the qualname of the argument."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -246,7 +254,9 @@ class ProjectIndex:
         cls = summary.classes.get(name)
         texts: list[str] = []
         if cls is not None:
-            texts += [base.split("[")[0] for base in cls.bases]
+            for base in cls.bases:
+                call = _CALL.match(base)
+                texts += [call[1], *_CALL_ARG.findall(call[2])] if call else [base.split("[")[0]]
             for attr in ("model", "language_model"):
                 assign = cls.init_assigns.get(attr)
                 # A model built by architecture name is found through the registry instead.
@@ -261,7 +271,8 @@ class ProjectIndex:
                 if callee and not callee.startswith("self."):
                     texts.append(callee)
         elif name in summary.aliases:
-            texts.append(summary.aliases[name])
+            call = _CALL.match(summary.aliases[name])
+            texts += [call[1], *_CALL_ARG.findall(call[2])] if call else [summary.aliases[name]]
         else:
             texts.append(name)
         for text in texts:
@@ -312,7 +323,7 @@ class ProjectIndex:
         if name in summary.classes:
             return ClassRef(summary, summary.classes[name])
         if name in summary.aliases and summary.aliases[name] != name:
-            return self.resolve_dotted(module, summary.aliases[name], _depth + 1)
+            return self._base(module, summary.aliases[name], _depth + 1)
         ref = summary.imports.get(name)
         if ref is None and name in summary.lazy_exports:
             return self.resolve(summary.lazy_exports[name], name, _depth + 1)
@@ -355,11 +366,63 @@ class ProjectIndex:
     def bases(self, ref: ClassRef) -> list[ClassRef | ExternalRef]:
         out: list[ClassRef | ExternalRef] = []
         for base in ref.cls.bases:
-            target = self.resolve_dotted(ref.file.module, base.split("[")[0])
+            target = self._base(ref.file.module, base)
             if isinstance(target, ClassRef) and target.qualname == ref.qualname:
                 target = ExternalRef(base)
             out.append(target if not isinstance(target, ModuleRef) else ExternalRef(base))
         return out
+
+    def _base(self, module: str, text: str, _depth: int = 0) -> Resolved:
+        """A base class as written in `module`: a name, or a call of a class factory."""
+        if _depth > 20:
+            return ExternalRef(text)
+        if text.startswith(_BOUND):
+            owner, _, name = text.removeprefix(_BOUND).rpartition(".")
+            return self.resolve(owner, name, _depth + 1)
+        call = _CALL.match(text)
+        if call is None:
+            return self.resolve_dotted(module, text.split("[")[0], _depth)
+        found = self._factory_class(module, call[1], call[2].strip(), _depth + 1)
+        return found or ExternalRef(text)
+
+    def _factory_class(
+        self, module: str, callee: str, argument: str, _depth: int
+    ) -> ClassRef | None:
+        """`factory(Arg)` → the class the factory builds, with its parameter bound to Arg."""
+        found = self._resolve_factory(module, callee)
+        if found is None or "," in argument or "=" in argument:
+            return None
+        file, factory = found
+        arg = self._base(module, argument, _depth)
+        if not isinstance(arg, ClassRef):
+            return None
+        param = re.compile(rf"\b{re.escape(factory.params[0])}\b")
+        bound = _BOUND + arg.qualname
+        cls = dataclasses.replace(
+            factory.cls,
+            name=f"{factory.cls.name}[{arg.qualname}]",
+            bases=[param.sub(lambda _: bound, b) for b in factory.cls.bases],
+        )
+        return ClassRef(file, cls)
+
+    def _resolve_factory(
+        self, module: str, text: str, depth: int = 0
+    ) -> tuple[FileSummary, FactorySummary] | None:
+        summary = self.summary(module)
+        if summary is None or depth > 20:
+            return None
+        head, *rest = text.split(".")
+        if rest:
+            owner = self.resolve(module, head)
+            if isinstance(owner, ModuleRef) and len(rest) == 1:
+                return self._resolve_factory(owner.module, rest[0], depth + 1)
+            return None
+        if head in summary.factories:
+            return summary, summary.factories[head]
+        ref = summary.imports.get(head)
+        if ref is not None and ref.name:
+            return self._resolve_factory(ref.module, ref.name, depth + 1)
+        return None
 
     def forward_of(self, ref: ClassRef) -> tuple[ClassRef, ForwardSummary] | None:
         """The forward `ref` runs: its own or the nearest inherited one, with its class."""

@@ -17,9 +17,10 @@ class TargetResult:
     path: str
     line: int
     implements_eagle3: bool
-    eagle3_ready: bool
+    eagle3_ready: bool | None
     """No error finding before intent was applied: an unclaimed target is not ready even
-    though its findings were lowered to info."""
+    though its findings were lowered to info. None for a draft or pooling model, where no
+    target verdict applies."""
     findings: list[Finding] = field(default_factory=list)
     variant: str | None = None
     registered: bool = True
@@ -30,6 +31,12 @@ class TargetResult:
     """Its code claims EAGLE-3 support (SupportsEagle3, aux-layer methods or taps)."""
     required: bool = False
     """The user asked about it (--arch, --hf-config's architectures, require)."""
+    role: str = "target"
+    """`target`, `draft` or `pooling` (see `eagle3lint.targets.Role`)."""
+
+    @property
+    def is_target(self) -> bool:
+        return self.role == "target"
 
     @property
     def has_errors(self) -> bool:
@@ -44,6 +51,7 @@ class TargetResult:
             "line": self.line,
             "variant": self.variant,
             "registered": self.registered,
+            "role": self.role,
             "implements_eagle3": self.implements_eagle3,
             "eagle3_ready": self.eagle3_ready,
             "pp_aux_relay": self.pp_aux_relay,
@@ -77,6 +85,13 @@ class Report:
     def has_errors(self) -> bool:
         return any(t.has_errors for t in self.targets)
 
+    def count_ready(self, ready: bool) -> int:
+        """How many targets are (or are not) EAGLE-3 ready; drafts and pooling models apart."""
+        return sum(t.eagle3_ready is ready for t in self.targets)
+
+    def count_role(self, role: str) -> int:
+        return sum(t.role == role for t in self.targets)
+
     def exit_code(self, exit_zero: bool = False) -> int:
         """ruff's convention: 2 when some input was not analysed, 1 for error findings."""
         if self.errors:
@@ -96,9 +111,12 @@ class Report:
                 "details": self.contract.to_json(),
             },
             "summary": {
-                "targets": len(self.targets),
-                "ready": sum(t.eagle3_ready for t in self.targets),
-                "blocked": sum(not t.eagle3_ready for t in self.targets),
+                "archs": len(self.targets),
+                "targets": sum(t.is_target for t in self.targets),
+                "ready": self.count_ready(True),
+                "blocked": self.count_ready(False),
+                "drafts": self.count_role("draft"),
+                "pooling": self.count_role("pooling"),
                 "files_analysed": self.files_analysed,
                 "baselined": self.baselined,
             },

@@ -50,9 +50,17 @@ def shown_severities(*, verbose: bool, quiet: bool) -> set[Severity]:
 
 
 def render_text(report: Report, console: Console, options: TextOptions) -> None:
+    from eagle3lint.codes import NOT_A_TARGET
+
     groups = grouped_findings(report)
     wanted = shown_severities(verbose=options.verbose, quiet=options.quiet)
-    shown = [g for g in groups if g.finding.severity in wanted]
+    # The note on a draft or pooling model asked for by name is the answer to the question.
+    shown = [
+        g
+        for g in groups
+        if g.finding.severity in wanted
+        or (g.finding.code == NOT_A_TARGET.code and not options.quiet)
+    ]
     if options.statistics:
         _statistics(shown, console)
         return
@@ -131,8 +139,18 @@ def _summary(report: Report, groups: list[Located], shown: list[Located], consol
     contract = report.contract
     where = f"vLLM {contract.version or '?'} ({contract.source})"
     targets = report.targets
-    ready = sum(t.eagle3_ready is True for t in targets)
+    ready = report.count_ready(True)
     verdicts = f"{plural(len(targets), 'architecture')} of {where}, {ready} EAGLE-3 ready"
+    others = [
+        plural(n, noun)
+        for n, noun in (
+            (report.count_role("draft"), "draft"),
+            (report.count_role("pooling"), "pooling model"),
+        )
+        if n
+    ]
+    if others:
+        verdicts += f" ({' and '.join(others)}: no target verdict)"
     severities = Counter(g.finding.severity for g in shown)
     if not shown:
         console.print(Text.assemble(("All checks passed! ", "bold green"), f"({verdicts})"))

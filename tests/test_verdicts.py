@@ -1,0 +1,120 @@
+"""Verdicts on the code path vLLM runs: roles, import-time conditions, class factories.
+
+`fixtures/verdicts/vllm` holds one small case per shape; each has a regression test on the real
+release where it was seen.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from eagle3lint.cli import app
+
+FIXTURE = Path(__file__).resolve().parent.parent / "fixtures" / "verdicts" / "vllm"
+runner = CliRunner()
+
+
+def check(*args: str) -> tuple[int, dict]:
+    result = runner.invoke(app, ["check", *args, "--format", "json"])
+    assert result.exit_code in (0, 1), result.output
+    return result.exit_code, json.loads(result.stdout)
+
+
+def by_arch(report: dict) -> dict[str, dict]:
+    return {t["arch"]: t for t in report["targets"]}
+
+
+def test_roles_in_the_fixture() -> None:
+    _, report = check(str(FIXTURE))
+    targets = by_arch(report)
+    roles = {arch: t["role"] for arch, t in targets.items()}
+    assert roles == {
+        "GoodLlamaForCausalLM": "target",
+        "SplitFamilyForCausalLM": "target",
+        "GoodLlamaBidirectionalModel": "pooling",
+        "GoodLlamaEmbedModel": "pooling",
+        "MarkedRewardModel": "pooling",
+        "Eagle3GoodLlamaForCausalLM": "draft",
+    }
+    for target in targets.values():
+        if target["role"] != "target":
+            assert target["eagle3_ready"] is None and target["findings"] == []
+    summary = report["summary"]
+    assert (summary["archs"], summary["targets"], summary["drafts"], summary["pooling"]) == (
+        6,
+        2,
+        1,
+        3,
+    )
+    assert summary["ready"] + summary["blocked"] == summary["targets"]
+
+
+def test_factory_bases_carry_the_argument_members() -> None:
+    """`as_embedding_model(GoodLlamaForCausalLM)` is a subclass of its argument."""
+    targets = by_arch(check(str(FIXTURE))[1])
+    assert targets["GoodLlamaBidirectionalModel"]["implements_eagle3"]
+    assert targets["GoodLlamaEmbedModel"]["implements_eagle3"]
+    assert not targets["MarkedRewardModel"]["implements_eagle3"]
+
+
+def test_type_checking_stub_is_not_the_runtime_base() -> None:
+    targets = by_arch(check(str(FIXTURE))[1])
+    assert targets["Eagle3GoodLlamaForCausalLM"]["implements_eagle3"]
+
+
+def test_type_checking_or_platform_condition_is_evaluated_for_cuda() -> None:
+    split = by_arch(check(str(FIXTURE))[1])["SplitFamilyForCausalLM"]
+    assert split["variant"] == "cuda"
+    assert split["implements_eagle3"] and split["eagle3_ready"]
+    # The ROCm branch stays visible as a variant that answers differently.
+    assert [f["code"] for f in split["findings"] if f["code"] == "EAG104"] == ["EAG104"]
+
+
+@pytest.mark.parametrize("arch", ["Eagle3GoodLlamaForCausalLM", "MarkedRewardModel"])
+def test_asking_for_a_non_target_gets_one_note(arch: str) -> None:
+    code, report = check(str(FIXTURE), "--arch", arch)
+    [target] = report["targets"]
+    assert code == 0 and target["eagle3_ready"] is None
+    assert [(f["code"], f["severity"]) for f in target["findings"]] == [("EAG905", "info")]
+    text = runner.invoke(app, ["check", str(FIXTURE), "--arch", arch])
+    assert "no target verdict" in text.stdout and "EAG905" in text.stdout
+
+
+def test_0_33_drafts_and_pooling_are_not_targets(vllm_release: Callable) -> None:
+    root = vllm_release("0.33.0")
+    archs = [
+        "Eagle3LlamaForCausalLM",
+        "LlamaBidirectionalModel",
+        "MiniMaxM3SparseForCausalLM",
+        "LlamaForCausalLM",
+    ]
+    _, report = check(str(root), *(a for arch in archs for a in ("--arch", arch)))
+    targets = by_arch(report)
+    eagle3 = targets["Eagle3LlamaForCausalLM"]
+    # TYPE_CHECKING stub vs `_Eagle3LlamaForCausalLMBase = LlamaForCausalLM` at run time.
+    assert (eagle3["role"], eagle3["implements_eagle3"]) == ("draft", True)
+    assert targets["LlamaBidirectionalModel"]["role"] == "pooling"
+    minimax = targets["MiniMaxM3SparseForCausalLM"]
+    assert "/nvidia/" in minimax["path"] and minimax["variant"] == "cuda"
+    assert targets["LlamaForCausalLM"]["role"] == "target"
+
+
+def test_0_22_factory_base_implements_eagle3(vllm_release: Callable) -> None:
+    """`class LlamaBidirectionalModel(as_embedding_model(LlamaForCausalLM))` (0.14-0.29)."""
+    root = vllm_release("0.22.0")
+    _, report = check(str(root), "--arch", "LlamaBidirectionalModel")
+    [target] = report["targets"]
+    assert (target["role"], target["implements_eagle3"]) == ("pooling", True)
+
+
+def test_0_33_lazy_type_checking_exports_resolve(vllm_release: Callable) -> None:
+    """`if TYPE_CHECKING: from .model import X` plus a module `__getattr__` (vllm/models/flint)."""
+    root = vllm_release("0.33.0")
+    _, report = check(str(root), "--arch", "FlintForCausalLM", "--arch", "InklingForCausalLM")
+    assert report["errors"] == []
+    assert {t["arch"] for t in report["targets"]} == {"FlintForCausalLM", "InklingForCausalLM"}
