@@ -7,6 +7,7 @@ release where it was seen.
 from __future__ import annotations
 
 import json
+import shutil
 from collections.abc import Callable
 from pathlib import Path
 
@@ -36,6 +37,7 @@ def test_roles_in_the_fixture() -> None:
     assert roles == {
         "GoodLlamaForCausalLM": "target",
         "SplitFamilyForCausalLM": "target",
+        "BareForCausalLM": "target",
         "GoodLlamaBidirectionalModel": "pooling",
         "GoodLlamaEmbedModel": "pooling",
         "MarkedRewardModel": "pooling",
@@ -46,8 +48,8 @@ def test_roles_in_the_fixture() -> None:
             assert target["eagle3_ready"] is None and target["findings"] == []
     summary = report["summary"]
     assert (summary["archs"], summary["targets"], summary["drafts"], summary["pooling"]) == (
-        6,
-        2,
+        7,
+        3,
         1,
         3,
     )
@@ -118,3 +120,51 @@ def test_0_33_lazy_type_checking_exports_resolve(vllm_release: Callable) -> None
     _, report = check(str(root), "--arch", "FlintForCausalLM", "--arch", "InklingForCausalLM")
     assert report["errors"] == []
     assert {t["arch"] for t in report["targets"]} == {"FlintForCausalLM", "InklingForCausalLM"}
+
+
+RUNNER = "v1/worker/gpu_model_runner.py"
+GUARD = """            if not supports_eagle3(self.get_model()):
+                raise RuntimeError(
+                    "Model does not support EAGLE3 interface but "
+                    "aux_hidden_state_outputs was requested"
+                )
+"""
+
+
+def test_unguarded_runner_blocks_targets_without_the_methods(tmp_path: Path) -> None:
+    """A runner calling the aux-layer methods with no supports_eagle3 check (0.10.0)."""
+    tree = tmp_path / "vllm"
+    shutil.copytree(FIXTURE, tree)
+    runner_file = tree / RUNNER
+    text = runner_file.read_text()
+    assert GUARD in text
+    runner_file.write_text(text.replace(GUARD, ""))
+    _, guarded = check(str(FIXTURE), "--arch", "BareForCausalLM")
+    assert [f["code"] for f in guarded["targets"][0]["findings"] if f["code"] < "EAG5"] == [
+        "EAG101"
+    ]
+    _, report = check(str(tree), "--arch", "BareForCausalLM")
+    assert report["vllm"]["details"]["unguarded_aux_calls"] is True
+    [bare] = report["targets"]
+    assert bare["eagle3_ready"] is False
+    messages = [f["message"] for f in bare["findings"] if f["code"] == "EAG201"]
+    assert len(messages) == 2 and all("AttributeError" in m for m in messages)
+
+
+def test_0_10_unguarded_runner_blocks_llava(vllm_release: Callable) -> None:
+    root = vllm_release("0.10.0")
+    _, report = check(
+        str(root),
+        "--arch",
+        "LlavaForConditionalGeneration",
+        "--arch",
+        "LlamaForCausalLM",
+        "--model-type",
+        "llama",
+    )
+    targets = by_arch(report)
+    assert report["vllm"]["details"]["unguarded_aux_calls"] is True
+    llava = targets["LlavaForConditionalGeneration"]
+    assert llava["eagle3_ready"] is False
+    assert {f["code"] for f in llava["findings"] if f["severity"] == "error"} == {"EAG201"}
+    assert targets["LlamaForCausalLM"]["eagle3_ready"] is True

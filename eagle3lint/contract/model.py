@@ -82,6 +82,9 @@ class Contract:
     getter_source: str = ""
     runtime_check: bool = False
     """The runner refuses a model without SupportsEagle3 (`supports_eagle3(...)`)."""
+    unguarded_aux_calls: bool = False
+    """The runner calls the aux-layer methods on every target, with no `supports_eagle3` check
+    (0.10.0): a target without them fails with AttributeError after loading."""
     mixin: str | None = None
     """Qualified name of `EagleModelMixin` when the defaults require it."""
     mixin_pp_relay: bool = False
@@ -125,6 +128,7 @@ class Contract:
             "protocol_members": list(self.protocol_members),
             "default_methods": sorted(self.default_methods),
             "getter": self.getter,
+            "unguarded_aux_calls": self.unguarded_aux_calls,
             "mixin": self.mixin,
             "pp_relay": self.mixin_pp_relay,
             "gate": None

@@ -155,11 +155,13 @@ def _read_runner(vllm_dir: Path, contract: Contract) -> Contract:
         calls = [m.group(1) for m in _GETTER_CALL.finditer(text)]
         if calls:
             line = text.count("\n", 0, text.index(calls[0])) + 1
+            guarded = "supports_eagle3(" in text
             return replace(
                 contract,
                 getter=calls[0],
                 getter_source=f"{path}:{line}",
-                runtime_check=contract.runtime_check or "supports_eagle3(" in text,
+                runtime_check=contract.runtime_check or guarded,
+                unguarded_aux_calls=not guarded and f".{contract.setter}(" in text,
             )
     if contract.protocol is None:
         return replace(contract, getter=KNOWN_GETTERS[0])
