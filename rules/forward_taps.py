@@ -371,7 +371,11 @@ class NoTapForCausalLM(nn.Module, SupportsEagle3):
         ctx: RuleContext,
     ) -> Iterator[Finding]:
         path = ctx.path(where)
-        taps = [tap for loop in forward.loops for tap in loop.taps] + forward.pre_loop_taps
+        taps = [
+            *(tap for loop in forward.loops for tap in loop.taps),
+            *forward.pre_loop_taps,
+            *forward.post_loop_taps,
+        ]
         loop = forward.loops[0]
         # Where the release has EagleModelMixin, a new tap uses it (the protocol defaults then
         # work without overrides); older releases get the explicit tap of their llama.py.

@@ -15,6 +15,8 @@ import pytest
 from typer.testing import CliRunner
 
 from eagle3lint.cli import app
+from eagle3lint.engine import CheckOptions, run_check
+from eagle3lint.index.project import ClassRef
 
 FIXTURE = Path(__file__).resolve().parent.parent / "fixtures" / "verdicts" / "vllm"
 runner = CliRunner()
@@ -38,6 +40,8 @@ def test_roles_in_the_fixture() -> None:
         "GoodLlamaForCausalLM": "target",
         "SplitFamilyForCausalLM": "target",
         "BareForCausalLM": "target",
+        "HelperLoopForCausalLM": "target",
+        "TempTapForCausalLM": "target",
         "GoodLlamaBidirectionalModel": "pooling",
         "GoodLlamaEmbedModel": "pooling",
         "MarkedRewardModel": "pooling",
@@ -48,8 +52,8 @@ def test_roles_in_the_fixture() -> None:
             assert target["eagle3_ready"] is None and target["findings"] == []
     summary = report["summary"]
     assert (summary["archs"], summary["targets"], summary["drafts"], summary["pooling"]) == (
-        7,
-        3,
+        9,
+        5,
         1,
         3,
     )
@@ -168,3 +172,46 @@ def test_0_10_unguarded_runner_blocks_llava(vllm_release: Callable) -> None:
     assert llava["eagle3_ready"] is False
     assert {f["code"] for f in llava["findings"] if f["severity"] == "error"} == {"EAG201"}
     assert targets["LlamaForCausalLM"]["eagle3_ready"] is True
+
+
+def test_layer_loop_found_through_two_helper_calls() -> None:
+    _, report = check(str(FIXTURE), "--arch", "HelperLoopForCausalLM", "--model-type", "llama")
+    [target] = report["targets"]
+    assert target["eagle3_ready"] and target["findings"] == [], target["findings"]
+
+
+def test_tap_through_a_temporary_and_after_the_loop() -> None:
+    _, report = check(str(FIXTURE), "--arch", "TempTapForCausalLM", "--model-type", "llama")
+    [target] = report["targets"]
+    codes = [(f["code"], f["line"]) for f in target["findings"]]
+    # The temporary is `hidden_states + residual` (None at layer 0); the tap after the loop
+    # captures the last layer's output, so EAG306 does not apply.
+    assert codes == [("EAG305", 51)]
+    assert "`hidden_states + residual`" in target["findings"][0]["message"]
+
+
+@pytest.mark.parametrize("version", ["0.25.0", "0.33.0"])
+def test_deepseek_v2_temporary_tap(version: str, vllm_release: Callable) -> None:
+    root = vllm_release(version)
+    _, report = check(str(root), "--arch", "DeepseekV2ForCausalLM")
+    [target] = report["targets"]
+    codes = [f["code"] for f in target["findings"]]
+    assert "EAG305" in codes and "EAG306" not in codes
+
+
+def test_deepseek_v4_findings_sit_on_the_loop_running_the_layers(vllm_release: Callable) -> None:
+    """The ROCm DeepseekV4 model runs its layers in `_run_layers`, after a loop that only walks
+    the layers' Engram tables; its explicit tap there is recognised."""
+    root = vllm_release("0.33.0")
+    run = run_check(CheckOptions(paths=[root], archs=["DeepseekV41ForCausalLM"]))
+    [target] = run.targets
+    assert "rocm" in target.variants
+    model = run.index.resolve("vllm.models.deepseek_v41.amd.model", "DeepseekV4Model")
+    assert isinstance(model, ClassRef)
+    found = run.index.forward_of(model)
+    assert found is not None
+    forward = found[1]
+    assert forward.loop_helper == "_run_layers"
+    assert [tap.value_expr for loop in forward.loops for tap in loop.taps] == [
+        "aux_recon.mean(dim=1)"
+    ]

@@ -280,7 +280,7 @@ class _FileBuilder:
         forward = functions.get("forward")
         if forward is not None:
             method = summary.methods["forward"]
-            summary.forward = _forward(forward, method.line, method.column, summary)
+            summary.forward = _forward(forward, method.line, method.column, summary, functions)
         return summary
 
     def _factory(self, node: cst.FunctionDef) -> None:
@@ -574,32 +574,109 @@ def _init_assign(value: cst.BaseExpression, line: int) -> InitAssign:
 # -- forward ------------------------------------------------------------------------------
 
 
+HELPER_DEPTH = 2
+"""How many `self.<method>(...)` calls deep a forward's layer loop is looked for."""
+
+
 def _forward(
-    func: cst.FunctionDef, line: int, column: int, summary: ClassSummary
+    func: cst.FunctionDef,
+    line: int,
+    column: int,
+    summary: ClassSummary,
+    functions: dict[str, cst.FunctionDef],
 ) -> ForwardSummary:
     forward = ForwardSummary(line=line, column=column)
-    layer_loops = [
-        s for s in _statements(func.body) if isinstance(s, cst.For) and _is_layer_loop(s)
-    ]
     calls = [c for s in _statements(func.body) for c in _self_calls(s)]
     forward.delegates_to = next((c for c in calls if c in summary.init_assigns), None)
+    # The functions whose statements make up the forward: itself, and the helper running the
+    # layer loop when forward delegates it (`self._run_layers(...)`).
+    bodies = [(func, line, column)]
+    layer_loops = _layer_loops(func)
+    if not layer_loops:
+        helper = _loop_helper(func, functions, HELPER_DEPTH, {"forward"})
+        if helper is not None:
+            method = summary.methods[helper]
+            bodies.append((functions[helper], method.line, method.column))
+            layer_loops = _layer_loops(functions[helper])
+            forward.loop_helper = helper
+    if not layer_loops:
+        layer_loops = [
+            s for s in _statements(func.body) if isinstance(s, cst.For) and _is_layer_loop(s)
+        ]
     pre_loop = [s for s in _statements(func.body) if _helper_taps(s)]
     if not layer_loops and not pre_loop:
         return forward
-    position = function_positions(func, line, column)
+    positions = {id(f): function_positions(f, fline, fcol) for f, fline, fcol in bodies}
+    loop_owner = bodies[-1][0] if forward.loop_helper else func
+    position = positions[id(loop_owner)]
     aux_names: set[str] = set()
     for loop in layer_loops:
         summary_loop = _loop(loop, position)
         forward.loops.append(summary_loop)
         aux_names.update(_aux_targets(loop))
     first_loop = layer_loops[0] if layer_loops else None
-    for stmt in _statements(func.body):
+    last_loop = layer_loops[-1] if layer_loops else None
+    for stmt in _statements(loop_owner.body):
         if stmt is first_loop:
             break
         for aux_name in _helper_taps(stmt):
             tap_line, tap_col = position(stmt)
             forward.pre_loop_taps.append(TapSummary(tap_line, tap_col, "helper", "", True, True))
             aux_names.add(aux_name)
+    after = False
+    in_loops = {id(inner) for loop in layer_loops for inner in _statements(loop.body)}
+    for stmt in _statements(loop_owner.body):
+        if after and id(stmt) not in in_loops:
+            for value, owner in _explicit_taps(stmt):
+                tap_line, tap_col = position(stmt)
+                # After the loop the layers have set residual: adding it cannot fail.
+                tap = TapSummary(tap_line, tap_col, "explicit", code(value), True, False)
+                forward.post_loop_taps.append(tap)
+                aux_names.add(owner)
+        after = after or stmt is last_loop
+    for body, _, _ in bodies:
+        _aux_list_facts(body, aux_names, forward)
+    return forward
+
+
+def _layer_loops(func: cst.FunctionDef) -> list[cst.For]:
+    """Loops that call a decoder layer: `for layer in self.layers[...]: layer(...)` or
+    `for i in ids: self.layers[i](...)` (not a loop that only walks the layers' attributes)."""
+    return [s for s in _statements(func.body) if isinstance(s, cst.For) and _runs_layers(s)]
+
+
+def _runs_layers(loop: cst.For) -> bool:
+    body = " ".join(code(s) for s in _statements(loop.body) if not isinstance(s, cst.If | cst.For))
+    if re.search(r"self\.layers\[[^\]]*\]\s*\(", body):
+        return True
+    if "self.layers" not in code(loop.iter):
+        return False
+    names = {n for n in re.findall(r"[A-Za-z_]\w*", code(loop.target))}
+    return any(re.search(rf"(?<![\w.]){re.escape(n)}\s*\(", body) for n in names)
+
+
+def _loop_helper(
+    func: cst.FunctionDef, functions: dict[str, cst.FunctionDef], depth: int, seen: set[str]
+) -> str | None:
+    """The method, called from `func` through at most `depth` `self.<m>(...)` calls, whose body
+    runs the layer loop."""
+    if depth == 0:
+        return None
+    calls = [c for s in _statements(func.body) for c in _self_calls(s)]
+    for name in dict.fromkeys(calls):
+        helper = functions.get(name)
+        if helper is None or name in seen:
+            continue
+        if _layer_loops(helper):
+            return name
+        deeper = _loop_helper(helper, functions, depth - 1, seen | {name})
+        if deeper is not None:
+            return deeper
+    return None
+
+
+def _aux_list_facts(func: cst.FunctionDef, aux_names: set[str], forward: ForwardSummary) -> None:
+    """Whether the aux list is initialised and returned as `(hidden_states, aux)`."""
     for stmt in _statements(func.body):
         if not isinstance(stmt, cst.SimpleStatementLine):
             continue
@@ -617,7 +694,6 @@ def _forward(
                     aux_names & _names_in(e.value) for e in value.elements
                 ):
                     forward.returns_aux_tuple = True
-    return forward
 
 
 def _names_in(node: cst.BaseExpression) -> set[str]:
@@ -689,19 +765,22 @@ def _calls_layer(stmt: cst.BaseStatement) -> bool:
 
 
 def _explicit_taps(stmt: cst.BaseStatement) -> list[tuple[cst.BaseExpression, str]]:
-    """`if i in self.aux_hidden_state_layers: x.append(value)` → [(value, "x")]."""
-    if not isinstance(stmt, cst.If) or not isinstance(stmt.test, cst.Comparison):
-        return []
-    test = stmt.test
-    if len(test.comparisons) != 1 or not isinstance(test.comparisons[0].operator, cst.In):
-        return []
-    if AUX_LAYERS_ATTR not in code(test.comparisons[0].comparator):
+    """`if i in self.aux_hidden_state_layers [and ...]: x.append(value)` → [(value, "x")].
+
+    A value appended through a local temporary (`t = hidden_states + residual` earlier in the
+    same block, then `x.append(t)`) is the expression the temporary was first bound to."""
+    if not isinstance(stmt, cst.If) or not _tests_aux_membership(stmt.test):
         return []
     taps = []
+    bound: dict[str, cst.BaseExpression] = {}
     for inner in _statements(stmt.body):
         if not isinstance(inner, cst.SimpleStatementLine):
             continue
         for small in inner.body:
+            if isinstance(small, cst.Assign) and len(small.targets) == 1:
+                target = small.targets[0].target
+                if isinstance(target, cst.Name):
+                    bound.setdefault(target.value, small.value)
             if (
                 isinstance(small, cst.Expr)
                 and isinstance(small.value, cst.Call)
@@ -710,8 +789,23 @@ def _explicit_taps(stmt: cst.BaseStatement) -> list[tuple[cst.BaseExpression, st
                 and small.value.args
             ):
                 owner = dotted(small.value.func.value) or ""
-                taps.append((small.value.args[0].value, owner))
+                value = small.value.args[0].value
+                if isinstance(value, cst.Name) and value.value in bound:
+                    value = bound[value.value]
+                taps.append((value, owner))
     return taps
+
+
+def _tests_aux_membership(test: cst.BaseExpression) -> bool:
+    """`x in self.aux_hidden_state_layers`, alone or as the first operand of an `and`."""
+    if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
+        return _tests_aux_membership(test.left)
+    if not isinstance(test, cst.Comparison) or len(test.comparisons) != 1:
+        return False
+    comparison = test.comparisons[0]
+    return isinstance(comparison.operator, cst.In) and AUX_LAYERS_ATTR in code(
+        comparison.comparator
+    )
 
 
 def _helper_taps(stmt: cst.BaseStatement) -> list[str]:

@@ -109,9 +109,13 @@ class ForwardSummary:
     loops: list[LoopSummary] = field(default_factory=list)
     aux_list_initialised: bool = False
     pre_loop_taps: list[TapSummary] = field(default_factory=list)
+    post_loop_taps: list[TapSummary] = field(default_factory=list)
+    """Explicit taps after the layer loop (`if self.end_layer in ...`): the last layer's output."""
     returns_aux_tuple: bool = False
     delegates_to: str | None = None
     """`self.<attr>(...)` result returned as-is: the forward of that attribute does the work."""
+    loop_helper: str | None = None
+    """The method of the class that runs the layer loop when forward calls it (`_run_layers`)."""
 
 
 @dataclass(slots=True)
