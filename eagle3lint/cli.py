@@ -358,7 +358,7 @@ def _present(report: Report, view: View) -> tuple[str, int]:
 def _cached_check(options: CheckOptions, view: View) -> tuple[str, int]:
     """`_check`, answered from the whole-run cache when nothing it read has changed."""
     from eagle3lint.contract.model import GATE_FILES, PROPOSER_FILES
-    from eagle3lint.contract.reader import RUNNER_FILES
+    from eagle3lint.contract.reader import CONFIG_REGISTRY_FILES, RUNNER_FILES
     from eagle3lint.engine import discover_for, run_check
     from eagle3lint.index.cache import default_cache_dir
     from eagle3lint.rule import load_plugins
@@ -379,7 +379,7 @@ def _cached_check(options: CheckOptions, view: View) -> tuple[str, int]:
         return hit
     outside_index = [p for p in (options.hf_config, options.baseline) if p is not None]
     if workspace.vllm_dir is not None:
-        rels = (*GATE_FILES, *PROPOSER_FILES, *RUNNER_FILES)
+        rels = (*GATE_FILES, *PROPOSER_FILES, *RUNNER_FILES, *CONFIG_REGISTRY_FILES)
         outside_index += [workspace.vllm_dir / rel for rel in rels]
     before = Manifest.snapshot(outside_index)
     run = run_check(options, workspace=workspace)

@@ -23,6 +23,12 @@ ENTRY_CLASS = re.compile(r"(ForCausalLM|ForConditionalGeneration|LMHeadModel)$")
 MAX_WRAPPER_DEPTH = 4
 DRAFT_SECTION = re.compile(r"SPECULATIVE", re.IGNORECASE)
 """The registry dict of speculative-decoding models (`_SPECULATIVE_DECODING_MODELS`)."""
+POOLING_SECTION = re.compile(
+    r"EMBEDDING|CROSS_ENCODER|LATE_INTERACTION|REWARD|CLASSIFICATION|POOLING", re.IGNORECASE
+)
+"""Registry dicts of pooling models (embedding, scoring, reward, classification)."""
+GENERATION_METHOD = "compute_logits"
+"""What vLLM's `is_text_generation_model` looks for on the class."""
 POOLING_MARKER = "is_pooling_model"
 """The class attribute vLLM's registry reads (`getattr(cls, "is_pooling_model", False)`) to tell
 a pooling model; `VllmModelForPooling` and the pooling adapters set it."""
@@ -126,16 +132,23 @@ class Target:
 
     @cached_property
     def role(self) -> Role:
-        """A draft when the registry lists it with the speculative-decoding models; pooling when
-        the class says so the way vLLM's registry asks (`is_pooling_model` through the MRO, set
-        by `VllmModelForPooling` and the pooling adapters); otherwise a target."""
+        """What vLLM runs the class as (`ModelConfig`'s default runner): a draft when the
+        registry lists it with the speculative-decoding models; pooling when the class says so
+        the way vLLM's registry asks (`is_pooling_model` through the MRO, set by
+        `VllmModelForPooling` and the pooling adapters); a target when it is generative
+        (`compute_logits`); otherwise pooling if a pooling section of the registry lists it
+        (vLLM converts such a bare model with a pooling adapter at load time)."""
         if DRAFT_SECTION.search(self.section):
             return Role.DRAFT
         for entry in self.mro:
             if isinstance(entry, ClassRef):
                 attr = entry.cls.attrs.get(POOLING_MARKER)
                 if attr is not None and attr.has_value:
-                    return Role.POOLING if attr.value == "True" else Role.TARGET
+                    if attr.value == "True":
+                        return Role.POOLING
+                    break
+        if self.method(GENERATION_METHOD) is None and POOLING_SECTION.search(self.section):
+            return Role.POOLING
         return Role.TARGET
 
     @property

@@ -37,6 +37,29 @@ def config_classes(target: Target) -> list[ClassRef]:
     return list(found.values())
 
 
+SUB_CONFIG = re.compile(
+    r"(Vision|Visual|ViT|Audio|Speech|Encoder|Projector|Text|Thinker)\w*Config$"
+)
+"""Names of the configs of a model's towers, when the tree has no config registry to ask."""
+
+
+def model_config(target: Target, contract_configs: frozenset[str]) -> ClassRef | str:
+    """The config class the model's `config` is, among those its file imports: the one the
+    release's config registry maps a model_type to (never a vision or audio sub-config); else
+    why that cannot be decided."""
+    imported = config_classes(target)
+    if contract_configs:
+        main = [c for c in imported if c.name in contract_configs]
+    else:
+        main = [c for c in imported if not SUB_CONFIG.search(c.name)]
+    if len(main) == 1:
+        return main[0]
+    names = ", ".join(c.name for c in imported)
+    if not main:
+        return f"none of the config classes its file imports ({names}) is a model config"
+    return f"its file imports several model configs ({names})"
+
+
 def config_attributes(target: Target, ref: ClassRef) -> set[str]:
     names: set[str] = set()
     for entry in target.index.mro(ref):
@@ -174,19 +197,24 @@ class MediaVLForConditionalGeneration(nn.Module, SupportsMultiModal):
         )
         available: set[str] | None = None
         source = ""
+        undecided = "its config class is not in this tree"
+        # A config.json key becomes an attribute of the PretrainedConfig built from it.
         hf_config = ctx.config_for(target)
-        if hf_config is not None:
-            if json_has(hf_config, attribute):
+        if hf_config is not None and json_has(hf_config, attribute):
+            return
+        main = model_config(target, ctx.contract.model_configs) if config_classes(target) else None
+        if isinstance(main, ClassRef):
+            available = config_attributes(target, main)
+            if head in available:
                 return
-            available = {k for k in hf_config if isinstance(k, str)}
-            source = f"{ctx.hf_config_path or 'the given config.json'}"
-        else:
-            classes = config_classes(target)
-            if classes:
-                available = set().union(*(config_attributes(target, c) for c in classes))
-                if head in available:
-                    return
-                source = ", ".join(c.name for c in classes)
+            source = main.name
+        elif isinstance(main, str):
+            undecided = main
+        if hf_config is not None:
+            keys = {k for k in hf_config if isinstance(k, str)}
+            available = (available or set()) | keys
+            config_path = ctx.hf_config_path or "the given config.json"
+            source = f"{source} and {config_path}" if source else config_path
         if available is not None:
             alternative = sorted(a for a in available & model_reads if a != attribute)
             alternative = alternative or sorted(
@@ -225,8 +253,8 @@ class MediaVLForConditionalGeneration(nn.Module, SupportsMultiModal):
             return
         yield self.report(
             "EAG402",
-            f"Cannot verify that {name}'s config has {attribute} (its config class is not in "
-            f"this tree); otherwise {consequence}. Pass --hf-config to check.",
+            f"Cannot verify that {name}'s config has {attribute} ({undecided}); otherwise "
+            f"{consequence}. Pass --hf-config to check.",
             path,
             cls.line,
             cls.column,

@@ -42,6 +42,7 @@ def test_roles_in_the_fixture() -> None:
         "BareForCausalLM": "target",
         "HelperLoopForCausalLM": "target",
         "TempTapForCausalLM": "target",
+        "TowerConfigVLForConditionalGeneration": "target",
         "GoodLlamaBidirectionalModel": "pooling",
         "GoodLlamaEmbedModel": "pooling",
         "MarkedRewardModel": "pooling",
@@ -52,8 +53,8 @@ def test_roles_in_the_fixture() -> None:
             assert target["eagle3_ready"] is None and target["findings"] == []
     summary = report["summary"]
     assert (summary["archs"], summary["targets"], summary["drafts"], summary["pooling"]) == (
-        9,
-        5,
+        10,
+        6,
         1,
         3,
     )
@@ -215,3 +216,46 @@ def test_deepseek_v4_findings_sit_on_the_loop_running_the_layers(vllm_release: C
     assert [tap.value_expr for loop in forward.loops for tap in loop.taps] == [
         "aux_recon.mean(dim=1)"
     ]
+
+
+TOWER_VL = "TowerConfigVLForConditionalGeneration"
+TOWER_HF = FIXTURE.parent / "hf" / "tower_config_vl.json"
+
+
+def test_a_tower_sub_config_is_not_the_model_config() -> None:
+    _, report = check(str(FIXTURE), "--arch", TOWER_VL, "--model-type", "llama")
+    [target] = report["targets"]
+    codes = {f["code"]: f for f in target["findings"]}
+    assert "EAG401" not in codes
+    assert "GoodVLVisionConfig" in codes["EAG402"]["message"]
+
+
+def test_an_hf_config_key_satisfies_the_read(tmp_path: Path) -> None:
+    _, report = check(str(FIXTURE), "--arch", TOWER_VL, "--hf-config", str(TOWER_HF))
+    [target] = report["targets"]
+    assert not {"EAG401", "EAG402"} & {f["code"] for f in target["findings"]}
+    without = json.loads(TOWER_HF.read_text())
+    del without["image_token_index"]
+    (tmp_path / "config.json").write_text(json.dumps(without))
+    _, report = check(str(FIXTURE), "--arch", TOWER_VL, "--hf-config", str(tmp_path))
+    [target] = report["targets"]
+    assert [f["code"] for f in target["findings"] if f["code"].startswith("EAG40")] == ["EAG401"]
+
+
+@pytest.mark.parametrize("arch", ["Step3VLForConditionalGeneration", "MiMoV2OmniForCausalLM"])
+def test_0_33_vision_sub_configs_are_not_model_configs(arch: str, vllm_release: Callable) -> None:
+    root = vllm_release("0.33.0")
+    _, report = check(str(root), "--arch", arch)
+    [target] = report["targets"]
+    codes = {f["code"] for f in target["findings"]}
+    assert "EAG401" not in codes and "EAG402" in codes
+
+
+def test_0_33_kimi_vl_reads_its_model_config(vllm_release: Callable) -> None:
+    """KimiVLConfig (registered) lacks image_token_index; MoonViTConfig (its tower's) is not
+    the model's config and no longer named."""
+    root = vllm_release("0.33.0")
+    _, report = check(str(root), "--arch", "KimiVLForConditionalGeneration")
+    [target] = report["targets"]
+    [finding] = [f for f in target["findings"] if f["code"] == "EAG401"]
+    assert finding["message"].startswith("KimiVLConfig has no image_token_index")

@@ -85,6 +85,9 @@ class Contract:
     unguarded_aux_calls: bool = False
     """The runner calls the aux-layer methods on every target, with no `supports_eagle3` check
     (0.10.0): a target without them fails with AttributeError after loading."""
+    model_configs: frozenset[str] = frozenset()
+    """Config classes of the registry mapping model_type to config (`_CONFIG_REGISTRY`): what a
+    model's `config` is built as, unlike the sub-configs of its vision or audio tower."""
     mixin: str | None = None
     """Qualified name of `EagleModelMixin` when the defaults require it."""
     mixin_pp_relay: bool = False

@@ -38,6 +38,14 @@ RUNNER_FILES = (
     "v1/worker/gpu/spec_decode/eagle/eagle3_utils.py",
     "worker/model_runner.py",
 )
+CONFIG_REGISTRY_FILES = ("transformers_utils/config.py",)
+_CONFIG_REGISTRY = re.compile(
+    r"^_CONFIG_REGISTRY\b[^=\n]*=\s*\w*\s*[({]\s*\n(.*?)^[)}]", re.MULTILINE | re.DOTALL
+)
+# `kimi_vl="KimiVLConfig",` (LazyConfigDict) or `"chatglm": ChatGLMConfig,` (a plain dict).
+_CONFIG_ENTRY = re.compile(
+    r"""^\s*(?:\w+\s*=\s*["'](\w+)["']|["'][\w.-]+["']\s*:\s*["']?(\w+))""", re.MULTILINE
+)
 _GETTER_CALL = re.compile(r"^[^#\n]*\.(get_eagle3_\w*aux_hidden_state_layers)\(", re.MULTILINE)
 # typing's own bookkeeping names are not protocol members.
 _NOT_MEMBERS = {"__init__", "__slots__", "__doc__", "__module__", "__annotations__"}
@@ -56,6 +64,7 @@ def read_contract(index: ProjectIndex, vllm_dir: Path, source: str) -> Contract:
     )
     contract = _read_protocol(index, contract)
     contract = _read_runner(vllm_dir, contract)
+    contract = _read_config_registry(vllm_dir, contract)
     facts = config_facts()
     return replace(contract, gate=facts.gate, image_tokens=facts.image_tokens)
 
@@ -142,6 +151,20 @@ def _read_protocol(index: ProjectIndex, contract: Contract) -> Contract:
         mixin_pp_relay=bool(mixin and PP_RELAY_FLAG in mixin.cls.attrs),
         multimodal_protocol=multimodal.qualname if multimodal else None,
     )
+
+
+def _read_config_registry(vllm_dir: Path, contract: Contract) -> Contract:
+    """The config classes vLLM builds a model's `config` from, by model_type."""
+    for rel in CONFIG_REGISTRY_FILES:
+        try:
+            text = read_source(vllm_dir / rel)
+        except UnreadableSource:
+            continue
+        found = _CONFIG_REGISTRY.search(text)
+        if found:
+            names = {a or b for a, b in _CONFIG_ENTRY.findall(found.group(1))}
+            return replace(contract, model_configs=frozenset(names))
+    return contract
 
 
 def _read_runner(vllm_dir: Path, contract: Contract) -> Contract:

@@ -140,6 +140,7 @@ def main() -> int:
     from vllm.platforms import current_platform
 
     platform = type(current_platform).__name__
+    runner_default = _runner_default()
     models: dict[str, tuple[str, str]] = dict(registry._VLLM_MODELS)
     drafts = set(getattr(registry, "_SPECULATIVE_DECODING_MODELS", {}))
     protocol = getattr(interfaces, "SupportsEagle3", None)
@@ -163,6 +164,7 @@ def main() -> int:
                 supports_eagle3=bool(interfaces.supports_eagle3(cls)),
                 is_text_generation_model=bool(interfaces_base.is_text_generation_model(cls)),
                 is_pooling_model=bool(interfaces_base.is_pooling_model(cls)),
+                runner=runner_default(arch, cls, interfaces_base),
                 members=_members(cls, protocol) if protocol is not None else {},
             )
         except BaseException as exc:  # the class's own import-time code, whatever it raises
@@ -172,6 +174,23 @@ def main() -> int:
             record.update(ok=False, error=error, missing=_missing_module(exc))
         print(json.dumps(record), flush=True)
     return 0
+
+
+def _runner_default() -> Any:
+    """`ModelConfig._get_default_runner_type` for a registered arch whose checkpoint has no
+    Sentence Transformers config: pooling if the class is, generate if it is generative, else
+    what vLLM's suffix table says for the name."""
+    from vllm.config.model import try_match_architecture_defaults
+
+    def runner(arch: str, cls: type, interfaces_base: Any) -> str:
+        if interfaces_base.is_pooling_model(cls):
+            return "pooling"
+        if interfaces_base.is_text_generation_model(cls):
+            return "generate"
+        match = try_match_architecture_defaults(arch)
+        return match[1][0] if match else "generate"
+
+    return runner
 
 
 def _missing_module(exc: BaseException) -> str:

@@ -131,13 +131,12 @@ def test_implements_eagle3_equals_supports_eagle3(release: Release) -> None:
 
 
 def _runtime_role(answer: dict[str, Any]) -> str:
+    """The registry's speculative section, else the runner vLLM picks by default."""
     if answer["draft_section"]:
         return Role.DRAFT
-    if answer["is_pooling_model"]:
-        return Role.POOLING
-    if answer["is_text_generation_model"]:
-        return Role.TARGET
-    return "neither generative nor pooling"
+    return {"pooling": Role.POOLING, "generate": Role.TARGET}.get(
+        answer["runner"], f"runner {answer['runner']}"
+    )
 
 
 def test_role_equals_the_registry(release: Release) -> None:

@@ -10,17 +10,23 @@ Run as a script to install ahead of the test run: `python tests/runtime/venvs.py
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 # The releases the runtime suite compares against: the seed release, one of the 0.22-0.29 era
 # (platform-selected model modules, as_embedding_model factories, DeepseekV2 tap temporaries)
 # and the newest final release on PyPI when this suite was written.
-RELEASES: tuple[str, ...] = ("0.16.0", "0.25.0", "0.33.0")
+RELEASES: tuple[str, ...] = tuple(
+    os.environ.get("EAGLE3LINT_RUNTIME_RELEASES", "0.16.0,0.25.0,0.33.0").split(",")
+)
+"""`EAGLE3LINT_RUNTIME_RELEASES=0.16.0,0.33.0` narrows (or changes) the list for one run."""
 
 # Wheels built against another torch than the one vLLM pins break `import transformers`; vLLM and
 # transformers treat them as optional, so the oracle venvs go without them.
@@ -77,9 +83,28 @@ def install(version: str) -> Path:
     if is_ready(version):
         return python
     root = venv_dir(version)
+    root.parent.mkdir(parents=True, exist_ok=True)
+    with _locked(root.parent / f".vllm-{version}.lock"):
+        if is_ready(version):  # another process finished it while this one waited
+            return python
+        _install(version, root, python)
+    return python
+
+
+@contextlib.contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    """One installer per venv at a time, across processes (test runs, the install script)."""
+    with path.open("w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _install(version: str, root: Path, python: Path) -> None:
     if root.exists():
         shutil.rmtree(root)  # a half-finished install from an interrupted run
-    root.parent.mkdir(parents=True, exist_ok=True)
     subprocess.run([sys.executable, "-m", "venv", str(root)], check=True)
     lifted = False
     try:
@@ -91,7 +116,6 @@ def install(version: str) -> Path:
     _pip(python, ["uninstall", "-y", *MISMATCHED_BINARY_PACKAGES], env)
     record = {"vllm": version, "pip_config_ignored": lifted}
     (root / READY_MARKER).write_text(json.dumps(record))
-    return python
 
 
 def main(argv: list[str]) -> int:
