@@ -42,7 +42,7 @@ that an import it adds is relative (`from .interfaces`) or absolute."""
 TRANSFORMS: dict[str, Transform] = {
     "add-protocol-base": lambda m, r, rel: add_base(m, r.get("cls"), relative=rel),
     "add-aux-methods": lambda m, r, _: add_aux_methods(
-        m, r.get("cls"), getter_name=r.get("getter")
+        m, r.get("cls"), getter_name=r.get("getter"), inner_attr=r.get("inner", "model")
     ),
     "add-delegating-methods": lambda m, r, _: add_delegating_methods(
         m, r.get("cls"), getter_name=r.get("getter")

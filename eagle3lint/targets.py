@@ -183,8 +183,21 @@ class Target:
 
     @cached_property
     def inner_model(self) -> ClassRef | None:
-        """The decoder in `self.model` that runs the layer loop."""
-        return self._built_class("model")
+        """The decoder in `self.model` that runs the layer loop; for the language model of a
+        wrapper that is itself a bare decoder (Kimi-K2.5 on 0.15 holds a DeepseekV2Model),
+        that class."""
+        built = self._built_class("model")
+        if built is None and self.is_bare_decoder:
+            return self.ref
+        return built
+
+    @cached_property
+    def is_bare_decoder(self) -> bool:
+        """A wrapper's language model that runs the layer loop in its own forward."""
+        if self.depth == 0 or self.init_assign("model") is not None:
+            return False
+        found = self.index.forward_of(self.ref)
+        return found is not None and bool(found[1].loops)
 
     @cached_property
     def language_model(self) -> Target | None:

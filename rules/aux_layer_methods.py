@@ -248,7 +248,12 @@ class OldNameForCausalLM(nn.Module, SupportsEagle3):
                 target.ref.cls.column,
                 hint=f"Define {name} on {owner.ref.name}, as the release's llama.py does.",
                 repair=Repair.make(
-                    "add-aux-methods", owner_path, cls=owner.ref.name, getter=contract.getter
+                    "add-aux-methods",
+                    owner_path,
+                    cls=owner.ref.name,
+                    getter=contract.getter,
+                    # A bare decoder holds the layers itself rather than in self.model.
+                    inner="" if target.is_bare_decoder else "model",
                 ),
             )
 

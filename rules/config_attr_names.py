@@ -227,7 +227,7 @@ class MediaVLForConditionalGeneration(nn.Module, SupportsMultiModal):
             )
             yield self.report(
                 "EAG401",
-                f"{source} has no {attribute}: {consequence}.",
+                f"{source} {'have' if ' and ' in source else 'has'} no {attribute}: {consequence}.",
                 path,
                 cls.line,
                 cls.column,

@@ -18,7 +18,10 @@ from eagle3lint.cli import app
 from eagle3lint.engine import CheckOptions, run_check
 from eagle3lint.index.project import ClassRef
 
-FIXTURE = Path(__file__).resolve().parent.parent / "fixtures" / "verdicts" / "vllm"
+REPO = Path(__file__).resolve().parent.parent
+FIXTURE = REPO / "fixtures" / "verdicts" / "vllm"
+KIMI = "KimiK25ForConditionalGeneration"
+KIMI_CONFIG = REPO / "examples" / "kimi-k2.5" / "config.json"
 runner = CliRunner()
 
 
@@ -43,6 +46,7 @@ def test_roles_in_the_fixture() -> None:
         "HelperLoopForCausalLM": "target",
         "TempTapForCausalLM": "target",
         "TowerConfigVLForConditionalGeneration": "target",
+        "BareDecoderVLForConditionalGeneration": "target",
         "GoodLlamaBidirectionalModel": "pooling",
         "GoodLlamaEmbedModel": "pooling",
         "MarkedRewardModel": "pooling",
@@ -53,8 +57,8 @@ def test_roles_in_the_fixture() -> None:
             assert target["eagle3_ready"] is None and target["findings"] == []
     summary = report["summary"]
     assert (summary["archs"], summary["targets"], summary["drafts"], summary["pooling"]) == (
-        10,
-        6,
+        11,
+        7,
         1,
         3,
     )
@@ -259,3 +263,34 @@ def test_0_33_kimi_vl_reads_its_model_config(vllm_release: Callable) -> None:
     [target] = report["targets"]
     [finding] = [f for f in target["findings"] if f["code"] == "EAG401"]
     assert finding["message"].startswith("KimiVLConfig has no image_token_index")
+
+
+BARE_VL = "BareDecoderVLForConditionalGeneration"
+
+
+def test_wrapper_holding_a_bare_decoder_gets_the_decoder_side_findings(tmp_path: Path) -> None:
+    args = ["--arch", BARE_VL, "--model-type", "llama"]
+    _, report = check(str(FIXTURE), *args)
+    [target] = report["targets"]
+    on_decoder = {f["code"] for f in target["findings"] if "PlainDecoderModel" in f["message"]}
+    assert {"EAG103", "EAG204", "EAG301"} <= on_decoder
+    tree = tmp_path / "vllm"
+    shutil.copytree(FIXTURE, tree)
+    fixed = runner.invoke(app, ["fix", str(tree), *args, "--no-cache"])
+    assert fixed.exit_code == 0, fixed.output
+    _, report = check(str(tree), *args)
+    assert report["targets"][0]["eagle3_ready"], report["targets"][0]["findings"]
+
+
+def test_0_15_kimi_gets_the_complete_to_do_list(release_copy: Callable) -> None:
+    """Kimi-K2.5 on 0.15 holds a bare DeepseekV2Model; `fix` then makes it ready."""
+    root = release_copy("0.15.0")
+    args = ["--arch", KIMI, "--hf-config", str(KIMI_CONFIG), "--no-cache"]
+    _, report = check(str(root), *args)
+    [kimi] = report["targets"]
+    on_decoder = {f["code"] for f in kimi["findings"] if "DeepseekV2Model" in f["message"]}
+    assert {"EAG201", "EAG301"} <= on_decoder
+    fixed = runner.invoke(app, ["fix", str(root), *args])
+    assert fixed.exit_code == 0, fixed.output
+    _, report = check(str(root), *args)
+    assert report["targets"][0]["eagle3_ready"], report["targets"][0]["findings"]

@@ -42,15 +42,19 @@ def add_aux_methods(
     deepseek_v2.py), or at the end of a class without `__init__`. A method already defined is
     skipped; when only one of the two exists, the other is put next to it.
 
+    An empty `inner_attr` means the class is the decoder itself (the bare decoder a wrapper
+    holds as its language model): the methods then read and set its own attributes.
+
     Refuses when the class is missing.
     """
+    decoder = f"self.{inner_attr}" if inner_attr else "self"
     setter = f"""
 def {SETTER}(self, layers: tuple[int, ...]) -> None:
-    self.{inner_attr}.aux_hidden_state_layers = layers
+    {decoder}.aux_hidden_state_layers = layers
 """
     getter = f"""
 def {getter_name}(self) -> tuple[int, ...]:
-    num_layers = len(self.{inner_attr}.layers)
+    num_layers = len({decoder}.layers)
     return (2, num_layers // 2, num_layers - 3)
 """
     return _insert_pair(module, class_name, (SETTER, setter), (getter_name, getter), _after_init)
