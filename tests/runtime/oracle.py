@@ -69,7 +69,7 @@ class _StubModule(types.ModuleType):
         return _Anything()
 
 
-class _StubFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+class StubFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     """Serves a `_StubModule` for every module under the given top-level names."""
 
     def __init__(self, names: set[str]) -> None:
@@ -132,12 +132,15 @@ def _members(cls: type, protocol: type) -> dict[str, str]:
 def main() -> int:
     request = json.loads(sys.stdin.read() or "{}")
     stubs = set(request.get("stubs") or ())
-    if stubs:
-        sys.meta_path.insert(0, _StubFinder(stubs))
     registry = importlib.import_module(f"{MODELS_PACKAGE}.registry")
     interfaces = importlib.import_module(f"{MODELS_PACKAGE}.interfaces")
     interfaces_base = importlib.import_module(f"{MODELS_PACKAGE}.interfaces_base")
     from vllm.platforms import current_platform
+
+    if stubs:
+        # Only now: transformers has already decided which optional packages it has, so a
+        # stub never passes for the real package in its availability checks.
+        sys.meta_path.insert(0, StubFinder(stubs))
 
     platform = type(current_platform).__name__
     runner_default = _runner_default()

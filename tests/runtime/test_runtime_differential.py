@@ -73,7 +73,8 @@ def _judged(release: Release, arch: str, answer: dict[str, Any]) -> Target | str
         return target
     for platform, ref in target.variants.items():
         if _same_class(ref, module, qualname):
-            return Target(arch, ref, target.index, target.contract, variant=platform)
+            index, contract = target.index, target.contract
+            return Target(arch, ref, index, contract, variant=platform, section=target.section)
     if target.variants:
         return (
             f"platform: vLLM answered for {answer['platform']} ({module}.{qualname}), "
