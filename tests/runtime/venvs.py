@@ -20,6 +20,8 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+from platformdirs import user_cache_dir
+
 # The releases the runtime suite compares against: the seed release, one of the 0.22-0.29 era
 # (platform-selected model modules, as_embedding_model factories, DeepseekV2 tap temporaries)
 # and the newest final release on PyPI when this suite was written.
@@ -36,12 +38,12 @@ READY_MARKER = "eagle3lint-oracle-ready.json"
 
 
 def runtime_root() -> Path:
-    """`EAGLE3LINT_RUNTIME_DIR`, else `eagle3lint-runtime` in the user cache folder."""
+    """`EAGLE3LINT_RUNTIME_DIR`, else `eagle3lint-runtime` in the user cache folder (as
+    eagle3lint's own cache finds it)."""
     override = os.environ.get("EAGLE3LINT_RUNTIME_DIR")
     if override:
         return Path(override).expanduser()
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "eagle3lint-runtime"
+    return Path(user_cache_dir("eagle3lint-runtime", appauthor=False))
 
 
 def venv_dir(version: str) -> Path:
