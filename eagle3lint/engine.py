@@ -419,13 +419,13 @@ def _judge(
     ):
         return []
     why = (
-        "the registry lists it with the speculative-decoding models: vLLM loads it as a drafter, "
-        "never as the target"
+        "the registry lists it with the speculative-decoding models, so vLLM loads it only as "
+        "a drafter; `eagle3lint pair` checks it against a target"
         if target.role is Role.DRAFT
-        else "its class is a pooling model (`is_pooling_model`): vLLM runs it with the pooling "
-        "runner, which takes no drafter"
+        else "its class is a pooling model (`is_pooling_model`), which vLLM runs with the "
+        "pooling runner, and that runner takes no drafter"
     )
-    message = f"{target.arch} is a {target.role} model, so no EAGLE-3 target verdict applies: {why}"
+    message = f"{target.arch} is a {target.role} model; no EAGLE-3 target verdict applies: {why}."
     finding = Finding(
         code=NOT_A_TARGET.code,
         rule=ROLES,
