@@ -16,6 +16,7 @@ from typer.testing import CliRunner
 
 from eagle3lint.cli import app
 from eagle3lint.engine import CheckOptions, run_check
+from eagle3lint.index.extract import summarize
 from eagle3lint.index.project import ClassRef
 
 REPO = Path(__file__).resolve().parent.parent
@@ -294,3 +295,30 @@ def test_0_15_kimi_gets_the_complete_to_do_list(release_copy: Callable) -> None:
     assert fixed.exit_code == 0, fixed.output
     _, report = check(str(root), *args)
     assert report["targets"][0]["eagle3_ready"], report["targets"][0]["findings"]
+
+
+@pytest.mark.parametrize(
+    ("condition", "runs_first_branch"),
+    [
+        ("sys.version_info >= (3, 0)", True),
+        ("sys.version_info < (3, 0)", False),
+        ("sys.version_info[:2] >= (99, 0)", False),
+        ("TYPE_CHECKING or sys.version_info >= (3, 0)", True),
+        ("not sys.version_info >= (3, 0)", False),
+    ],
+)
+def test_version_conditions_take_the_branch_this_python_runs(
+    condition: str, runs_first_branch: bool
+) -> None:
+    """`if sys.version_info >= (3, 11): ... else: ...` defines names at import time too
+    (hyperclovax_vision.py, 0.11.0): only the branch the interpreter runs counts."""
+    source = (
+        "import sys\nfrom typing import TYPE_CHECKING\n\n"
+        f"if {condition}:\n"
+        "    class Model(nn.Module, SupportsEagle3):\n        pass\n"
+        "else:\n"
+        "    class Model(nn.Module):\n        pass\n"
+    )
+    summary = summarize(source, "vllm/model_executor/models/m.py")
+    bases = summary.classes["Model"].bases
+    assert ("SupportsEagle3" in bases) is runs_first_branch

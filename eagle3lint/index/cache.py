@@ -12,6 +12,7 @@ import contextlib
 import hashlib
 import json
 import os
+import sys
 import tempfile
 from functools import cache
 from pathlib import Path
@@ -70,7 +71,9 @@ def content_key(data: bytes, relpath: str) -> str:
     """The cache key of a file: what it holds and where it sits (module names come from it)."""
     digest = hashlib.blake2b(digest_size=20)
     digest.update(
-        f"{__version__}\0{SUMMARY_FORMAT}\0{extractor_fingerprint()}\0{relpath}\0".encode()
+        # The interpreter's version: `sys.version_info` conditions are evaluated for it.
+        f"{__version__}\0{SUMMARY_FORMAT}\0{extractor_fingerprint()}\0{relpath}\0"
+        f"{sys.version_info[:2]}\0".encode()
     )
     digest.update(data)
     return digest.hexdigest()

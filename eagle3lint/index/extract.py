@@ -7,8 +7,10 @@ about. That keeps a cold parse of a whole vLLM tree close to the cost of libcst'
 
 from __future__ import annotations
 
+import operator
 import re
-from collections.abc import Iterator, Sequence
+import sys
+from collections.abc import Callable, Iterator, Sequence
 
 import libcst as cst
 
@@ -347,9 +349,13 @@ _UNDECIDED = -1
 
 def _evaluate(test: cst.BaseExpression, platform: str) -> bool | None:
     """The value of an import-time condition on `platform` at run time: `TYPE_CHECKING` is
-    False, `current_platform.is_x()` is whether x is `platform`; None when not decidable."""
+    False, `current_platform.is_x()` is whether x is `platform`, `sys.version_info` compares
+    as this interpreter's; None when not decidable."""
     if isinstance(test, cst.Name | cst.Attribute) and dotted(test) in _TYPE_CHECKING:
         return False
+    version = _version_test(test)
+    if version is not None:
+        return version
     tested = _platform_test(test)
     if tested is not None:
         return tested == platform or (tested == "cuda_alike" and platform in (CUDA, "rocm"))
@@ -397,6 +403,38 @@ def _platforms_in(test: cst.BaseExpression) -> set[str]:
     if isinstance(test, cst.BooleanOperation):
         return _platforms_in(test.left) | _platforms_in(test.right)
     return set()
+
+
+_VERSION_OPS: dict[type[cst.BaseCompOp], Callable[[tuple[int, ...], tuple[int, ...]], bool]] = {
+    cst.GreaterThanEqual: operator.ge,
+    cst.GreaterThan: operator.gt,
+    cst.LessThan: operator.lt,
+    cst.LessThanEqual: operator.le,
+    cst.Equal: operator.eq,
+    cst.NotEqual: operator.ne,
+}
+
+
+def _version_test(test: cst.BaseExpression) -> bool | None:
+    """`sys.version_info >= (3, 11)` (or `[:2]`) for the interpreter eagle3lint runs on: vLLM
+    runs on the user's Python, which is the one beside it in the usual install. The cache key
+    carries the interpreter's version for this reason."""
+    if not isinstance(test, cst.Comparison) or len(test.comparisons) != 1:
+        return None
+    left = test.left
+    if isinstance(left, cst.Subscript):
+        left = left.value
+    target = test.comparisons[0]
+    compare = _VERSION_OPS.get(type(target.operator))
+    right = target.comparator
+    if compare is None or dotted(left) != "sys.version_info" or not isinstance(right, cst.Tuple):
+        return None
+    wanted = []
+    for element in right.elements:
+        if not isinstance(element.value, cst.Integer):
+            return None
+        wanted.append(int(element.value.value))
+    return compare(tuple(sys.version_info[: len(wanted)]), tuple(wanted))
 
 
 def _platform_test(test: cst.BaseExpression) -> str | None:
