@@ -23,6 +23,12 @@ from typing import Any
 
 from eagle3lint.rule import load_rules
 from eagle3lint.sources.discovery import UsageError
+from eagle3lint.sources.files import (
+    MAX_CONFIG_BYTES,
+    SourceNotFound,
+    UnreadableSource,
+    read_regular,
+)
 
 KEYS = {"select", "ignore", "vllm-version", "hf-config", "exclude", "rules"}
 
@@ -49,13 +55,19 @@ def find_pyproject(start: Path) -> tuple[Path, dict[str, Any]] | None:
     """The nearest pyproject.toml at or above `start` with a `[tool.eagle3lint]` table."""
     for folder in [start, *start.parents]:
         candidate = folder / "pyproject.toml"
-        if not candidate.is_file():
-            continue
         try:
-            data = tomllib.loads(candidate.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+            text = read_regular(candidate, MAX_CONFIG_BYTES, "pyproject.toml").decode("utf-8")
+            data = tomllib.loads(text)
+        except SourceNotFound:
+            continue
+        except UnreadableSource as exc:
+            raise ConfigError(f"{candidate}: {exc}") from exc
+        except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
             raise ConfigError(f"{candidate}: not a readable TOML file ({exc})") from exc
-        table = data.get("tool", {}).get("eagle3lint")
+        except RecursionError as exc:
+            raise ConfigError(f"{candidate}: nests too deeply to read") from exc
+        tool = data.get("tool", {})
+        table = tool.get("eagle3lint") if isinstance(tool, dict) else None
         if table is not None:
             return candidate, table
     return None

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,9 +19,15 @@ from eagle3lint.index.project import ProjectIndex
 from eagle3lint.report.model import Report, TargetResult
 from eagle3lint.rule import Rule, RuleContext, load_plugins, selected
 from eagle3lint.sources.discovery import UsageError, Workspace, discover
-from eagle3lint.sources.files import UnreadableSource
+from eagle3lint.sources.files import (
+    MAX_CONFIG_BYTES,
+    SourceNotFound,
+    UnreadableSource,
+    read_regular,
+)
 from eagle3lint.suppressions import apply_suppressions
 from eagle3lint.targets import (
+    REGISTRY,
     RegistryEntry,
     Target,
     build_targets,
@@ -65,12 +72,16 @@ def read_config_json(path: Path, option: str) -> tuple[dict[str, Any], Path, str
     `option` names the command-line option in messages (`--hf-config`, `--draft`)."""
     file = path / "config.json" if path.is_dir() else path
     try:
-        text = file.read_text(encoding="utf-8")
+        text = read_regular(file, MAX_CONFIG_BYTES, "config").decode("utf-8")
         data = json.loads(text)
-    except FileNotFoundError as exc:
+    except SourceNotFound as exc:
         raise UsageError(f"{option}: {file} does not exist") from exc
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
+    except UnreadableSource as exc:
+        raise UsageError(f"{option}: {file} {exc}") from exc
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise UsageError(f"{option}: {file} is not a readable JSON file ({exc})") from exc
+    except RecursionError as exc:
+        raise UsageError(f"{option}: {file} nests too deeply to be a model config") from exc
     if not isinstance(data, dict):
         raise UsageError(f"{option}: {file} does not hold a JSON object")
     return data, file, text
@@ -131,13 +142,18 @@ def run_check(
     workspace = workspace or discover_for(options)
     index = _index_for(workspace, options)
     errors = [_missing_path(p) for p in workspace.missing]
+    errors += [InputError(str(p), why, code="EAG902") for p, why in workspace.unreadable.items()]
     contract = _contract(index, workspace, errors)
     hf_config = None
     model_type = options.model_type
     if options.hf_config is not None:
         hf_config, text_type = load_hf_config(options.hf_config)
         model_type = model_type or text_type or None
-    targets = _targets(index, contract, workspace, options, errors)
+    if contract is None:
+        contract = unread_contract(workspace)
+        targets = []
+    else:
+        targets = _targets(index, contract, workspace, options, errors)
 
     ctx = RuleContext(
         index=index,
@@ -179,7 +195,7 @@ def run_check(
             )
         )
     errors += index.errors
-    folders = [p for p in options.paths if p.is_dir()]
+    folders = [p for p in options.paths if os.path.isdir(p)]
     if not targets and not errors and workspace.extra_roots and folders:
         errors.append(
             InputError(
@@ -199,19 +215,29 @@ def run_check(
     return CheckRun(report, index, workspace, targets)
 
 
-def _contract(index: ProjectIndex, workspace: Workspace, errors: list[InputError]) -> Contract:
-    """The tree's contract; the newest known one when there is no tree or it cannot be read."""
+def _contract(
+    index: ProjectIndex, workspace: Workspace, errors: list[InputError]
+) -> Contract | None:
+    """The tree's contract; the newest known one when there is no tree. None when a file the
+    contract depends on cannot be read: another release's contract would give wrong answers
+    that look right, so no target is checked."""
     if workspace.vllm_dir is None:
         return newest_contract()
     try:
         return read_contract(index, workspace.vllm_dir, workspace.contract_source)
     except UnreadableSource as exc:
-        message = (
-            f"{exc}: the tree's EAGLE-3 contract could not be read, so the newest known one was "
-            "used"
-        )
-        errors.append(InputError(str(exc.path or workspace.vllm_dir), message, code=exc.code))
-        return newest_contract()
+        message = f"{exc}: the tree's EAGLE-3 contract could not be read, so no target was checked"
+        where = str(exc.path or workspace.vllm_dir)
+        errors.append(InputError(where, message, code=exc.code))
+        # The index's own error for that file says less; the file is named once.
+        index.errors = [e for e in index.errors if e.path != where]
+        return None
+
+
+def unread_contract(workspace: Workspace) -> Contract:
+    """What the report shows as the contract of a tree whose contract could not be read."""
+    root = str(workspace.vllm_dir or "")
+    return Contract(None, workspace.contract_source, root, None, None, readable=False)
 
 
 def _targets(
@@ -226,11 +252,17 @@ def _targets(
     # Out-of-tree model files are checked against a contract from elsewhere: the registered
     # architectures of that vLLM are not what the user asked about, unless named with --arch.
     contract_only = workspace.contract_source != "tree" and bool(workspace.extra_roots)
-    entries = (
-        registered_architectures(index)
-        if workspace.vllm_dir and (not contract_only or options.archs)
-        else []
-    )
+    wants_registry = workspace.vllm_dir is not None and (not contract_only or bool(options.archs))
+    entries = registered_architectures(index) if wants_registry else []
+    if wants_registry and not entries:
+        # An analysis of nothing must not pass as a clean one.
+        errors.append(
+            InputError(
+                str(index.source_file(REGISTRY).path if index.source_file(REGISTRY) else REGISTRY),
+                "no registered architecture was found in this tree's model registry",
+                code="EAG902",
+            )
+        )
     chosen = _choose_entries(entries, options.archs) if entries or options.archs else []
     index.preload(file_modules)
     index.preload_closure(

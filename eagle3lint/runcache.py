@@ -25,6 +25,13 @@ from pathlib import Path
 from eagle3lint import __version__
 from eagle3lint.index.cache import file_digest
 from eagle3lint.rule import Rule
+from eagle3lint.sources.files import (
+    MAX_CACHE_ENTRY_BYTES,
+    SourceNotFound,
+    UnreadableSource,
+    read_regular,
+    read_source_bytes,
+)
 
 FORMAT = 1
 
@@ -70,21 +77,21 @@ class Manifest:
         found: dict[str, str | None] = {}
         for path in paths:
             try:
-                found[str(path)] = file_digest(path.read_bytes())
-            except FileNotFoundError:
+                found[str(path)] = file_digest(read_source_bytes(path))
+            except SourceNotFound:
                 found[str(path)] = None
-            except OSError:
+            except UnreadableSource:
                 found[str(path)] = ""
         return found
 
     def unchanged(self) -> bool:
         for path, digest in self.present.items():
             try:
-                if digest and file_digest(Path(path).read_bytes()) != digest:
+                if digest and file_digest(read_source_bytes(Path(path))) != digest:
                     return False
                 if not digest and not os.path.exists(path):
                     return False
-            except OSError:
+            except UnreadableSource:
                 return False
         return not any(os.path.lexists(path) for path in self.absent)
 
@@ -103,12 +110,12 @@ class RunCache:
     def load(self, key: str) -> tuple[str, int] | None:
         """The cached output and exit code, if the entry exists and its inputs are unchanged."""
         try:
-            data = json.loads((self.root / f"{key}.json").read_text(encoding="utf-8"))
+            data = json.loads(read_regular(self.root / f"{key}.json", MAX_CACHE_ENTRY_BYTES))
             if data.get("key") != key:
                 return None
             manifest = Manifest(dict(data["present"]), list(data["absent"]))
             output, code = data["output"], data["code"]
-        except (OSError, ValueError, KeyError, TypeError):
+        except (UnreadableSource, ValueError, KeyError, TypeError, RecursionError):
             return None
         if not isinstance(output, str) or code not in (0, 1) or not manifest.unchanged():
             return None

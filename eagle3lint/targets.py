@@ -11,12 +11,11 @@ import re
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from eagle3lint.contract.model import Contract
+from eagle3lint.contract.model import REGISTRY, Contract
 from eagle3lint.contract.reader import PP_RELAY_FLAG
 from eagle3lint.index.model import DictLiteral, InitAssign, MethodSummary
 from eagle3lint.index.project import ClassRef, ExternalRef, ProjectIndex
 
-REGISTRY = "vllm.model_executor.models.registry"
 MODELS_PACKAGE = "vllm.model_executor.models"
 ENTRY_CLASS = re.compile(r"(ForCausalLM|ForConditionalGeneration|LMHeadModel)$")
 MAX_WRAPPER_DEPTH = 4

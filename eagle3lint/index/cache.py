@@ -25,6 +25,7 @@ from eagle3lint.index.model import (
     from_json,
     to_json,
 )
+from eagle3lint.sources.files import MAX_CACHE_ENTRY_BYTES, UnreadableSource, read_regular
 
 T = TypeVar("T")
 
@@ -84,11 +85,19 @@ class SummaryCache:
     def load(self, key: str, kind: type[T] = FileSummary) -> T | None:  # type: ignore[assignment]
         """The entry stored under `key`, rebuilt as `kind`; None when absent or not valid."""
         try:
-            data = json.loads(self._path(key).read_text(encoding="utf-8"))
+            data = json.loads(read_regular(self._path(key), MAX_CACHE_ENTRY_BYTES))
             if data.get("key") != key:
                 return None
             return from_json(kind, data["summary"])
-        except (OSError, ValueError, KeyError, TypeError, AttributeError, SummaryFormatError):
+        except (
+            UnreadableSource,
+            ValueError,
+            KeyError,
+            TypeError,
+            AttributeError,
+            RecursionError,
+            SummaryFormatError,
+        ):
             return None
 
     def store(self, key: str, summary: object) -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 import os
+import stat
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
@@ -131,7 +132,9 @@ class ProjectIndex:
         found = None
         for root in self.roots:
             for candidate in _candidates(root, module):
-                if candidate.is_file():
+                # Anything there but a folder is the module: a FIFO, a device or a dangling
+                # link is then named as unreadable instead of the module seeming absent.
+                if _present(candidate):
                     found = SourceFile(candidate, candidate.relative_to(root).as_posix())
                     break
             if found:
@@ -140,8 +143,10 @@ class ProjectIndex:
         return found
 
     def module_of(self, path: Path) -> str | None:
-        """Module name of a file under one of the roots."""
-        path = path.resolve()
+        """Module name of a file under one of the roots: where it sits, not where a symlink
+        leads (a model file linked from outside its tree is still that tree's module)."""
+        path = Path(os.path.abspath(path))
+        path = path.parent.resolve() / path.name
         for root in self.roots:
             if path.is_relative_to(root):
                 rel = path.relative_to(root).as_posix()
@@ -170,6 +175,13 @@ class ProjectIndex:
             for candidate in _candidates(root, module)
         ]
         return present, absent
+
+    def error_for(self, module: str) -> InputError | None:
+        """The input error recorded when the file of `module` could not be read or parsed."""
+        source = self.source_file(module)
+        if source is None or self._by_module.get(module) is not None:
+            return None
+        return next((e for e in self.errors if e.path == str(source.path)), None)
 
     def display_path(self, file: FileSummary) -> str:
         source = self.source_file(file.module)
@@ -376,9 +388,23 @@ class ProjectIndex:
         return found
 
 
-def _candidates(root: Path, module: str) -> tuple[Path, Path]:
-    """Where `module` would be under `root`: a module file or a package."""
+def _present(candidate: Path) -> bool:
+    """Whether something other than a folder is at `candidate`, or might be: a path that
+    cannot be looked at (a folder without access) counts, so reading it names the problem."""
+    try:
+        return not stat.S_ISDIR(os.stat(candidate).st_mode)
+    except (FileNotFoundError, NotADirectoryError):
+        return os.path.islink(candidate)  # a dangling link: there, and unreadable
+    except OSError:
+        return True
+
+
+def _candidates(root: Path, module: str) -> tuple[Path, ...]:
+    """Where `module` would be under `root`: a module file or a package (nowhere, for a name
+    that is not a dotted module name, such as a registry entry holding a path)."""
     parts = module.split(".")
+    if not all(part.isidentifier() for part in parts):
+        return ()
     return root.joinpath(*parts).with_suffix(".py"), root.joinpath(*parts, "__init__.py")
 
 

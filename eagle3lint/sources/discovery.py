@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import os
 from dataclasses import dataclass, field
 from fnmatch import fnmatch
 from pathlib import Path
@@ -28,6 +29,8 @@ class Workspace:
     only_files: bool = False
     """Report only findings located in `files` (pre-commit passes changed files)."""
     missing: list[Path] = field(default_factory=list)
+    unreadable: dict[Path, str] = field(default_factory=dict)
+    """Folders under a PATH that could not be listed, with why: their files were not checked."""
 
     @property
     def import_root(self) -> Path | None:
@@ -63,15 +66,39 @@ def installed_vllm() -> Path | None:
     return folder if is_vllm_package(folder) else None
 
 
-def python_files(folder: Path, exclude: list[str]) -> list[Path]:
+def python_files(
+    folder: Path, exclude: list[str], unreadable: dict[Path, str] | None = None
+) -> list[Path]:
+    """The `*.py` files under `folder` (not following folder links, as rglob does not);
+    folders that cannot be listed go to `unreadable` with the reason."""
+
+    def failed(error: OSError) -> None:
+        if unreadable is not None and error.filename:
+            reason = (error.strerror or str(error)).lower()
+            unreadable[Path(error.filename)] = f"folder not checked: {reason}"
+
     files = []
-    for path in sorted(folder.rglob("*.py")):
-        if path.is_dir():
-            continue
-        rel = path.relative_to(folder).as_posix()
-        if not any(fnmatch(rel, pattern) or fnmatch(path.name, pattern) for pattern in exclude):
-            files.append(path)
-    return files
+    for top, dirs, names in os.walk(folder, onerror=failed):
+        dirs.sort()
+        for name in names:
+            path = Path(top, name)
+            if not name.endswith(".py") or path.is_dir():
+                continue
+            rel = path.relative_to(folder).as_posix()
+            if not any(fnmatch(rel, pattern) or fnmatch(name, pattern) for pattern in exclude):
+                files.append(path)
+    return sorted(files)
+
+
+def _files_at(path: Path, exclude: list[str], workspace: Workspace) -> list[Path]:
+    return python_files(path, exclude, workspace.unreadable) if path.is_dir() else [path]
+
+
+def _located(path: Path) -> Path:
+    """`path` made absolute with its folders resolved, but not a symlinked file itself: the
+    tree a model file sits in is where it is linked, not where the link leads."""
+    path = Path(os.path.abspath(path))
+    return path.resolve() if path.is_dir() else path.parent.resolve() / path.name
 
 
 def discover(
@@ -97,10 +124,10 @@ def discover(
     trees: set[Path] = set()
     for raw in paths:
         path = raw.expanduser()
-        if not path.exists():
+        if not os.path.exists(path):  # False, not an exception, when the path cannot be seen
             workspace.missing.append(raw)
             continue
-        path = path.resolve()
+        path = _located(path)
         if path.is_dir() and is_vllm_package(path):
             trees.add(path)
             continue
@@ -111,13 +138,13 @@ def discover(
         if tree is not None:
             trees.add(tree)
             workspace.only_files = True
-            workspace.add_files(python_files(path, exclude) if path.is_dir() else [path])
+            workspace.add_files(_files_at(path, exclude, workspace))
             continue
         # Out-of-tree model code: its own import root, the contract from elsewhere.
         root = path if path.is_dir() else path.parent
         if root not in workspace.extra_roots:
             workspace.extra_roots.append(root)
-        workspace.add_files(python_files(path, exclude) if path.is_dir() else [path])
+        workspace.add_files(_files_at(path, exclude, workspace))
     if len(trees) > 1:
         raise UsageError(
             "the paths belong to several vLLM trees ("
@@ -126,6 +153,12 @@ def discover(
         )
     if trees:
         workspace.vllm_dir = trees.pop()
+        if workspace.vllm_dir.name != "vllm":
+            raise UsageError(
+                f"{workspace.vllm_dir} holds a vLLM tree but is not named vllm: vLLM's modules "
+                "import each other as vllm.…, so nothing in it would resolve. Check a copy or a "
+                "link named vllm (or the folder holding it)."
+            )
         workspace.contract_source = "tree"
     elif workspace.extra_roots:
         if vllm_version:
@@ -143,6 +176,6 @@ def discover(
                 f"{', '.join(str(p) for p in paths)}: no vLLM tree (a folder holding "
                 "model_executor/models/) and no Python model files were found there."
             )
-    elif not workspace.missing:
+    elif not workspace.missing and not workspace.unreadable:
         raise UsageError("nothing to check")
     return workspace

@@ -4,8 +4,12 @@ sources too large or too deeply nested for libcst's parser to take without harm.
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import io
+import os
 import re
+import stat
 import tokenize
 from pathlib import Path
 
@@ -13,6 +17,13 @@ MAX_FILE_BYTES = 2 * 1024 * 1024
 """Larger files are reported rather than parsed. libcst needs about a second and a few hundred
 MB of memory per MB of source, so a 10 MB generated file would take minutes and gigabytes;
 vLLM's largest source file (v1/worker/gpu_model_runner.py, 0.3 MB in 0.33) is far below."""
+
+MAX_CONFIG_BYTES = 16 * 1024 * 1024
+"""Largest config file read (pyproject.toml, --hf-config, cache entries): real ones are a few
+KB; the limit only stops a device or a runaway file from filling memory."""
+
+MAX_CACHE_ENTRY_BYTES = 64 * 1024 * 1024
+"""Largest cache entry read back (a summary of a file at `MAX_FILE_BYTES` is far smaller)."""
 
 MAX_NESTING = 400
 """Deepest expression (see `nesting_depth`) that is parsed: twice CPython's own limit of 200
@@ -40,14 +51,16 @@ class UnreadableSource(Exception):
     code = "EAG902"
     """The input-error code it is reported under."""
 
-    def __init__(self, message: str, path: Path | None = None) -> None:
+    def __init__(self, message: str, path: Path | None = None, code: str | None = None) -> None:
         super().__init__(message)
         self.path = path
         """The file, when the reader knows it."""
+        if code is not None:
+            self.code = code
 
-    def __reduce__(self) -> tuple[type[UnreadableSource], tuple[str, Path | None]]:
+    def __reduce__(self) -> tuple[type[UnreadableSource], tuple[str, Path | None, str]]:
         # Raised in worker processes too: the path must survive pickling.
-        return type(self), (str(self), self.path)
+        return type(self), (str(self), self.path, self.code)
 
 
 class TooDeeplyNested(UnreadableSource):
@@ -62,22 +75,78 @@ class SourceSyntaxError(UnreadableSource):
     code = "EAG901"
 
 
-def read_source_bytes(path: Path) -> bytes:
+class SourceNotFound(UnreadableSource):
+    """A file that is not there: callers probing for optional files tell it from one that is
+    there but cannot be read."""
+
+
+_KINDS = (
+    (stat.S_ISDIR, "is a directory"),
+    (stat.S_ISFIFO, "is a FIFO (named pipe), not a regular file"),
+    (stat.S_ISCHR, "is a character device, not a regular file"),
+    (stat.S_ISBLK, "is a block device, not a regular file"),
+    (stat.S_ISSOCK, "is a socket, not a regular file"),
+)
+
+
+def read_regular(path: Path, limit: int, what: str = "file") -> bytes:
+    """The bytes of the regular file at `path` (symlinks followed), at most `limit` of them.
+
+    Every file eagle3lint reads goes through here: a FIFO would block `open` and `read`
+    forever and a device (`/dev/zero`) never ends, so the file is opened without blocking and
+    refused unless `fstat` of that same descriptor says it is a regular file; the read stops
+    at `limit` even if the file grows meanwhile.
+    """
     try:
-        size = path.stat().st_size
-        if size > MAX_FILE_BYTES:
-            raise UnreadableSource(
-                f"file is {size / 1e6:.1f} MB, over the {MAX_FILE_BYTES // 2**20} MiB limit", path
-            )
-        return path.read_bytes()
-    except UnreadableSource:
-        raise
-    except IsADirectoryError as exc:
-        raise UnreadableSource("is a directory", path) from exc
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except FileNotFoundError as exc:
+        raise SourceNotFound("no such file or directory", path) from exc
     except PermissionError as exc:
         raise UnreadableSource("permission denied", path) from exc
     except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise UnreadableSource("symbolic link loop", path) from exc
+        with contextlib.suppress(OSError):  # a socket cannot be opened at all: say what it is
+            _refuse_special(os.stat(path).st_mode, path)
         raise UnreadableSource(exc.strerror or str(exc), path) from exc
+    try:
+        info = os.fstat(fd)
+        _refuse_special(info.st_mode, path)
+        if info.st_size > limit:
+            raise UnreadableSource(
+                f"{what} is {info.st_size / 1e6:.1f} MB, over the {_size(limit)} limit", path
+            )
+        chunks: list[bytes] = []
+        size = 0
+        while size <= limit and (chunk := os.read(fd, min(1 << 20, limit + 1 - size))):
+            chunks.append(chunk)
+            size += len(chunk)
+        if size > limit:
+            raise UnreadableSource(f"{what} is over the {_size(limit)} limit", path)
+        return b"".join(chunks)
+    except OSError as exc:
+        if exc.errno == errno.EISDIR:
+            raise UnreadableSource("is a directory", path) from exc
+        raise UnreadableSource(exc.strerror or str(exc), path) from exc
+    finally:
+        os.close(fd)
+
+
+def _refuse_special(mode: int, path: Path) -> None:
+    for test, why in _KINDS:
+        if test(mode):
+            raise UnreadableSource(why, path)
+    if not stat.S_ISREG(mode):
+        raise UnreadableSource("is not a regular file", path)
+
+
+def _size(limit: int) -> str:
+    return f"{limit // 2**20} MiB" if limit >= 2**20 else f"{limit // 1024} KiB"
+
+
+def read_source_bytes(path: Path) -> bytes:
+    """A source file's bytes (see `read_regular`), refusing files over `MAX_FILE_BYTES`."""
+    return read_regular(path, MAX_FILE_BYTES)
 
 
 def decode_source(data: bytes) -> str:

@@ -1,0 +1,278 @@
+"""Hostile input (issue 13): special files, unreadable contract files, symlinked model files.
+
+Each test reproduces one attack of the hostile-input campaign on a small tree of our own. A
+test that would hang before the fix (a FIFO read) is bounded by `no_hang`, so a regression
+fails instead of stalling the suite.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+from test_robustness import NOBODY, archs, as_user, check, error_for
+from typer.testing import CliRunner
+from vllm_tree import ARCH, LLAMA, MODEL_FILE, write_vllm_tree
+
+from eagle3lint.cli import app
+from eagle3lint.sources.files import read_regular
+
+
+class Hung(Exception):
+    """Raised by `no_hang` when the block did not finish in time."""
+
+
+@contextmanager
+def no_hang(seconds: int = 20) -> Iterator[None]:
+    """Fail (instead of blocking the suite) when the block runs longer than `seconds`."""
+
+    def expired(*_: object) -> None:
+        raise Hung(f"still running after {seconds} s")
+
+    previous = signal.signal(signal.SIGALRM, expired)
+    signal.alarm(seconds)
+    try:
+        yield
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def fifo(path: Path) -> Path:
+    os.mkfifo(path)
+    return path
+
+
+def dev_zero(path: Path) -> Path:
+    path.symlink_to("/dev/zero")
+    return path
+
+
+def unix_socket(path: Path) -> Path:
+    server = socket.socket(socket.AF_UNIX)
+    server.bind(str(path))
+    server.close()
+    return path
+
+
+SPECIAL = {
+    "fifo": (fifo, "is a FIFO (named pipe), not a regular file"),
+    "dev_zero": (dev_zero, "is a character device, not a regular file"),
+    "socket": (unix_socket, "is a socket, not a regular file"),
+}
+
+
+@pytest.fixture
+def models(tmp_path: Path) -> Path:
+    folder = tmp_path / "models"
+    folder.mkdir()
+    (folder / "good.py").write_text(LLAMA)
+    return folder
+
+
+def checked(*args: str) -> tuple[int, dict[str, Any]]:
+    with no_hang():
+        return check(*args)
+
+
+# -- 2. special files ---------------------------------------------------------------------------
+@pytest.mark.parametrize("kind", sorted(SPECIAL))
+def test_a_special_file_as_a_model_file_is_named(models: Path, kind: str) -> None:
+    make, message = SPECIAL[kind]
+    bad = make(models / f"{kind}.py")
+    exit_code, report = checked(str(models))
+    assert exit_code == 2
+    assert error_for(report, bad) == {
+        "path": str(bad),
+        "line": None,
+        "code": "EAG902",
+        "message": message,
+    }
+    assert archs(report) == [ARCH]
+
+
+@pytest.mark.parametrize("kind", sorted(SPECIAL))
+def test_a_special_file_given_as_path_is_named_and_the_other_paths_are_checked(
+    models: Path, tmp_path: Path, kind: str
+) -> None:
+    make, message = SPECIAL[kind]
+    bad = make(tmp_path / f"{kind}.py")
+    exit_code, report = checked(str(bad), str(models / "good.py"))
+    assert exit_code == 2
+    assert error_for(report, bad)["message"] == message
+    assert archs(report) == [ARCH]
+
+
+@pytest.mark.parametrize("kind", ["fifo", "dev_zero"])
+def test_a_special_file_as_a_contract_file_is_named(tmp_path: Path, kind: str) -> None:
+    vllm = write_vllm_tree(tmp_path)
+    interfaces = vllm / "model_executor" / "models" / "interfaces.py"
+    interfaces.unlink()
+    make, message = SPECIAL[kind]
+    make(interfaces)
+    exit_code, report = checked(str(vllm))
+    assert exit_code == 2
+    assert error_for(report, interfaces)["message"] == (
+        f"{message}: the tree's EAGLE-3 contract could not be read, so no target was checked"
+    )
+    assert report["vllm"]["details"]["era"] == "unread"
+    assert report["targets"] == []
+
+
+@pytest.mark.parametrize("rel", ["config/speculative.py", "v1/spec_decode/eagle.py"])
+def test_a_fifo_as_a_gate_or_proposer_file_is_named(tmp_path: Path, rel: str) -> None:
+    vllm = write_vllm_tree(tmp_path)
+    (vllm / rel).parent.mkdir(parents=True)
+    bad = fifo(vllm / rel)
+    exit_code, report = checked(str(vllm), "--jobs", "2")
+    assert exit_code == 2
+    assert error_for(report, bad)["code"] == "EAG902"
+    assert report["targets"] == []
+
+
+@pytest.mark.parametrize("kind", ["fifo", "dev_zero"])
+def test_a_special_file_as_hf_config_is_a_usage_error(
+    models: Path, tmp_path: Path, kind: str
+) -> None:
+    make, message = SPECIAL[kind]
+    config = make(tmp_path / "config.json")
+    with no_hang():
+        result = CliRunner().invoke(app, ["check", str(models), "--hf-config", str(config)])
+    assert result.exit_code == 2
+    assert f"--hf-config: {config} {message}" in result.output
+
+
+def test_a_special_file_as_pyproject_is_a_usage_error(
+    models: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fifo(tmp_path / "pyproject.toml")
+    monkeypatch.chdir(tmp_path)
+    with no_hang():
+        result = CliRunner().invoke(app, ["check", str(models)])
+    assert result.exit_code == 2
+    assert "is a FIFO (named pipe), not a regular file" in result.output
+
+
+def test_reads_stop_at_their_limit_even_when_the_file_grows(tmp_path: Path) -> None:
+    """/dev/zero is refused by kind; a regular file is read no further than the limit."""
+    big = tmp_path / "big.py"
+    big.write_bytes(b"x" * 5000)
+    with pytest.raises(Exception, match="over the 4 KiB limit"):
+        read_regular(big, 4096)
+    assert read_regular(big, 5000) == b"x" * 5000
+
+
+# -- 3. nothing vanishes silently ------------------------------------------------------------
+def test_an_undecodable_model_runner_is_an_error_not_another_contract(tmp_path: Path) -> None:
+    vllm = write_vllm_tree(tmp_path)
+    runner = vllm / "v1" / "worker" / "gpu_model_runner.py"
+    runner.parent.mkdir(parents=True)
+    runner.write_bytes(b"x = '\xff'\nself.model.get_eagle3_aux_hidden_state_layers()\n")
+    exit_code, report = checked(str(vllm))
+    assert exit_code == 2
+    assert error_for(report, runner)["code"] == "EAG902"
+    assert report["targets"] == []
+
+
+def test_an_unreadable_interfaces_file_is_an_error_not_an_older_era(shared_tmp: Path) -> None:
+    vllm = write_vllm_tree(shared_tmp)
+    for folder in [shared_tmp, *(p for p in shared_tmp.rglob("*") if p.is_dir())]:
+        folder.chmod(0o755)
+    for file in shared_tmp.rglob("*.py"):
+        file.chmod(0o644)
+    interfaces = vllm / "model_executor" / "models" / "interfaces.py"
+    check(str(vllm))
+    interfaces.chmod(0o000)
+    exit_code, report = as_user(NOBODY, lambda: check(str(vllm)))
+    assert exit_code == 2
+    assert error_for(report, interfaces)["message"].startswith("permission denied: the tree's")
+    assert report["targets"] == []
+
+
+def test_a_vllm_package_not_named_vllm_is_refused(tmp_path: Path) -> None:
+    vllm = write_vllm_tree(tmp_path)
+    renamed = vllm.rename(tmp_path / "vllm016")
+    result = CliRunner().invoke(app, ["check", str(renamed)])
+    assert result.exit_code == 2
+    assert "is not named vllm" in result.output
+
+
+def test_a_tree_without_registered_architectures_is_not_a_clean_run(tmp_path: Path) -> None:
+    vllm = write_vllm_tree(tmp_path)
+    registry = vllm / "model_executor" / "models" / "registry.py"
+    registry.write_text("_VLLM_MODELS = {}\n")
+    exit_code, report = checked(str(vllm))
+    assert exit_code == 2
+    assert error_for(report, registry)["message"] == (
+        "no registered architecture was found in this tree's model registry"
+    )
+
+
+@pytest.fixture
+def linked_model(tmp_path: Path) -> Path:
+    """A tree whose llama.py is a symlink to a file outside the tree."""
+    vllm = write_vllm_tree(tmp_path / "tree")
+    outside = tmp_path / "elsewhere" / "llama.py"
+    outside.parent.mkdir()
+    (vllm.parent / MODEL_FILE).rename(outside)
+    (vllm.parent / MODEL_FILE).symlink_to(outside)
+    return vllm
+
+
+def test_a_model_file_linked_from_outside_is_checked_in_its_folder(linked_model: Path) -> None:
+    models = linked_model / "model_executor" / "models"
+    exit_code, report = checked(str(models))
+    assert exit_code == 1
+    assert archs(report) == [ARCH]
+
+
+def test_a_linked_model_file_is_checked_against_its_trees_contract(linked_model: Path) -> None:
+    link = linked_model.parent / MODEL_FILE
+    exit_code, report = checked(str(link))
+    assert exit_code == 1
+    assert report["vllm"]["contract_source"] == "tree"
+    assert report["vllm"]["root"] == str(linked_model)
+    assert archs(report) == [ARCH]
+    result = CliRunner().invoke(app, ["fix", str(link), "--no-cache", "--jobs", "1"])
+    assert result.exit_code == 0, result.output
+    fixed = link.read_text()
+    # 0.16's idioms: the explicit tap and getter, not 0.18's EagleModelMixin.
+    assert "EagleModelMixin" not in fixed
+    assert "def get_eagle3_aux_hidden_state_layers" in fixed
+    assert link.is_symlink()
+
+
+def test_an_unreadable_folder_under_a_path_is_named(shared_tmp: Path) -> None:
+    models = shared_tmp / "models"
+    models.mkdir(mode=0o755)
+    (models / "good.py").write_text(LLAMA)
+    hidden = models / "hidden"
+    hidden.mkdir()
+    (hidden / "other.py").write_text(LLAMA.replace(ARCH, "OtherForCausalLM"))
+    check(str(models))
+    hidden.chmod(0o000)
+    exit_code, report = as_user(NOBODY, lambda: check(str(models)))
+    assert exit_code == 2
+    assert error_for(report, hidden)["message"] == "folder not checked: permission denied"
+    assert archs(report) == [ARCH]
+
+
+def test_an_unreadable_path_does_not_stop_the_other_paths(shared_tmp: Path) -> None:
+    models = shared_tmp / "models"
+    models.mkdir(mode=0o755)
+    (models / "good.py").write_text(LLAMA)
+    closed = shared_tmp / "closed"
+    closed.mkdir(mode=0o700)
+    secret = closed / "secret.py"
+    secret.write_text(LLAMA)
+    check(str(models))
+    exit_code, report = as_user(NOBODY, lambda: check(str(secret), str(models)))
+    assert exit_code == 2
+    assert error_for(report, secret)["message"] == "permission denied"
+    assert archs(report) == [ARCH]
