@@ -276,3 +276,52 @@ def test_an_unreadable_path_does_not_stop_the_other_paths(shared_tmp: Path) -> N
     assert exit_code == 2
     assert error_for(report, secret)["message"] == "permission denied"
     assert archs(report) == [ARCH]
+
+
+# -- 10. what CPython refuses, and lines as editors count them ---------------------------------
+@pytest.mark.parametrize(
+    ("source", "line"),
+    [
+        ("try:\n    pass\nexcept Exception, e:\n    pass\n", 3),
+        ('x = 1\nprint "python 2"\n', 2),
+        ("def f():\n    return 1\n  x = 2\n", 3),
+    ],
+)
+def test_what_cpython_cannot_compile_is_a_syntax_error(
+    models: Path, source: str, line: int
+) -> None:
+    bad = models / "py2.py"
+    bad.write_text("import torch\n" + source)
+    exit_code, report = checked(str(models))
+    assert exit_code == 2
+    error = error_for(report, bad)
+    assert (error["code"], error["line"]) == ("EAG901", line + 1)
+    assert error["message"].startswith("syntax error: ")
+    assert archs(report) == [ARCH]
+
+
+def locations(report: dict[str, Any]) -> list[tuple[str, int, list[tuple[str, int, int]]]]:
+    return [
+        (t["arch"], t["line"], [(f["code"], f["line"], f["column"]) for f in t["findings"]])
+        for t in report["targets"]
+    ]
+
+
+@pytest.mark.parametrize(
+    "variant",
+    [
+        lambda text: text.replace("\n", "\r"),
+        lambda text: text.replace("\n", "\r\n"),
+        lambda text: text.replace("\nclass ", "\n\fclass ").replace("    def ", "\f    def "),
+    ],
+    ids=["lone-cr", "crlf", "form-feed"],
+)
+def test_line_numbers_are_the_ones_editors_show(models: Path, variant: Any, tmp_path: Path) -> None:
+    _, plain = checked(str(models))
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "good.py").write_bytes(variant(LLAMA).encode())
+    exit_code, report = checked(str(other))
+    assert exit_code == 1
+    assert report["errors"] == []
+    assert locations(report) == locations(plain)

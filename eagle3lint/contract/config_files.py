@@ -25,7 +25,12 @@ from eagle3lint.contract.model import (
     ImageTokenMap,
 )
 from eagle3lint.index.extract import code, dotted, string_value
-from eagle3lint.sources.files import SourceNotFound, SourceSyntaxError, read_source
+from eagle3lint.sources.files import (
+    SourceNotFound,
+    SourceSyntaxError,
+    check_syntax,
+    read_source,
+)
 
 _DEF = re.compile(r"^([ \t]*)(?:async[ \t]+)?def[ \t]")
 
@@ -64,6 +69,11 @@ def _functions_around(text: str, needle: str) -> str:
 def _parse(text: str, path: Path, needle: str) -> cst.Module:
     """The functions around `needle` (or, failing that, the whole file) as a tree; a contract
     file that does not parse is reported, never skipped."""
+    try:
+        check_syntax(text, str(path))
+    except SourceSyntaxError as exc:
+        exc.path = path
+        raise
     with contextlib.suppress(cst.ParserSyntaxError):
         return cst.parse_module(_functions_around(text, needle))
     try:

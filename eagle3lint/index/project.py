@@ -6,7 +6,6 @@ Summaries are loaded lazily, so `--arch X` reads only the files X needs. A full 
 
 from __future__ import annotations
 
-import ast
 import os
 import stat
 from collections.abc import Callable, Iterable, Iterator
@@ -17,7 +16,12 @@ from pathlib import Path
 from eagle3lint.findings import InputError
 from eagle3lint.index.cache import SummaryCache, content_key, file_digest
 from eagle3lint.index.model import ClassSummary, FileSummary, ForwardSummary
-from eagle3lint.sources.files import UnreadableSource, decode_source, read_source_bytes
+from eagle3lint.sources.files import (
+    UnreadableSource,
+    check_syntax,
+    decode_source,
+    read_source_bytes,
+)
 
 INLINE_PARSE_LIMIT = 6
 """Below this many cache misses a process pool costs more than it saves."""
@@ -74,15 +78,15 @@ def _parse_job(job: tuple[str, bytes, str]) -> ParseResult:
     from eagle3lint.index.extract import summarize
 
     relpath, data, key = job
-    text = ""
     try:
         text = decode_source(data)
+        check_syntax(text, relpath)
         summary = summarize(text, relpath)
     except UnreadableSource as exc:
-        return relpath, None, str(exc), None, exc.code
+        return relpath, None, str(exc), exc.line, exc.code
     except cst.ParserSyntaxError as exc:
-        message, line = _syntax_error(text, exc.message, exc.raw_line)
-        return relpath, None, message, line, "EAG901"
+        # CPython compiled it, so this is syntax newer than the libcst installed.
+        return relpath, None, f"syntax error: {exc.message}", exc.raw_line, "EAG901"
     except RecursionError:
         return relpath, None, "too deeply nested to analyse", None, "EAG901"
     except Exception as exc:
@@ -90,19 +94,6 @@ def _parse_job(job: tuple[str, bytes, str]) -> ParseResult:
         message = f"internal error while analysing: {type(exc).__name__}: {exc}"
         return relpath, None, message, None, "EAG903"
     return relpath, summary, key, None, ""
-
-
-def _syntax_error(text: str, message: str, line: int) -> tuple[str, int]:
-    """CPython's account of a syntax error when it has one (libcst's line is often one late),
-    else libcst's. `ast.parse` only parses: nothing of the file runs."""
-    try:
-        ast.parse(text)
-    except SyntaxError as exc:
-        if exc.lineno:
-            return f"syntax error: {exc.msg}", exc.lineno
-    except (ValueError, RecursionError, MemoryError):
-        pass
-    return f"syntax error: {message}", line
 
 
 class ProjectIndex:
