@@ -122,7 +122,9 @@ def _codes(values: list[str] | None) -> list[str]:
 def _fail(message: str, debug: bool) -> None:
     if debug:
         traceback.print_exc()
-    typer.echo(f"eagle3lint: {message}", err=True)
+    from eagle3lint.report.escape import printable
+
+    typer.echo(f"eagle3lint: {printable(message)}", err=True)
     raise typer.Exit(2)
 
 

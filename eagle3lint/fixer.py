@@ -28,6 +28,7 @@ from eagle3lint.codemod.taps import add_forward_taps, add_mixin_taps
 from eagle3lint.codemod.verify import render_checked
 from eagle3lint.engine import CheckOptions, run_check
 from eagle3lint.findings import Repair, Severity
+from eagle3lint.report.escape import printable
 from eagle3lint.report.model import Report
 from eagle3lint.sources.discovery import UsageError
 from eagle3lint.sources.files import UnreadableSource, decode_source, read_source_bytes
@@ -165,6 +166,7 @@ def unified_diff(edit: FileEdit) -> str:
         name = edit.path.resolve().relative_to(Path.cwd()).as_posix()
     except ValueError:
         name = edit.path.as_posix().lstrip("/")
+    name = printable(name)
     return "".join(difflib.unified_diff(old, new, f"a/{name}", f"b/{name}"))
 
 
@@ -231,7 +233,7 @@ def run_fix(options: CheckOptions, diff: bool = False) -> int:
         for edit in changed:
             out.write(unified_diff(edit))
         for line in skipped:
-            out.write(f"not fixed: {line}\n")
+            out.write(f"not fixed: {printable(line)}\n")
         out.write(f"{len(changed)} file(s) would change\n")
         return 2 if first.report.errors else (1 if changed else 0)
 
@@ -249,9 +251,9 @@ def run_fix(options: CheckOptions, diff: bool = False) -> int:
         if failures or not changed:
             break
     for line in skipped:
-        out.write(f"not fixed: {line}\n")
+        out.write(f"not fixed: {printable(line)}\n")
     for problem in failures:
-        out.write(f"not written: {problem}\n")
+        out.write(f"not written: {printable(problem)}\n")
     out.write(f"{len(written)} file(s) changed\n")
     blocked = [t for t in report.targets if not t.eagle3_ready]
     for target in blocked:
@@ -259,10 +261,11 @@ def run_fix(options: CheckOptions, diff: bool = False) -> int:
             if finding.severity is not Severity.ERROR:
                 continue
             why = "no automatic fix" if not finding.fixable else "not fixed (see above)"
-            out.write(
+            line = (
                 f"remaining {finding.code} {target.arch}: {finding.message} [{why}] "
-                f"({finding.path}:{finding.line})\n"
+                f"({finding.path}:{finding.line})"
             )
+            out.write(f"{printable(line)}\n")
     if report.errors or failures:
         return 2
     return 1 if blocked else 0

@@ -7,6 +7,7 @@ fails instead of stalling the suite.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
@@ -325,3 +326,38 @@ def test_line_numbers_are_the_ones_editors_show(models: Path, variant: Any, tmp_
     assert exit_code == 1
     assert report["errors"] == []
     assert locations(report) == locations(plain)
+
+
+# -- 7. file names cannot inject lines -------------------------------------------------------
+INJECTED = "x\n::error file=forged.py,line=1::forged\nAll checks passed\x1b[2J\u202e.py"
+
+
+@pytest.mark.parametrize("output_format", ["text", "github", "sarif", "json"])
+def test_a_file_name_cannot_inject_lines_or_escapes(
+    models: Path, output_format: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (models / INJECTED).write_bytes(b"class Broken(:\n")
+    monkeypatch.chdir(models)
+    result = CliRunner().invoke(
+        app, ["check", ".", "--format", output_format, "--no-cache", "--jobs", "1"]
+    )
+    assert result.exit_code == 2
+    lines = result.stdout.splitlines()
+    if output_format == "github":
+        # One annotation per finding and error; none of them forged.
+        assert all(line.startswith(("::error ", "::warning ", "::notice ")) for line in lines)
+        assert sum("forged" in line for line in lines) == 1
+    else:
+        assert not any(line.startswith("::") for line in lines)
+        assert not any(line.startswith("All checks passed") for line in lines)
+    assert "\x1b" not in result.stdout
+    assert "\u202e" not in result.stdout
+    if output_format in ("json", "sarif"):
+        json.loads(result.stdout)
+
+
+def test_messages_on_stderr_are_escaped_too(tmp_path: Path) -> None:
+    missing = tmp_path / "a\n::error::forged"
+    result = CliRunner().invoke(app, ["check", str(missing), "--hf-config", str(missing)])
+    assert result.exit_code == 2
+    assert not any(line.startswith("::") for line in result.output.splitlines())

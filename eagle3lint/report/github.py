@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from eagle3lint.codes import INPUTS, all_codes
 from eagle3lint.findings import Severity
+from eagle3lint.report.escape import printable
 from eagle3lint.report.locations import distinct_findings
 from eagle3lint.report.model import Report
 from eagle3lint.report.text import relative
@@ -23,12 +24,14 @@ def github_annotations(report: Report, *, quiet: bool = False, verbose: bool = F
     for finding in distinct_findings(report):
         if finding.severity not in shown:
             continue
-        message = f"{finding.message}\nHint: {finding.hint}" if finding.hint else finding.message
+        message = printable(finding.message)
+        if finding.hint:
+            message += f"\nHint: {printable(finding.hint)}"
         properties = {
             "file": relative(finding.path),
             "line": str(finding.line),
             "col": str(finding.column + 1),
-            "title": f"{finding.code} {finding.rule}",
+            "title": printable(f"{finding.code} {finding.rule}"),
         }
         lines.append(_command(COMMAND[finding.severity], properties, message))
     rules = {entry.code.code: entry.rule for entry in all_codes()}
@@ -36,8 +39,8 @@ def github_annotations(report: Report, *, quiet: bool = False, verbose: bool = F
         properties = {"file": relative(error.path)}
         if error.line:
             properties["line"] = str(error.line)
-        properties["title"] = f"{error.code} {rules.get(error.code, INPUTS)}"
-        lines.append(_command("error", properties, error.message))
+        properties["title"] = printable(f"{error.code} {rules.get(error.code, INPUTS)}")
+        lines.append(_command("error", properties, printable(error.message)))
     return lines
 
 

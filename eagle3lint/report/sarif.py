@@ -9,6 +9,7 @@ from eagle3lint import __version__
 from eagle3lint.codes import all_codes
 from eagle3lint.explain import DOCS_URL, explanation_markdown
 from eagle3lint.findings import Severity
+from eagle3lint.report.escape import printable
 from eagle3lint.report.locations import distinct_findings
 from eagle3lint.report.model import Report
 
@@ -44,12 +45,20 @@ def to_sarif(report: Report) -> dict[str, object]:
     ]
     results = []
     for finding in distinct_findings(report):
-        text = f"{finding.message}\nHint: {finding.hint}" if finding.hint else finding.message
+        text = printable(finding.message)
+        if finding.hint:
+            text += f"\nHint: {printable(finding.hint)}"
         location = _location(finding.path, finding.line, finding.column)
         results.append(_result(finding.code, index, LEVEL[finding.severity], text, location))
     for error in report.errors:
         results.append(
-            _result(error.code, index, "error", error.message, _location(error.path, error.line))
+            _result(
+                error.code,
+                index,
+                "error",
+                printable(error.message),
+                _location(error.path, error.line),
+            )
         )
     cwd = Path.cwd()
     return {

@@ -9,15 +9,17 @@ from rich.table import Table
 from rich.text import Text
 
 from eagle3lint.findings import Severity
+from eagle3lint.report.escape import printable
 from eagle3lint.report.model import Report
 
 STYLE = {Severity.ERROR: "bold red", Severity.WARNING: "yellow", Severity.INFO: "cyan"}
 
 
 def relative(path: str) -> str:
-    """Paths under the working directory are shown relative to it, others in full."""
+    """Paths under the working directory are shown relative to it, others in full; control
+    characters escaped."""
     cwd = os.getcwd()
-    return os.path.relpath(path, cwd) if path.startswith(cwd + os.sep) else path
+    return printable(os.path.relpath(path, cwd) if path.startswith(cwd + os.sep) else path)
 
 
 def render_text(
@@ -28,11 +30,13 @@ def render_text(
         console.print(
             Text.assemble(
                 ("eagle3lint ", "bold"),
-                f"vLLM {contract.version or '?'} ({contract.source}) · {contract.describe()}",
+                printable(
+                    f"vLLM {contract.version or '?'} ({contract.source}) · {contract.describe()}"
+                ),
             )
         )
         if contract.root:
-            console.print(Text(f"root: {contract.root}", style="dim"))
+            console.print(Text(f"root: {printable(contract.root)}", style="dim"))
         console.print()
     shown = {Severity.ERROR, Severity.WARNING} | ({Severity.INFO} if verbose else set())
     for target in report.targets:
@@ -46,11 +50,11 @@ def render_text(
             if target.eagle3_ready
             else Text("blocked", style="bold red")
         )
-        variant = f" [{target.variant}]" if target.variant else ""
+        variant = f" [{printable(target.variant)}]" if target.variant else ""
         console.print(
             Text.assemble(
-                (target.arch, "bold"),
-                f" ({target.cls}{variant}) ",
+                (printable(target.arch), "bold"),
+                f" ({printable(target.cls)}{variant}) ",
                 verdict,
                 f"  {relative(target.path)}:{target.line}",
             )
@@ -61,17 +65,21 @@ def render_text(
                 Text.assemble(
                     "  ",
                     (f"{finding.code}", STYLE[finding.severity]),
-                    f" {finding.rule}{fix}  ",
+                    f" {printable(finding.rule)}{fix}  ",
                     (f"{relative(finding.path)}:{finding.line}:{finding.column}", "dim"),
                 )
             )
-            console.print(Text(f"    {finding.message}"))
+            console.print(Text(f"    {printable(finding.message)}"))
             if finding.hint and not quiet:
-                console.print(Text(f"    hint: {finding.hint}", style="dim"))
+                console.print(Text(f"    hint: {printable(finding.hint)}", style="dim"))
         console.print()
     for error in report.errors:
         where = f"{relative(error.path)}" + (f":{error.line}" if error.line else "")
-        console.print(Text.assemble((error.code, "bold red"), f" {where}: {error.message}"))
+        console.print(
+            Text.assemble(
+                (printable(error.code), "bold red"), f" {where}: {printable(error.message)}"
+            )
+        )
     if quiet:
         return
     table = Table(show_header=True, header_style="bold")
