@@ -108,6 +108,7 @@ def _options(
         ignore=_codes(ignore) or config.ignore,
         exclude=config.exclude,
         rule_options=config.rule_options,
+        rule_timeout=config.rule_timeout,
         jobs=jobs,
         use_cache=not no_cache,
         progress=progress,
@@ -437,24 +438,28 @@ def pair(
 
 @app.command()
 def rules() -> None:
-    """List the rules: code, name, what it checks, fixable, plugin."""
+    """List the rules: code, name, what it checks, fixable, plugin (exit 2: a plugin refused)."""
     from rich.console import Console
     from rich.table import Table
 
     from eagle3lint.codes import all_codes
+    from eagle3lint.report.escape import printable
+    from eagle3lint.rule import load_plugins
 
     table = Table("code", "rule", "name", "checks", "fixable", "plugin")
     for entry in all_codes():
         code = entry.code
         table.add_row(
-            code.code,
-            entry.rule,
-            code.name,
-            code.summary,
+            *map(printable, (code.code, entry.rule, code.name, code.summary)),
             "yes" if code.fixable else "",
-            entry.plugin,
+            printable(entry.plugin),
         )
     Console(no_color=bool(os.environ.get("NO_COLOR"))).print(table)
+    broken = load_plugins()[1]
+    for message in broken:
+        typer.echo(f"eagle3lint: EAG903 {printable(message)}", err=True)
+    if broken:
+        raise typer.Exit(2)
 
 
 @app.command()

@@ -6,6 +6,7 @@
     vllm-version = "0.16.0"               # as --vllm
     hf-config = "checkpoints/config.json" # as --hf-config, relative to this pyproject.toml
     exclude = ["**/tests/*", "*_test.py"] # globs of files not to check
+    rule-timeout = 30                     # seconds a rule may take on one target
 
     [tool.eagle3lint.rules.forward-taps]  # options of one rule, by its slug
     aux-layers = [2, 30, 58]
@@ -22,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from eagle3lint.rule import load_rules
+from eagle3lint.sandbox import DEFAULT_RULE_TIMEOUT
 from eagle3lint.sources.discovery import UsageError
 from eagle3lint.sources.files import (
     MAX_CONFIG_BYTES,
@@ -30,7 +32,7 @@ from eagle3lint.sources.files import (
     read_regular,
 )
 
-KEYS = {"select", "ignore", "vllm-version", "hf-config", "exclude", "rules"}
+KEYS = {"select", "ignore", "vllm-version", "hf-config", "exclude", "rules", "rule-timeout"}
 
 
 class ConfigError(UsageError):
@@ -49,6 +51,7 @@ class Config:
     hf_config: Path | None = None
     exclude: list[str] = field(default_factory=list)
     rule_options: dict[str, dict[str, Any]] = field(default_factory=dict)
+    rule_timeout: float = DEFAULT_RULE_TIMEOUT
 
 
 def find_pyproject(start: Path) -> tuple[Path, dict[str, Any]] | None:
@@ -96,7 +99,17 @@ def load_config(start: Path | None = None) -> Config:
         hf_config=path.parent / hf_config if hf_config else None,
         exclude=_strings(table, "exclude", where),
         rule_options=_rule_options(table.get("rules", {}), where),
+        rule_timeout=_timeout(table, where),
     )
+
+
+def _timeout(table: dict[str, Any], where: str) -> float:
+    value = table.get("rule-timeout", DEFAULT_RULE_TIMEOUT)
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value <= 3600:
+        raise ConfigError(
+            f"{where}: rule-timeout must be a number of seconds (0-3600], not {value!r}"
+        )
+    return float(value)
 
 
 def _strings(table: dict[str, Any], key: str, where: str) -> list[str]:

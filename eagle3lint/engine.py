@@ -17,7 +17,8 @@ from eagle3lint.findings import Finding, InputError, Severity
 from eagle3lint.index.cache import SummaryCache, default_cache_dir
 from eagle3lint.index.project import ProjectIndex
 from eagle3lint.report.model import Report, TargetResult
-from eagle3lint.rule import Rule, RuleContext, load_plugins, selected
+from eagle3lint.rule import Rule, RuleContext, finding_problem, load_plugins, selected
+from eagle3lint.sandbox import DEFAULT_RULE_TIMEOUT, RuleTimeout, plugin_call
 from eagle3lint.sources.discovery import UsageError, Workspace, discover
 from eagle3lint.sources.files import (
     MAX_CONFIG_BYTES,
@@ -47,6 +48,8 @@ class CheckOptions:
     ignore: list[str] = field(default_factory=list)
     exclude: list[str] = field(default_factory=list)
     rule_options: dict[str, dict[str, Any]] = field(default_factory=dict)
+    rule_timeout: float = DEFAULT_RULE_TIMEOUT
+    """Seconds one rule may run on one target before it is stopped (EAG903)."""
     jobs: int | None = None
     use_cache: bool = True
     progress: bool = False
@@ -301,8 +304,9 @@ def _instantiate(
     objects = []
     for cls in rules:
         try:
-            objects.append(cls(options.rule_options.get(cls.slug)))
-        except Exception as exc:  # third-party constructor
+            with plugin_call(options.rule_timeout):
+                objects.append(cls(options.rule_options.get(cls.slug)))
+        except (Exception, SystemExit, RuleTimeout) as exc:  # third-party constructor
             message = f"rule {cls.slug} failed to start: {exc!r}"
             errors.append(InputError(f"<plugin {cls.plugin}>", message, code="EAG903"))
     return objects
@@ -313,25 +317,51 @@ def _run_rules(
 ) -> list[Finding]:
     findings: list[Finding] = []
     for rule in rules:
-        try:
-            produced = list(rule.check(target, ctx))
-        except Exception as exc:
-            produced = [
-                Finding(
-                    code="EAG903",
-                    rule=rule.slug,
-                    severity=Severity.ERROR,
-                    message=f"internal error in rule {rule.slug} for {target.arch}: "
-                    f"{type(exc).__name__}: {exc}",
-                    path=ctx.index.display_path(target.ref.file),
-                    line=target.ref.cls.line,
-                )
-            ]
-        findings += [f for f in produced if selected(f.code, options.select, options.ignore)]
+        findings += [
+            f
+            for f in _run_rule(rule, target, ctx, options)
+            if selected(f.code, options.select, options.ignore)
+        ]
     unique: dict[tuple[str, str, int, str], Finding] = {}
     for finding in findings:
         unique.setdefault((finding.code, finding.path, finding.line, finding.message), finding)
     return sorted(unique.values(), key=lambda f: (f.code, f.path, f.line))
+
+
+def _run_rule(rule: Rule, target: Target, ctx: RuleContext, options: CheckOptions) -> list[Finding]:
+    """One rule's findings for one target, or a single EAG903 finding saying why there are
+    none: the rule raised, exited, ran out of time or yielded something that is not a finding
+    of its own codes (a plugin must not be able to crash the run or forge a result)."""
+    produced: list[Finding] = []
+    try:
+        with plugin_call(options.rule_timeout):
+            for finding in rule.check(target, ctx):
+                problem = finding_problem(finding, rule)
+                if problem is not None:
+                    raise _InvalidFinding(problem)
+                produced.append(finding)
+    except _InvalidFinding as exc:
+        why = f"rule {rule.slug} {exc} for {target.arch}"
+    except RuleTimeout as exc:
+        why = f"rule {rule.slug} {exc} on {target.arch} (see rule-timeout)"
+    except (Exception, SystemExit) as exc:
+        why = f"internal error in rule {rule.slug} for {target.arch}: {type(exc).__name__}: {exc}"
+    else:
+        return produced
+    return [
+        Finding(
+            code="EAG903",
+            rule=rule.slug,
+            severity=Severity.ERROR,
+            message=why,
+            path=ctx.index.display_path(target.ref.file),
+            line=target.ref.cls.line,
+        )
+    ]
+
+
+class _InvalidFinding(Exception):
+    """A rule yielded something that is not a well-formed finding of its codes."""
 
 
 def _missing_path(path: Path) -> InputError:

@@ -11,6 +11,7 @@ import json
 import os
 import signal
 import socket
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -361,3 +362,163 @@ def test_messages_on_stderr_are_escaped_too(tmp_path: Path) -> None:
     result = CliRunner().invoke(app, ["check", str(missing), "--hf-config", str(missing)])
     assert result.exit_code == 2
     assert not any(line.startswith("::") for line in result.output.splitlines())
+
+
+# -- 6. plugins cannot break or forge a run ---------------------------------------------------
+PLUGIN = """\
+import sys
+
+from eagle3lint.findings import Finding, Severity
+from eagle3lint.rule import Code, Rule
+
+
+class Evil(Rule):
+    slug = "evil"
+    codes = (Code("EVL001", "evil", "an evil rule", Severity.ERROR),)
+
+    def check(self, target, ctx):
+        {body}
+
+
+RULES = [Evil]
+"""
+
+
+def install_plugin(site: Path, source: str, name: str = "evilpack") -> None:
+    """What `pip install` leaves for a rule plugin: a module and a dist-info folder that
+    declares its entry point."""
+    site.mkdir(exist_ok=True)
+    (site / f"{name}.py").write_text(source)
+    info = site / f"{name}-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text(f"[eagle3lint.rules]\n{name} = {name}\n")
+    (info / "RECORD").write_text("")
+
+
+@pytest.fixture
+def plugin(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    """Install a plugin from its source into a site folder on sys.path, for this test only."""
+    from eagle3lint.rule import load_plugins
+
+    def install(source: str) -> None:
+        install_plugin(tmp_path / "site", source)
+        monkeypatch.syspath_prepend(str(tmp_path / "site"))
+        load_plugins.cache_clear()
+
+    yield install
+    monkeypatch.undo()
+    sys.modules.pop("evilpack", None)
+    load_plugins.cache_clear()
+
+
+def check_with_plugin(models: Path, *args: str) -> tuple[int, dict[str, Any], str]:
+    with no_hang():
+        result = CliRunner().invoke(
+            app, ["check", str(models), "--format", "json", "--no-cache", "--jobs", "1", *args]
+        )
+    assert "Traceback" not in result.output
+    return result.exit_code, json.loads(result.stdout), result.stderr
+
+
+BAD_FINDINGS = {
+    "none": ("yield None", "yielded NoneType None, not a Finding"),
+    "str": ("yield 'EVL001'", "yielded str 'EVL001', not a Finding"),
+    "dict": ("yield {'code': 'EVL001'}", "yielded dict {'code': 'EVL001'}, not a Finding"),
+    "code_none": (
+        "yield Finding(None, 'evil', Severity.ERROR, 'm', 'p.py', 1)",
+        "reported code None, which it does not declare",
+    ),
+    "line_none": (
+        "yield Finding('EVL001', 'evil', Severity.ERROR, 'm', 'p.py', None)",
+        "reported line None",
+    ),
+    "other_code": (
+        "yield Finding('EAG101', 'evil', Severity.ERROR, 'm', 'p.py', 1)",
+        "reported code 'EAG101', which it does not declare",
+    ),
+    "exit": ("sys.exit(0)", "internal error in rule evil for {arch}: SystemExit: 0"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_FINDINGS))
+def test_a_plugin_yielding_something_wrong_is_an_internal_error_of_that_rule(
+    models: Path, plugin: Any, case: str
+) -> None:
+    body, message = BAD_FINDINGS[case]
+    plugin(PLUGIN.format(body=body))
+    exit_code, report, _ = check_with_plugin(models)
+    assert exit_code == 1
+    [target] = report["targets"]
+    [internal] = [f for f in target["findings"] if f["code"] == "EAG903"]
+    assert internal["rule"] == "evil"
+    assert message.replace("{arch}", ARCH) in internal["message"]
+    # The built-in rules still ran.
+    assert {"EAG101", "EAG301"} <= {f["code"] for f in target["findings"]}
+
+
+def test_a_plugin_that_prints_cannot_corrupt_json_or_sarif(models: Path, plugin: Any) -> None:
+    plugin("print('{garbage') or 0\n" + PLUGIN.format(body="print('::error::x'); yield from ()"))
+    exit_code, report, stderr = check_with_plugin(models)
+    assert exit_code == 1
+    assert archs(report) == [ARCH]
+    assert "{garbage" in stderr and "::error::x" in stderr
+    result = CliRunner().invoke(app, ["check", str(models), "--format", "sarif", "--no-cache"])
+    json.loads(result.stdout)
+
+
+def test_a_plugin_stuck_in_a_loop_is_stopped(
+    models: Path, plugin: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    plugin(PLUGIN.format(body="while True:\n            pass"))
+    (tmp_path / "pyproject.toml").write_text("[tool.eagle3lint]\nrule-timeout = 0.5\n")
+    monkeypatch.chdir(tmp_path)
+    exit_code, report, _ = check_with_plugin(models)
+    assert exit_code == 1
+    [internal] = [f for f in report["targets"][0]["findings"] if f["code"] == "EAG903"]
+    assert internal["message"] == f"rule evil took longer than 0.5 s on {ARCH} (see rule-timeout)"
+
+
+BAD_DECLARATIONS = {
+    "no_slug": (
+        PLUGIN.format(body="yield from ()").replace('    slug = "evil"\n', ""),
+        "rule class Evil has no valid slug",
+    ),
+    "no_codes": (
+        PLUGIN.format(body="yield from ()").replace(
+            'codes = (Code("EVL001", "evil", "an evil rule", Severity.ERROR),)', "codes = ()"
+        ),
+        "rule evil declares no codes",
+    ),
+    "rules_5": (PLUGIN.format(body="yield from ()") + "RULES = 5\n", "failed to load: TypeError"),
+    "builtin_slug": (
+        PLUGIN.format(body="yield from ()").replace('"evil"', '"protocol-inheritance"'),
+        "rule slug protocol-inheritance is already taken by eagle3lint",
+    ),
+    "builtin_code": (
+        PLUGIN.format(body="yield from ()").replace('"EVL001"', '"EAG102"'),
+        "code EAG102 is already reported by rule protocol-inheritance",
+    ),
+    "exit_on_import": ("import sys\nsys.exit(0)\n", "failed to load: SystemExit(0)"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_DECLARATIONS))
+def test_a_badly_declared_plugin_is_refused_with_a_named_error(
+    models: Path, plugin: Any, case: str
+) -> None:
+    source, message = BAD_DECLARATIONS[case]
+    plugin(source)
+    exit_code, report, _ = check_with_plugin(models)
+    assert exit_code == 2
+    [error] = [e for e in report["errors"] if e["path"] == "<plugins>"]
+    assert error["code"] == "EAG903"
+    assert message in error["message"]
+    [target] = report["targets"]
+    assert {"EAG101", "EAG102"} & {f["code"] for f in target["findings"]}
+    assert all(f["rule"] != "evil" for f in target["findings"])
+    listed = CliRunner().invoke(app, ["rules"])
+    assert listed.exit_code == 2
+    assert "Traceback" not in listed.output
+    assert message in listed.stderr
+    assert "EAG101" in listed.stdout
