@@ -522,3 +522,65 @@ def test_a_badly_declared_plugin_is_refused_with_a_named_error(
     assert "Traceback" not in listed.output
     assert message in listed.stderr
     assert "EAG101" in listed.stdout
+
+
+# -- 4. fix never overwrites a save made while it writes ---------------------------------------
+@pytest.fixture
+def planned_edit(tmp_path: Path) -> Any:
+    from eagle3lint.engine import CheckOptions, run_check
+    from eagle3lint.fixer import plan_edits
+
+    vllm = write_vllm_tree(tmp_path / "checkout")
+    report = run_check(CheckOptions(paths=[vllm], use_cache=False, jobs=1)).report
+    [edit] = [e for e in plan_edits(report)[0] if e.changed]
+    return edit
+
+
+SAVED = b"# saved by the user's editor while fix was writing\n"
+
+
+def test_a_save_while_fix_syncs_its_new_file_is_kept(
+    planned_edit: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The editor saves while fix writes and syncs its temporary file: before, fix had already
+    compared the file and renamed over the save (10 of 10 timed tries)."""
+    from eagle3lint import fixer
+
+    real_fsync = os.fsync
+    users_version = planned_edit.original + SAVED
+
+    def save_meanwhile(fd: int) -> None:
+        planned_edit.path.write_bytes(users_version)
+        real_fsync(fd)
+
+    monkeypatch.setattr(fixer.os, "fsync", save_meanwhile)
+    problem = fixer.write_atomically(planned_edit)
+    assert problem == f"{planned_edit.path} changed on disk since it was read; run fix again"
+    assert planned_edit.path.read_bytes() == users_version
+    assert sorted(p.name for p in planned_edit.path.parent.glob(".*eagle3lint")) == []
+
+
+def test_a_save_into_the_file_just_before_the_rename_is_put_back(
+    planned_edit: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The last window: an in-place save between the comparison and the rename goes into the
+    old file, which fix still holds open and reads again."""
+    from eagle3lint import fixer
+
+    real_replace = os.replace
+    users_version = planned_edit.original + SAVED
+    calls = []
+
+    def save_then_replace(src: str, dst: Path) -> None:
+        if not calls:
+            with open(dst, "r+b") as old:  # in place, as many editors save
+                old.write(users_version)
+        calls.append(src)
+        real_replace(src, dst)
+
+    monkeypatch.setattr(fixer.os, "replace", save_then_replace)
+    problem = fixer.write_atomically(planned_edit)
+    assert problem == (
+        f"{planned_edit.path} changed while it was being written; left as saved, run fix again"
+    )
+    assert planned_edit.path.read_bytes() == users_version
