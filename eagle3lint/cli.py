@@ -95,12 +95,16 @@ def _options(
 ) -> CheckOptions:
     from eagle3lint.config import load_config
     from eagle3lint.engine import CheckOptions
+    from eagle3lint.sources.download import check_version
 
     # The repository's [tool.eagle3lint] supplies what the command line leaves out.
     config = load_config()
+    version = vllm if vllm is not None else config.vllm_version
+    if version is not None:
+        check_version(version)
     return CheckOptions(
         paths=list(paths or []),
-        vllm_version=vllm or config.vllm_version,
+        vllm_version=version,
         archs=list(arch or []),
         hf_config=hf_config or config.hf_config,
         model_type=model_type,

@@ -23,7 +23,7 @@ from functools import cache
 from pathlib import Path
 
 from eagle3lint import __version__
-from eagle3lint.index.cache import file_digest
+from eagle3lint.index.cache import file_digest, trusted_folder
 from eagle3lint.rule import Rule
 from eagle3lint.sources.files import (
     MAX_CACHE_ENTRY_BYTES,
@@ -32,6 +32,7 @@ from eagle3lint.sources.files import (
     read_regular,
     read_source_bytes,
 )
+from eagle3lint.trust import make_folders
 
 FORMAT = 1
 
@@ -101,6 +102,8 @@ class RunCache:
 
     def __init__(self, root: Path) -> None:
         self.root = root / "runs"
+        self.trusted = trusted_folder(self.root)
+        """False when another user could write here: then nothing is read or written."""
 
     @staticmethod
     def key(*parts: object) -> str:
@@ -108,9 +111,13 @@ class RunCache:
         return file_digest(text.encode())
 
     def load(self, key: str) -> tuple[str, int] | None:
-        """The cached output and exit code, if the entry exists and its inputs are unchanged."""
+        """The cached output and exit code, if the entry exists, is the user's own (anyone else
+        could forge an all-clear) and its inputs are unchanged."""
+        if not self.trusted:
+            return None
         try:
-            data = json.loads(read_regular(self.root / f"{key}.json", MAX_CACHE_ENTRY_BYTES))
+            entry = self.root / f"{key}.json"
+            data = json.loads(read_regular(entry, MAX_CACHE_ENTRY_BYTES, private=True))
             if data.get("key") != key:
                 return None
             manifest = Manifest(dict(data["present"]), list(data["absent"]))
@@ -124,8 +131,10 @@ class RunCache:
     def store(self, key: str, output: str, code: int, manifest: Manifest) -> None:
         entry = {"key": key, "output": output, "code": code, **asdict(manifest)}
         tmp: str | None = None
+        if not self.trusted:
+            return
         try:
-            self.root.mkdir(parents=True, exist_ok=True)
+            make_folders(self.root)
             fd, tmp = tempfile.mkstemp(dir=self.root, prefix=".tmp-", suffix=".json")
             with os.fdopen(fd, "w", encoding="utf-8") as handle:
                 json.dump(entry, handle)

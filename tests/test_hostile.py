@@ -7,11 +7,17 @@ fails instead of stalling the suite.
 
 from __future__ import annotations
 
+import functools
+import hashlib
+import http.server
 import json
 import os
 import signal
 import socket
+import subprocess
 import sys
+import threading
+import zipfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -23,6 +29,7 @@ from typer.testing import CliRunner
 from vllm_tree import ARCH, LLAMA, MODEL_FILE, write_vllm_tree
 
 from eagle3lint.cli import app
+from eagle3lint.sources import download
 from eagle3lint.sources.files import read_regular
 
 
@@ -584,3 +591,245 @@ def test_a_save_into_the_file_just_before_the_rename_is_put_back(
         f"{planned_edit.path} changed while it was being written; left as saved, run fix again"
     )
     assert planned_edit.path.read_bytes() == users_version
+
+
+# -- 1 and 8. downloads: no code from the working directory, only the published wheel -------
+GOOD_MODEL = "GOOD = 1\n"
+TAMPERED_MODEL = "TAMPERED = 1\n"
+
+
+def wheel(path: Path, model: str, extra: dict[str, bytes] | None = None) -> Path:
+    """A wheel of a tiny `vllm` 9.9.0 whose model file holds `model`."""
+    files = {
+        "vllm/__init__.py": b"",
+        "vllm/model_executor/models/registry.py": b"_VLLM_MODELS = {}\n",
+        "vllm/model_executor/models/llama.py": model.encode(),
+        "vllm-9.9.0.dist-info/METADATA": b"Metadata-Version: 2.1\nName: vllm\nVersion: 9.9.0\n",
+        "vllm-9.9.0.dist-info/WHEEL": b"Wheel-Version: 1.0\nTag: py3-none-any\n",
+        "vllm-9.9.0.dist-info/RECORD": b"",
+        **(extra or {}),
+    }
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
+        for name, data in files.items():
+            archive.writestr(name, data)
+    return path
+
+
+WHEEL_NAME = "vllm-9.9.0-py3-none-any.whl"
+
+
+@pytest.fixture
+def index(tmp_path: Path) -> Iterator[tuple[str, Path]]:
+    """A PEP 503 index on 127.0.0.1 publishing a good vllm 9.9.0 wheel and its sha256; yields
+    its URL and the folder it serves (a test may swap the served file)."""
+    root = tmp_path / "index"
+    good = wheel(root / "files" / WHEEL_NAME, GOOD_MODEL)
+    digest = hashlib.sha256(good.read_bytes()).hexdigest()
+    page = root / "simple" / "vllm" / "index.html"
+    page.parent.mkdir(parents=True)
+    page.write_text(
+        f'<html><body><a href="../../files/{WHEEL_NAME}#sha256={digest}">{WHEEL_NAME}</a>'
+        "</body></html>\n"
+    )
+    handler = functools.partial(QuietHandler, directory=str(root))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/simple", root
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()
+
+
+class QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *_: object) -> None:
+        pass
+
+
+@pytest.fixture
+def offline_pip(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """pip with no configuration of the machine's (its indexes and find-links would be asked
+    about vllm too), and an empty eagle3lint cache; returns the cache folder."""
+    for name in list(os.environ):
+        if name.startswith("PIP_"):
+            monkeypatch.delenv(name)
+    monkeypatch.setenv("PIP_CONFIG_FILE", os.devnull)
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("EAGLE3LINT_CACHE_DIR", str(cache))
+    return cache
+
+
+def test_a_release_is_the_wheel_the_index_publishes_not_one_from_find_links(
+    index: tuple[str, Path], offline_pip: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    url, _ = index
+    elsewhere = wheel(tmp_path / "links" / WHEEL_NAME, TAMPERED_MODEL)
+    monkeypatch.setenv("PIP_FIND_LINKS", str(elsewhere.parent))
+    monkeypatch.setenv("PIP_INDEX_URL", url)
+    monkeypatch.setenv(download.INDEX_ENV, url)
+    vllm = download.fetch_release("9.9.0", offline_pip)
+    assert (vllm / "model_executor" / "models" / "llama.py").read_text() == GOOD_MODEL
+    complete = json.loads((vllm.parent / download.COMPLETE).read_text())
+    assert (
+        complete["wheel"]
+        == hashlib.sha256((index[1] / "files" / WHEEL_NAME).read_bytes()).hexdigest()
+    )
+
+
+def test_a_wheel_that_is_not_the_published_one_is_refused(
+    index: tuple[str, Path], offline_pip: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    url, root = index
+    wheel(root / "files" / WHEEL_NAME, TAMPERED_MODEL)  # the index serves another file
+    monkeypatch.setenv("PIP_INDEX_URL", url)
+    monkeypatch.setenv(download.INDEX_ENV, url)
+    with pytest.raises(download.DownloadError, match="is not the wheel the index publishes"):
+        download.fetch_release("9.9.0", offline_pip)
+    assert not (offline_pip / "releases" / "9.9.0").exists()
+
+
+def hostile_checkout(folder: Path, markers: Path) -> Path:
+    """A checkout that runs code if anything imports from it: a pip.py and pip/ package, a
+    typer.py, and an installed-looking rule plugin, each leaving a marker file."""
+    folder.mkdir()
+    markers.mkdir()
+    prelude = f"open({str(markers)!r} + '/' + __name__, 'w').close()\n"
+    (folder / "pip.py").write_text(prelude)
+    (folder / "typer.py").write_text(prelude)
+    install_plugin(folder, prelude + PLUGIN.format(body="yield from ()"), name="evilpack")
+    (folder / "pyproject.toml").write_text('[tool.eagle3lint]\nvllm-version = "9.9.0"\n')
+    return folder
+
+
+def test_nothing_runs_from_the_working_directory(
+    index: tuple[str, Path], offline_pip: Path, tmp_path: Path
+) -> None:
+    """`python -m eagle3lint check` inside a hostile checkout whose pyproject asks for a
+    release: pip must not be the checkout's pip.py, nor eagle3lint load its plugin."""
+    url, _ = index
+    markers = tmp_path / "markers"
+    checkout = hostile_checkout(tmp_path / "checkout", markers)
+    env = {**os.environ, download.INDEX_ENV: url, "PIP_INDEX_URL": url}
+    for command in (["check", "--format", "json"], ["rules"]):
+        result = subprocess.run(
+            [sys.executable, "-m", "eagle3lint", *command],
+            cwd=checkout,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
+        )
+        assert "Traceback" not in result.stderr, result.stderr
+        assert sorted(p.name for p in markers.iterdir()) == [], result.stderr
+    assert (offline_pip / "releases" / "9.9.0" / "vllm").is_dir()
+
+
+def extract(tmp_path: Path, files: dict[str, bytes]) -> Path:
+    archive = tmp_path / "wheel" / WHEEL_NAME
+    archive.parent.mkdir(exist_ok=True)
+    with zipfile.ZipFile(archive, "w", zipfile.ZIP_DEFLATED) as out:
+        for name, data in files.items():
+            out.writestr(name, data)
+    download._extract_python(archive, tmp_path / "tree")
+    return tmp_path / "tree"
+
+
+@pytest.mark.filterwarnings("ignore:Duplicate name")
+@pytest.mark.parametrize(
+    ("files", "message"),
+    [
+        ({"vllm/bomb.py": b"\0" * (64 * 2**20)}, "expands beyond"),
+        ({f"vllm/m{i}.py": b"" for i in range(12)}, "lists 12 entries"),
+        ({"vllm/" + "x" * 300 + ".py": b""}, "file name too long"),
+        ({"vllm/a.py": b"", "vllm/a.py/b.py": b""}, "could not be extracted"),
+        ({"other/a.py": b""}, "holds no vllm/ Python sources"),
+    ],
+    ids=["ratio", "entries", "long-name", "file-and-folder", "no-sources"],
+)
+def test_a_hostile_wheel_is_refused_by_name(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, files: dict[str, bytes], message: str
+) -> None:
+    monkeypatch.setattr(download, "MAX_ENTRIES", 10)
+    with pytest.raises(download.DownloadError, match=message):
+        extract(tmp_path, files)
+
+
+def test_a_wheel_listing_a_name_twice_is_refused(tmp_path: Path) -> None:
+    archive = tmp_path / WHEEL_NAME
+    with zipfile.ZipFile(archive, "w") as out, pytest.warns(UserWarning):
+        out.writestr("vllm/a.py", b"A = 1\n")
+        out.writestr("vllm/a.py", b"A = 2\n")
+    with pytest.raises(download.DownloadError, match=r"lists vllm/a\.py twice"):
+        download._extract_python(archive, tmp_path / "tree")
+
+
+@pytest.mark.parametrize("version", ["", "1" * 300 + ".0", "0.16.0/../../x"])
+def test_a_bad_version_is_a_usage_error(version: str, offline_pip: Path) -> None:
+    result = CliRunner().invoke(app, ["check", "--vllm", version])
+    assert result.exit_code == 2
+    assert "is not a vLLM version number" in result.output
+
+
+def test_a_cache_folder_that_is_a_file_is_named(tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    cache.write_text("")
+    with pytest.raises(
+        download.DownloadError, match=r"cannot keep vllm==9\.9\.0 in the cache folder"
+    ):
+        download.fetch_release("9.9.0", cache)
+
+
+# -- 8. a shared cache cannot change results ---------------------------------------------------
+def cached_run(models: Path) -> tuple[int, str, str]:
+    """`check` as CI runs it (output not a terminal), which answers from the run cache."""
+    result = CliRunner().invoke(app, ["check", str(models), "--format", "json"])
+    return result.exit_code, result.stdout, result.stderr
+
+
+@pytest.mark.parametrize("how", ["other-owner", "group-writable"])
+def test_a_forged_run_cache_entry_is_not_used(
+    models: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, how: str
+) -> None:
+    monkeypatch.setenv("EAGLE3LINT_CACHE_DIR", str(tmp_path / "cache"))
+    exit_code, output, _ = cached_run(models)
+    assert exit_code == 1
+    [entry] = (tmp_path / "cache" / "runs").glob("*.json")
+    data = json.loads(entry.read_text())
+    data.update(output='{"targets": [], "forged": "all clear"}\n', code=0)
+    entry.write_text(json.dumps(data))
+    if how == "other-owner":
+        os.chown(entry, NOBODY, NOBODY)
+    else:
+        entry.chmod(0o664)
+    assert cached_run(models)[:2] == (1, output)
+
+
+def test_a_cache_folder_others_can_write_is_not_used(
+    models: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o777)
+    monkeypatch.setenv("EAGLE3LINT_CACHE_DIR", str(shared))
+    exit_code, _, stderr = cached_run(models)
+    assert exit_code == 1
+    assert f"cache not used: {shared} is writable by other users" in stderr
+    assert list(shared.iterdir()) == []
+    with pytest.raises(download.DownloadError, match="is writable by other users"):
+        download.fetch_release("0.16.0", shared)
+
+
+def test_a_summary_written_by_someone_else_is_not_used(tmp_path: Path) -> None:
+    from eagle3lint.index.cache import SummaryCache
+    from eagle3lint.index.model import FileSummary
+
+    cache = SummaryCache(tmp_path)
+    summary = FileSummary(module="m", path="m.py")
+    cache.store("ab" * 20, summary)
+    assert cache.load("ab" * 20) == summary
+    os.chown(cache._path("ab" * 20), NOBODY, NOBODY)
+    assert cache.load("ab" * 20) is None

@@ -14,6 +14,8 @@ import stat
 import tokenize
 from pathlib import Path
 
+from eagle3lint import trust
+
 MAX_FILE_BYTES = 2 * 1024 * 1024
 """Larger files are reported rather than parsed. libcst needs about a second and a few hundred
 MB of memory per MB of source, so a 10 MB generated file would take minutes and gigabytes;
@@ -101,13 +103,14 @@ _KINDS = (
 )
 
 
-def read_regular(path: Path, limit: int, what: str = "file") -> bytes:
+def read_regular(path: Path, limit: int, what: str = "file", private: bool = False) -> bytes:
     """The bytes of the regular file at `path` (symlinks followed), at most `limit` of them.
 
     Every file eagle3lint reads goes through here: a FIFO would block `open` and `read`
     forever and a device (`/dev/zero`) never ends, so the file is opened without blocking and
     refused unless `fstat` of that same descriptor says it is a regular file; the read stops
-    at `limit` even if the file grows meanwhile.
+    at `limit` even if the file grows meanwhile. `private`: the file must also be the user's
+    alone (a cache entry, see `eagle3lint.trust`).
     """
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
@@ -124,6 +127,8 @@ def read_regular(path: Path, limit: int, what: str = "file") -> bytes:
     try:
         info = os.fstat(fd)
         _refuse_special(info.st_mode, path)
+        if private and not trust.private(info):
+            raise UnreadableSource("not owned by you, or writable by others", path)
         if info.st_size > limit:
             raise UnreadableSource(
                 f"{what} is {info.st_size / 1e6:.1f} MB, over the {_size(limit)} limit", path
