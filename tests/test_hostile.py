@@ -833,3 +833,45 @@ def test_a_summary_written_by_someone_else_is_not_used(tmp_path: Path) -> None:
     assert cache.load("ab" * 20) == summary
     os.chown(cache._path("ab" * 20), NOBODY, NOBODY)
     assert cache.load("ab" * 20) is None
+
+
+# -- 5. the cost of one file is bounded -------------------------------------------------------
+@pytest.mark.parametrize("line", [b"f(a,b)\n", b"x=1;\n"])
+def test_a_file_too_costly_to_parse_is_named_at_once(models: Path, line: bytes) -> None:
+    """About 2 MB (under the byte limit) of the cheapest lines that cost the parser most."""
+    costly = models / "generated.py"
+    costly.write_bytes(line * (1_950_000 // len(line)))
+    exit_code, report = checked(str(models))
+    assert exit_code == 2
+    error = error_for(report, costly)
+    assert error["code"] == "EAG902"
+    assert error["message"].startswith("too large to analyse: about ")
+    assert archs(report) == [ARCH]
+
+
+def test_the_costliest_file_accepted_stays_under_500_mb(tmp_path: Path) -> None:
+    """A file just under the token limit, made of the lines that cost the parser most per
+    byte, parsed in a process of its own: its peak memory is what one worker can reach."""
+    from eagle3lint.sources.files import MAX_TOKENS
+
+    folder = tmp_path / "models"
+    folder.mkdir()
+    (folder / "worst.py").write_bytes(b"f(a,b)\n" * (MAX_TOKENS // 7 - 100))
+    probe = (
+        "import resource, sys\n"
+        "from eagle3lint.cli import main\n"
+        "sys.argv = ['eagle3lint', 'check', sys.argv[1], '--no-cache', '--jobs', '1']\n"
+        "try:\n    main()\n"
+        "except SystemExit:\n"
+        "    print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, file=sys.stderr)\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", probe, str(folder)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert "too large" not in result.stdout
+    peak_kb = int(result.stderr.strip().splitlines()[-1])
+    assert peak_kb < 500 * 1024

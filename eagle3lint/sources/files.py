@@ -34,6 +34,12 @@ nested brackets, five times the deepest line in vLLM 0.33 (77). libcst's native 
 overflows the C stack, killing the process, from about 1,200 nested brackets, and slows down
 quadratically on long operator chains."""
 
+MAX_TOKENS = 120_000
+"""Most tokens a file may hold (counted high: names in comments and strings count too). The
+parse costs about 2.5 KB of memory and 0.5 ms per token, whatever the bytes: 1.96 MB of
+`f(a,b)` lines took 121 s and 5.1 GB. This bounds one parse to about 350 MB and 10 s on this
+project's machine, 2.5 times vLLM 0.33's largest file (gpu_model_runner.py, 47,000)."""
+
 MAX_ELIF = 1000
 """Most `elif` branches a file may hold: libcst nests each in the previous `if`, and a chain
 of about 8,000 overflows the C stack. vLLM's files have at most 50."""
@@ -46,6 +52,7 @@ _TOKEN = re.compile(
     r"""|\b(?:lambda|not|and|or|if|else|await|in|is)\b"""
 )
 _INDENT_FORM_FEED = re.compile(r"^[ \t\f]*\f", re.MULTILINE)
+_WORD = re.compile(r"\w+")
 _ELIF = re.compile(r"^[ \t]*elif\b", re.MULTILINE)
 
 
@@ -195,7 +202,7 @@ def check_syntax(text: str, name: str) -> None:
         raise TooDeeplyNested(f"cannot be parsed: {type(exc).__name__}") from exc
 
 
-def nesting_depth(text: str) -> int:
+def nesting_depth(text: str, tokens: list[str] | None = None) -> int:
     """How deep the syntax tree of `text` nests, estimated high from a scan of its tokens.
 
     Every bracket, operator and string on the way from a statement to a token counts one level:
@@ -206,7 +213,7 @@ def nesting_depth(text: str) -> int:
     bases = [0]
     lambdas = [0]
     depth = deepest = 0
-    for token in _TOKEN.findall(text):
+    for token in _TOKEN.findall(text) if tokens is None else tokens:
         first = token[0]
         if first in "([{":
             depth += 1
@@ -238,17 +245,24 @@ def nesting_depth(text: str) -> int:
 
 
 def check_nesting(text: str) -> None:
-    """Refuse source that would crash or stall the parser (see `MAX_NESTING`)."""
+    """Refuse source that would crash, stall or exhaust the parser (see `MAX_NESTING`,
+    `MAX_ELIF` and `MAX_TOKENS`)."""
     elifs = len(_ELIF.findall(text))
     if elifs > MAX_ELIF:
         raise TooDeeplyNested(
             f"too deeply nested to analyse: {elifs} elif branches (the limit is {MAX_ELIF})"
         )
-    depth = nesting_depth(text)
+    tokens = _TOKEN.findall(text)
+    depth = nesting_depth(text, tokens)
     if depth > MAX_NESTING:
         raise TooDeeplyNested(
             f"too deeply nested to analyse: expressions nest {depth} levels deep "
             f"(the limit is {MAX_NESTING})"
+        )
+    count = len(tokens) + len(_WORD.findall(text))
+    if count > MAX_TOKENS:
+        raise UnreadableSource(
+            f"too large to analyse: about {count:,} tokens (the limit is {MAX_TOKENS:,})"
         )
 
 
