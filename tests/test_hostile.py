@@ -875,3 +875,58 @@ def test_the_costliest_file_accepted_stays_under_500_mb(tmp_path: Path) -> None:
     assert "too large" not in result.stdout
     peak_kb = int(result.stderr.strip().splitlines()[-1])
     assert peak_kb < 500 * 1024
+
+
+# -- 9. named errors, never "internal error" ----------------------------------------------------
+@pytest.mark.parametrize("module", ["/", "/etc/passwd", "../../outside", "a/b"])
+def test_a_registry_entry_holding_a_path_is_named(tmp_path: Path, module: str) -> None:
+    vllm = write_vllm_tree(tmp_path)
+    registry = vllm / "model_executor" / "models" / "registry.py"
+    registry.write_text(
+        registry.read_text().replace(
+            f'"{ARCH}": ("llama", "{ARCH}"),',
+            f'"{ARCH}": ("llama", "{ARCH}"),\n    "EvilForCausalLM": ("{module}", "Evil"),',
+        )
+    )
+    exit_code, report = checked(str(vllm))
+    assert exit_code == 2
+    [error] = report["errors"]
+    assert error["code"] == "EAG903"
+    assert "EvilForCausalLM: the registry points at" in error["message"]
+    assert archs(report) == [ARCH]
+
+
+def nested_json(depth: int) -> str:
+    return '{"a": ' * depth + "1" + "}" * depth
+
+
+def test_deeply_nested_hf_config_is_a_usage_error(models: Path, tmp_path: Path) -> None:
+    config = tmp_path / "config.json"
+    config.write_text(nested_json(100_000))
+    result = CliRunner().invoke(app, ["check", str(models), "--hf-config", str(config)])
+    assert result.exit_code == 2
+    assert "nests too deeply" in result.output
+    assert "internal error" not in result.output
+
+
+def test_deeply_nested_pyproject_is_a_usage_error(
+    models: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "pyproject.toml").write_text("x = " + "[" * 100_000 + "]" * 100_000 + "\n")
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(app, ["check", str(models)])
+    assert result.exit_code == 2
+    assert "internal error" not in result.output
+    assert "pyproject.toml" in result.output
+
+
+def test_a_deeply_nested_cache_entry_is_rebuilt(
+    models: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("EAGLE3LINT_CACHE_DIR", str(tmp_path / "cache"))
+    exit_code, output, _ = cached_run(models)
+    entries = [*(tmp_path / "cache").rglob("*.json")]
+    assert entries
+    for entry in entries:
+        entry.write_text(nested_json(100_000))
+    assert cached_run(models)[:2] == (exit_code, output)
