@@ -277,6 +277,8 @@ def _targets(
     unresolved: list[RegistryEntry] = []
     targets = build_targets(index, contract, chosen, unresolved)
     for entry in unresolved:
+        if index.error_for(entry.module) is not None:
+            continue  # the file's own error (unreadable, syntax) says why
         where = (
             "is not in this tree"
             if index.source_file(entry.module) is None

@@ -64,9 +64,15 @@ def dev_zero(path: Path) -> Path:
 
 
 def unix_socket(path: Path) -> Path:
+    """A socket file (bound by a relative name: socket paths are limited to 108 bytes)."""
     server = socket.socket(socket.AF_UNIX)
-    server.bind(str(path))
-    server.close()
+    here = os.getcwd()
+    os.chdir(path.parent)
+    try:
+        server.bind(path.name)
+    finally:
+        os.chdir(here)
+        server.close()
     return path
 
 
@@ -930,3 +936,56 @@ def test_a_deeply_nested_cache_entry_is_rebuilt(
     for entry in entries:
         entry.write_text(nested_json(100_000))
     assert cached_run(models)[:2] == (exit_code, output)
+
+
+# -- acceptance: a real tree salted with one of each special file -------------------------------
+SALT = {
+    "salt_fifo": (fifo, "is a FIFO (named pipe), not a regular file"),
+    "salt_zero": (dev_zero, "is a character device, not a regular file"),
+    "salt_socket": (unix_socket, "is a socket, not a regular file"),
+    "salt_folder": (lambda p: p.mkdir() or p, "is a directory"),
+    "salt_dangling": (lambda p: p.symlink_to(p.parent / "nowhere.py") or p, "no such file"),
+    "salt_loop": (lambda p: p.symlink_to(p) or p, "symbolic link loop"),
+    "salt_binary": (lambda p: p.write_bytes(b"\0\1\2") or p, "binary file"),
+    "salt_py2": (lambda p: p.write_text("try:\n    pass\nexcept E, e:\n    pass\n") or p, "syntax"),
+}
+
+
+def run_check_process(vllm: Path) -> tuple[int, dict[str, Any]]:
+    """`eagle3lint check` in a process of its own, as CI runs it (bounded: a hang fails)."""
+    command = ["check", str(vllm), "--format", "json", "--jobs", "2", "--no-cache"]
+    result = subprocess.run(
+        [sys.executable, "-m", "eagle3lint", *command],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert "Traceback" not in result.stderr, result.stderr
+    return result.returncode, json.loads(result.stdout)
+
+
+def test_a_release_salted_with_special_files_finishes_names_each_and_checks_the_rest(
+    release_copy: Any,
+) -> None:
+    vllm = release_copy("0.16.0")
+    _, clean = run_check_process(vllm)
+    models = vllm / "model_executor" / "models"
+    registry = models / "registry.py"
+    entries = "".join(f'    "{name.title()}ForCausalLM": ("{name}", "Salt"),\n' for name in SALT)
+    opening = "_TEXT_GENERATION_MODELS = {\n"
+    registry.write_text(registry.read_text().replace(opening, opening + entries, 1))
+    for name, (make, _) in SALT.items():
+        make(models / f"{name}.py")
+    exit_code, report = run_check_process(vllm)
+    assert exit_code == 2
+    for name, (_, message) in SALT.items():
+        if name == "salt_folder":
+            # A folder named salt_folder.py is not a module: the registry entry is named.
+            [error] = [e for e in report["errors"] if e["path"].endswith(name)]
+            assert "which is not in this tree" in error["message"]
+            continue
+        assert message in error_for(report, models / f"{name}.py")["message"], name
+    assert len(report["errors"]) == len(SALT)
+    assert archs(report) == archs(clean)
+    assert [t["findings"] for t in report["targets"]] == [t["findings"] for t in clean["targets"]]
