@@ -13,6 +13,7 @@ import contextlib
 import signal
 import sys
 import threading
+import time
 from collections.abc import Iterator
 
 DEFAULT_RULE_TIMEOUT = 30.0
@@ -46,9 +47,14 @@ def plugin_call(seconds: float | None) -> Iterator[None]:
             raise RuleTimeout(f"took longer than {seconds:g} s")
 
         previous = signal.signal(signal.SIGALRM, expired)
-        signal.setitimer(signal.ITIMER_REAL, seconds)
+        outer, _ = signal.setitimer(signal.ITIMER_REAL, seconds)
+        started = time.monotonic()
         try:
             yield
         finally:
             signal.setitimer(signal.ITIMER_REAL, 0)
             signal.signal(signal.SIGALRM, previous)
+            if outer:
+                # An alarm the caller had set goes on with the time it had left.
+                left = outer - (time.monotonic() - started)
+                signal.setitimer(signal.ITIMER_REAL, max(left, 0.001))
