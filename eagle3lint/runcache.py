@@ -118,7 +118,7 @@ class RunCache:
         try:
             entry = self.root / f"{key}.json"
             data = json.loads(read_regular(entry, MAX_CACHE_ENTRY_BYTES, private=True))
-            if data.get("key") != key:
+            if not isinstance(data, dict) or data.get("key") != key:
                 return None
             manifest = Manifest(dict(data["present"]), list(data["absent"]))
             output, code = data["output"], data["code"]

@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import http.server
+import importlib.util
 import json
 import os
 import signal
@@ -989,3 +990,15 @@ def test_a_release_salted_with_special_files_finishes_names_each_and_checks_the_
     assert len(report["errors"]) == len(SALT)
     assert archs(report) == archs(clean)
     assert [t["findings"] for t in report["targets"]] == [t["findings"] for t in clean["targets"]]
+
+
+# -- bench/fuzz_inputs.py, a few rounds of each surface ------------------------------------------
+@pytest.mark.parametrize("surface", ["config", "hf-config", "cache-entry", "wheel", "file-name"])
+def test_fuzzed_inputs_get_a_value_or_a_named_error(surface: str) -> None:
+    spec = importlib.util.spec_from_file_location(
+        "fuzz_inputs", Path(__file__).parent.parent / "bench" / "fuzz_inputs.py"
+    )
+    assert spec is not None and spec.loader is not None
+    fuzz_inputs = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(fuzz_inputs)
+    assert fuzz_inputs.fuzz(surface, rounds=15, seed=13) == []

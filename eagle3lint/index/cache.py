@@ -109,7 +109,7 @@ class SummaryCache:
             return None
         try:
             data = json.loads(read_regular(self._path(key), MAX_CACHE_ENTRY_BYTES, private=True))
-            if data.get("key") != key:
+            if not isinstance(data, dict) or data.get("key") != key:
                 return None
             return from_json(kind, data["summary"])
         except (
