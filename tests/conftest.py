@@ -56,3 +56,14 @@ def shared_tmp() -> Iterator[Path]:
     with tempfile.TemporaryDirectory() as name:
         os.chmod(name, 0o755)
         yield Path(name)
+
+
+@pytest.fixture
+def models(tmp_path: Path) -> Path:
+    """An out-of-tree folder holding one good model file."""
+    from vllm_tree import LLAMA
+
+    folder = tmp_path / "models"
+    folder.mkdir()
+    (folder / "good.py").write_text(LLAMA)
+    return folder

@@ -84,14 +84,6 @@ SPECIAL = {
 }
 
 
-@pytest.fixture
-def models(tmp_path: Path) -> Path:
-    folder = tmp_path / "models"
-    folder.mkdir()
-    (folder / "good.py").write_text(LLAMA)
-    return folder
-
-
 def checked(*args: str) -> tuple[int, dict[str, Any]]:
     with no_hang():
         return check(*args)

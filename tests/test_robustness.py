@@ -62,15 +62,6 @@ def archs(report: Report) -> list[str]:
     return [t["arch"] for t in report["targets"]]
 
 
-@pytest.fixture
-def models(tmp_path: Path) -> Path:
-    """An out-of-tree folder holding one good model file."""
-    folder = tmp_path / "models"
-    folder.mkdir()
-    (folder / "good.py").write_text(LLAMA)
-    return folder
-
-
 def deep(n: int) -> bytes:
     return b"x = " + b"(" * n + b"1" + b")" * n + b"\n"
 
