@@ -13,6 +13,7 @@ import http.server
 import importlib.util
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -994,3 +995,21 @@ def test_fuzzed_inputs_get_a_value_or_a_named_error(surface: str) -> None:
     fuzz_inputs = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(fuzz_inputs)
     assert fuzz_inputs.fuzz(surface, rounds=15, seed=13) == []
+
+
+# -- `pair` reads drafts through the same reader --------------------------------------------------
+@pytest.mark.parametrize("kind", ["fifo", "dev_zero"])
+@pytest.mark.parametrize("name", ["model.safetensors", "model.safetensors.index.json"])
+def test_a_special_file_in_a_draft_checkpoint_is_a_usage_error(
+    tmp_path: Path, kind: str, name: str
+) -> None:
+    from eagle3lint.pairing.checkpoint import read_header, weight_files
+    from eagle3lint.sources.discovery import UsageError
+
+    make, message = SPECIAL[kind]
+    special = make(tmp_path / name)
+    with no_hang(), pytest.raises(UsageError, match=re.escape(message)):
+        if name.endswith(".json"):
+            weight_files(tmp_path)
+        else:
+            read_header(special)

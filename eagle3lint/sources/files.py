@@ -110,14 +110,13 @@ _KINDS = (
 )
 
 
-def read_regular(path: Path, limit: int, what: str = "file", private: bool = False) -> bytes:
-    """The bytes of the regular file at `path` (symlinks followed), at most `limit` of them.
+def open_regular(path: Path, private: bool = False) -> tuple[int, os.stat_result]:
+    """A descriptor of the regular file at `path` (symlinks followed) and its `fstat`.
 
-    Every file eagle3lint reads goes through here: a FIFO would block `open` and `read`
-    forever and a device (`/dev/zero`) never ends, so the file is opened without blocking and
-    refused unless `fstat` of that same descriptor says it is a regular file; the read stops
-    at `limit` even if the file grows meanwhile. `private`: the file must also be the user's
-    alone (a cache entry, see `eagle3lint.trust`).
+    A FIFO would block `open` and `read` forever and a device (`/dev/zero`) never ends, so the
+    file is opened without blocking and refused unless `fstat` of that same descriptor says it
+    is a regular file. `private`: it must also be the user's alone (a cache entry, see
+    `eagle3lint.trust`). The caller closes the descriptor.
     """
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
@@ -136,6 +135,20 @@ def read_regular(path: Path, limit: int, what: str = "file", private: bool = Fal
         _refuse_special(info.st_mode, path)
         if private and not trust.private(info):
             raise UnreadableSource("not owned by you, or writable by others", path)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd, info
+
+
+def read_regular(path: Path, limit: int, what: str = "file", private: bool = False) -> bytes:
+    """The bytes of the regular file at `path` (see `open_regular`), at most `limit` of them.
+
+    Every file eagle3lint reads goes through here: the read stops at `limit` even if the file
+    grows meanwhile.
+    """
+    fd, info = open_regular(path, private)
+    try:
         if info.st_size > limit:
             raise UnreadableSource(
                 f"{what} is {info.st_size / 1e6:.1f} MB, over the {_size(limit)} limit", path
