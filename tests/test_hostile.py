@@ -1013,3 +1013,16 @@ def test_a_special_file_in_a_draft_checkpoint_is_a_usage_error(
             weight_files(tmp_path)
         else:
             read_header(special)
+
+
+def test_listing_releases_for_matrix_runs_no_pip_from_the_working_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from eagle3lint.matrix.releases import _ask_index
+
+    markers = tmp_path / "markers"
+    checkout = hostile_checkout(tmp_path / "checkout", markers)
+    monkeypatch.chdir(checkout)
+    versions = _ask_index()
+    assert "0.16.0" in versions
+    assert sorted(p.name for p in markers.iterdir()) == []
