@@ -4,7 +4,9 @@
 
 Fetches the release through eagle3lint's own download path, then measures (best of --repeat):
 cold full check vs a single-process libcst parse of the same model files, warm full check vs
-`ruff check --no-cache` on them, cold single-arch check vs cold full check, and peak RSS.
+`ruff check --no-cache` on them, a full check right after one model file was edited (a copy of
+the tree; what a pre-commit run after a change costs) vs the same ruff run, cold single-arch
+check vs cold full check, and peak RSS.
 Machines are noisy, so only ratios are compared with the targets; nothing here is a test.
 """
 
@@ -26,6 +28,7 @@ from eagle3lint.sources.download import fetch_release
 TARGETS = {
     "cold full / libcst parse": 0.60,
     "warm full / ruff --no-cache": 1.0,
+    "one file edited / ruff": 2.0,
     "cold --arch / cold full": 0.15,
 }
 PARSE_ALL = """
@@ -81,6 +84,19 @@ def main() -> None:
 
     warm_env = fresh_env()
     subprocess.run(check, env=warm_env, stdout=subprocess.DEVNULL, check=False)
+    # A writable copy, checked once (warm), then checked after each edit of one model file.
+    copy = scratch / "tree" / "vllm"
+    shutil.copytree(vllm, copy)
+    edited_check = [*check[:4], str(copy), *check[5:]]
+    edited_env = fresh_env()
+    subprocess.run(edited_check, env=edited_env, stdout=subprocess.DEVNULL, check=False)
+    edited_file = copy / "model_executor" / "models" / "llama.py"
+    edits = iter(range(1_000_000))
+
+    def after_one_edit() -> float:
+        with edited_file.open("a", encoding="utf-8") as handle:
+            handle.write(f"# edit {next(edits)}\n")
+        return timed(edited_check, edited_env)
 
     results = {
         "libcst parse (1 process)": best(
@@ -94,6 +110,7 @@ def main() -> None:
                 [shutil.which("ruff") or "ruff", "check", "--no-cache", "--exit-zero", *files]
             ),
         ),
+        "one file edited, full check": best(args.repeat, after_one_edit),
         "cold --arch check": best(
             args.repeat, lambda: timed([*check, "--arch", args.arch], fresh_env())
         ),
@@ -109,6 +126,8 @@ def main() -> None:
         "cold full / libcst parse": results["cold full check"]
         / results["libcst parse (1 process)"],
         "warm full / ruff --no-cache": results["warm full check"]
+        / results["ruff check --no-cache"],
+        "one file edited / ruff": results["one file edited, full check"]
         / results["ruff check --no-cache"],
         "cold --arch / cold full": results["cold --arch check"] / results["cold full check"],
     }

@@ -9,9 +9,9 @@ from __future__ import annotations
 import io
 import json
 import os
-import shutil
 import sys
 import traceback
+from dataclasses import asdict, dataclass
 from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from eagle3lint.matrix.formats import MatrixFormat
+from eagle3lint.report.terminal import ColorChoice, Terminal
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -32,11 +33,37 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
 )
+
+
+def _show_version(value: bool) -> None:
+    if value:
+        from eagle3lint import __version__
+
+        typer.echo(f"eagle3lint {__version__}")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _main(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version",
+            "-V",
+            help="Print the version and exit.",
+            callback=_show_version,
+            is_eager=True,
+        ),
+    ] = False,
+) -> None:
+    """Find (and fix) what keeps a vLLM model from running EAGLE-3, before the weights load."""
 
 
 class OutputFormat(StrEnum):
     text = "text"
+    full = "full"
     json = "json"
     sarif = "sarif"
     github = "github"
@@ -70,10 +97,37 @@ SelectOpt = Annotated[
 IgnoreOpt = Annotated[
     list[str] | None, typer.Option("--ignore", help="Skip these codes or prefixes.")
 ]
+ExtendSelectOpt = Annotated[
+    list[str] | None,
+    typer.Option("--extend-select", help="Add these codes or prefixes to the selection."),
+]
+RequireOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--require",
+        help="Architectures that must be EAGLE-3 ready even if their code claims no support "
+        "(comma-separated, repeatable; * for all).",
+    ),
+]
 JobsOpt = Annotated[
     int | None, typer.Option("--jobs", "-j", help="Parser processes (default: cores).")
 ]
+RespectGitignoreOpt = Annotated[
+    bool,
+    typer.Option(
+        "--respect-gitignore/--no-respect-gitignore",
+        help="Skip files git ignores when walking folders (default).",
+    ),
+]
 NoCacheOpt = Annotated[bool, typer.Option("--no-cache", help="Neither read nor write the cache.")]
+ColorOpt = Annotated[
+    ColorChoice,
+    typer.Option(
+        "--color",
+        help="Colour the output: auto (a terminal, unless NO_COLOR; FORCE_COLOR "
+        "forces it), always, never.",
+    ),
+]
 DebugOpt = Annotated[bool, typer.Option("--debug", help="Show tracebacks of internal errors.")]
 FormatOpt = Annotated[OutputFormat, typer.Option("--format", help="Report format.")]
 ExitZeroOpt = Annotated[bool, typer.Option("--exit-zero", help="Exit 0 even with errors.")]
@@ -89,28 +143,46 @@ def _options(
     model_type: str | None,
     select: list[str] | None,
     ignore: list[str] | None,
+    require: list[str] | None,
     jobs: int | None,
     no_cache: bool,
     progress: bool,
+    extend_select: list[str] | None = None,
+    respect_gitignore: bool = True,
+    baseline: Path | None = None,
 ) -> CheckOptions:
-    from eagle3lint.config import load_config
+    from eagle3lint.codes import check_selectors
+    from eagle3lint.config import config_start, load_config
     from eagle3lint.engine import CheckOptions
     from eagle3lint.sources.download import check_version
 
     # The repository's [tool.eagle3lint] supplies what the command line leaves out.
-    config = load_config()
+    config = load_config(config_start(list(paths or [])))
     version = vllm if vllm is not None else config.vllm_version
     if version is not None:
         check_version(version)
+    for flag, values in (
+        ("--select", select),
+        ("--ignore", ignore),
+        ("--extend-select", extend_select),
+    ):
+        check_selectors(_codes(values), flag)
+    chosen = _codes(select) or config.select
+    if extend_select:
+        chosen = [*(chosen or ["EAG"]), *_codes(extend_select)]
     return CheckOptions(
         paths=list(paths or []),
         vllm_version=version,
         archs=list(arch or []),
         hf_config=hf_config or config.hf_config,
         model_type=model_type,
-        select=_codes(select) or config.select,
+        select=chosen,
         ignore=_codes(ignore) or config.ignore,
+        require=_codes(require) or config.require,
         exclude=config.exclude,
+        exclude_root=config.path.parent if config.path else None,
+        respect_gitignore=respect_gitignore,
+        baseline=baseline or config.baseline,
         rule_options=config.rule_options,
         rule_timeout=config.rule_timeout,
         jobs=jobs,
@@ -174,13 +246,35 @@ def check(
     hf_config: HfConfigOpt = None,
     model_type: ModelTypeOpt = None,
     select: SelectOpt = None,
+    extend_select: ExtendSelectOpt = None,
     ignore: IgnoreOpt = None,
-    output_format: FormatOpt = OutputFormat.text,
+    require: RequireOpt = None,
+    output_format: Annotated[
+        OutputFormat,
+        typer.Option(
+            "--output-format",
+            "--format",
+            help="text (one line per finding), full, json, sarif or github.",
+        ),
+    ] = OutputFormat.text,
+    statistics: Annotated[
+        bool, typer.Option("--statistics", help="Only the count of findings per code.")
+    ] = False,
+    color: ColorOpt = ColorChoice.auto,
     exit_zero: ExitZeroOpt = False,
     quiet: QuietOpt = False,
     verbose: VerboseOpt = False,
     jobs: JobsOpt = None,
     no_cache: NoCacheOpt = False,
+    respect_gitignore: RespectGitignoreOpt = True,
+    baseline: Annotated[
+        Path | None,
+        typer.Option("--baseline", help="Do not report the findings recorded in this file."),
+    ] = None,
+    write_baseline: Annotated[
+        Path | None,
+        typer.Option("--write-baseline", help="Record the current findings in this file."),
+    ] = None,
     debug: DebugOpt = False,
 ) -> None:
     """Report every EAGLE-3 blocker of every architecture (exit 0 none, 1 errors, 2 bad input)."""
@@ -193,28 +287,68 @@ def check(
             model_type,
             select,
             ignore,
+            require,
             jobs,
             no_cache,
             progress=sys.stderr.isatty(),
+            extend_select=extend_select,
+            respect_gitignore=respect_gitignore,
+            baseline=baseline,
+        )
+        if write_baseline is not None:
+            raise typer.Exit(_write_baseline(options, write_baseline))
+        view = View(
+            output_format, quiet, verbose, exit_zero, statistics, Terminal.of(sys.stdout, color)
         )
         # A progress line only for a person watching: not when piped, not with --quiet.
         interactive = sys.stdout.isatty() and sys.stderr.isatty() and not quiet
-        view = (output_format, quiet, verbose, exit_zero)
         if interactive or no_cache:
             from eagle3lint.report.progress import FileProgress
 
-            with FileProgress(interactive) as progress:
+            with FileProgress(interactive, Terminal.of(sys.stderr, color)) as progress:
                 options.on_file = progress.advance
                 output, code = _check(options, view)
         else:
             output, code = _cached_check(options, view)
         sys.stdout.write(output)
         sys.stdout.flush()
+        if not no_cache:
+            _housekeeping()
     raise typer.Exit(code)
 
 
-View = tuple[OutputFormat, bool, bool, bool]
-"""How a report is shown: format, --quiet, --verbose, --exit-zero."""
+def _housekeeping() -> None:
+    """Keep the cache under its size cap (checked at most once an hour)."""
+    from eagle3lint.cachedir import maybe_prune
+    from eagle3lint.index.cache import default_cache_dir
+
+    maybe_prune(default_cache_dir())
+
+
+@dataclass(frozen=True)
+class View:
+    """How a report is shown; every field changes the bytes of the output."""
+
+    output_format: OutputFormat
+    quiet: bool
+    verbose: bool
+    exit_zero: bool
+    statistics: bool
+    terminal: Terminal
+
+
+def _write_baseline(options: CheckOptions, path: Path) -> int:
+    """Record every finding the check reports now (none filtered by an old baseline)."""
+    from eagle3lint.baseline import write_baseline
+    from eagle3lint.engine import run_check
+
+    options.baseline = None
+    report = run_check(options).report
+    count = write_baseline(path, report)
+    typer.echo(f"eagle3lint: recorded {count} finding(s) in {path}", err=True)
+    for error in report.errors:
+        typer.echo(f"{error.path}: {error.code} {error.message}", err=True)
+    return 2 if report.errors else 0
 
 
 def _check(options: CheckOptions, view: View) -> tuple[str, int]:
@@ -225,8 +359,7 @@ def _check(options: CheckOptions, view: View) -> tuple[str, int]:
 
 def _present(report: Report, view: View) -> tuple[str, int]:
     """The output and the exit code of a report, shown as `view` says."""
-    output_format, quiet, verbose, exit_zero = view
-    return _render(report, output_format, quiet=quiet, verbose=verbose), report.exit_code(exit_zero)
+    return _render(report, view), report.exit_code(view.exit_zero)
 
 
 def _cached_check(options: CheckOptions, view: View) -> tuple[str, int]:
@@ -243,8 +376,7 @@ def _cached_check(options: CheckOptions, view: View) -> tuple[str, int]:
     setting = {k: v for k, v in vars(options).items() if k not in ("on_file", "progress", "jobs")}
     key = cache.key(
         os.getcwd(),
-        os.environ.get("NO_COLOR"),
-        [str(v) for v in view],
+        asdict(view),
         setting,
         vars(workspace),
         code_fingerprint(load_plugins()[0]),
@@ -252,7 +384,7 @@ def _cached_check(options: CheckOptions, view: View) -> tuple[str, int]:
     hit = cache.load(key)
     if hit is not None:
         return hit
-    outside_index = [options.hf_config] if options.hf_config else []
+    outside_index = [p for p in (options.hf_config, options.baseline) if p is not None]
     if workspace.vllm_dir is not None:
         rels = (*GATE_FILES, *PROPOSER_FILES, *RUNNER_FILES)
         outside_index += [workspace.vllm_dir / rel for rel in rels]
@@ -264,46 +396,44 @@ def _cached_check(options: CheckOptions, view: View) -> tuple[str, int]:
     return output, code
 
 
-def _render(report: Report, output_format: OutputFormat, *, quiet: bool, verbose: bool) -> str:
-    if output_format is OutputFormat.json:
+def _render(report: Report, view: View) -> str:
+    if view.output_format is OutputFormat.json:
         return json.dumps(report.to_json(), indent=2) + "\n"
-    if output_format is OutputFormat.sarif:
+    if view.output_format is OutputFormat.sarif:
         from eagle3lint.report.sarif import to_sarif
 
         return json.dumps(to_sarif(report), indent=2) + "\n"
-    if output_format is OutputFormat.github:
+    if view.output_format is OutputFormat.github:
         from eagle3lint.report.github import github_annotations
 
         return "".join(
-            f"{line}\n" for line in github_annotations(report, quiet=quiet, verbose=verbose)
+            f"{line}\n"
+            for line in github_annotations(report, quiet=view.quiet, verbose=view.verbose)
         )
-    from eagle3lint.report.text import render_text
+    from eagle3lint.report.text import TextOptions, render_text
 
-    console = _text_console()
-    render_text(report, console, verbose=verbose, quiet=quiet)
-    return console.file.getvalue()  # type: ignore[attr-defined]
+    buffer = io.StringIO()
+    options = TextOptions(
+        full=view.output_format is OutputFormat.full,
+        verbose=view.verbose,
+        quiet=view.quiet,
+        statistics=view.statistics,
+    )
+    render_text(report, view.terminal.console(buffer), options)
+    return buffer.getvalue()
 
 
 def _text_console(tty: bool | None = None, piped_width: int | None = None) -> Console:
     """A console writing to a buffer for stdout (a terminal when `tty`, default: when stdout
-    is one). Piped output stays plain (no colours, rich's default) and unwrapped, or
-    `piped_width` wide."""
-    from rich.console import Console
-
+    is one). Piped output stays plain (no colours) and unwrapped, or `piped_width` wide."""
     tty = sys.stdout.isatty() if tty is None else tty
-    return Console(
-        file=io.StringIO(),
-        force_terminal=tty,
-        width=shutil.get_terminal_size().columns if tty else piped_width,
-        no_color=bool(os.environ.get("NO_COLOR")),
-        highlight=False,
-        soft_wrap=not tty and piped_width is None,
-    )
+    terminal = Terminal.of(sys.stdout) if tty else Terminal(color=False, width=piped_width)
+    return terminal.console(io.StringIO())
 
 
 def check_json(options: CheckOptions) -> dict[str, object]:
     """The report `check --format json` prints for `options` (whole-run cache included)."""
-    view = (OutputFormat.json, False, False, True)
+    view = View(OutputFormat.json, False, False, True, False, Terminal(color=False, width=None))
     output, _ = _cached_check(options, view) if options.use_cache else _check(options, view)
     return json.loads(output)
 
@@ -344,8 +474,10 @@ def matrix(
         )
 
         options = _options(
-            None, None, arch, hf_config, model_type, None, None, jobs, no_cache, progress=False
+            None, None, arch, hf_config, model_type, None, None, None, jobs, no_cache, False
         )
+        # A matrix shows full verdicts: every architecture as asked, claimed or not.
+        options.require = ["*"]
         columns = columns_of(list(paths or []), list(vllm or []))
         command = command_line(paths, vllm, options, output_format, output)
         table = build(columns, options, check_json, sys.stderr.isatty(), command)
@@ -364,6 +496,7 @@ def fix(
     model_type: ModelTypeOpt = None,
     select: SelectOpt = None,
     ignore: IgnoreOpt = None,
+    require: RequireOpt = None,
     diff: Annotated[
         bool, typer.Option("--diff", help="Print a unified diff; write nothing.")
     ] = False,
@@ -383,11 +516,14 @@ def fix(
             model_type,
             select,
             ignore,
+            require,
             jobs,
             no_cache,
             progress=sys.stderr.isatty(),
         )
         code = run_fix(options, diff=diff)
+        if not no_cache:
+            _housekeeping()
     raise typer.Exit(code)
 
 
@@ -426,14 +562,11 @@ def pair(
 
         pairing = DraftPairing.load(draft, list(draft_weights or []), target, pp)
         options = _options(
-            paths, vllm, None, target, None, select, ignore, jobs, no_cache, progress=False
+            paths, vllm, None, target, None, select, ignore, None, jobs, no_cache, False
         )
+        view = View(output_format, quiet, verbose, exit_zero, False, Terminal.of(sys.stdout))
         output, code = run_pair(
-            options,
-            pairing,
-            output_format.value,
-            lambda report: _render(report, output_format, quiet=quiet, verbose=verbose),
-            exit_zero,
+            options, pairing, output_format.value, lambda report: _render(report, view), exit_zero
         )
         sys.stdout.write(output)
         sys.stdout.flush()
@@ -443,7 +576,6 @@ def pair(
 @app.command()
 def rules() -> None:
     """List the rules: code, name, what it checks, fixable, plugin (exit 2: a plugin refused)."""
-    from rich.console import Console
     from rich.table import Table
 
     from eagle3lint.codes import all_codes
@@ -458,7 +590,7 @@ def rules() -> None:
             "yes" if code.fixable else "",
             printable(entry.plugin),
         )
-    Console(no_color=bool(os.environ.get("NO_COLOR"))).print(table)
+    Terminal.of(sys.stdout).console(sys.stdout).print(table)
     broken = load_plugins()[1]
     for message in broken:
         typer.echo(f"eagle3lint: EAG903 {printable(message)}", err=True)
@@ -477,12 +609,43 @@ def explain(
 
         page = explanation_markdown(find_code(code))
         if sys.stdout.isatty():
-            from rich.console import Console
             from rich.markdown import Markdown
 
-            Console(no_color=bool(os.environ.get("NO_COLOR"))).print(Markdown(page))
+            Terminal.of(sys.stdout).console(sys.stdout).print(Markdown(page))
         else:
             typer.echo(page, nl=False)
+
+
+cache_app = typer.Typer(help="The cache folder: what it holds, and emptying it.")
+app.add_typer(cache_app, name="cache")
+
+
+@cache_app.command("info")
+def cache_info() -> None:
+    """Where the cache is, what it holds and its size cap (EAGLE3LINT_CACHE_MAX_MB)."""
+    from eagle3lint.cachedir import cap_bytes, human, info
+    from eagle3lint.index.cache import default_cache_dir
+
+    root = default_cache_dir()
+    rows = info(root)
+    typer.echo(f"cache: {root}")
+    for kind, count, size in rows:
+        typer.echo(f"  {kind:<10} {count:>6} entries  {human(size):>9}")
+    total = sum(size for _, _, size in rows)
+    typer.echo(
+        f"  total      {human(total):>24}  (cap {human(cap_bytes())}, least recently used "
+        "entries are removed past it)"
+    )
+
+
+@cache_app.command("clean")
+def cache_clean() -> None:
+    """Remove every cached release, summary and run result."""
+    from eagle3lint.cachedir import clean, human
+    from eagle3lint.index.cache import default_cache_dir
+
+    root = default_cache_dir()
+    typer.echo(f"removed {human(clean(root))} from {root}")
 
 
 def main() -> None:

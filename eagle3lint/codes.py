@@ -132,3 +132,24 @@ def find_code(code: str) -> CodeEntry:
     close = difflib.get_close_matches(wanted, entries, n=3, cutoff=0.6)
     hint = f" (did you mean {', '.join(close)}?)" if close else ""
     raise UsageError(f"unknown code {code!r}{hint}; `eagle3lint rules` lists them")
+
+
+def check_selectors(selectors: list[str], where: str) -> None:
+    """UsageError (exit 2) for a selector that selects no known code: `--select EAG999` or a
+    lower-case `eag3` would otherwise silently disable the check, as ruff refuses them too."""
+    codes = [entry.code.code for entry in all_codes()]
+    prefixes = sorted({code[:n] for code in codes for n in range(1, len(code) + 1)})
+    unknown = [s for s in selectors if not any(code.startswith(s) for code in codes)]
+    if not unknown:
+        return
+    problems = []
+    for selector in unknown:
+        close = difflib.get_close_matches(selector.upper(), prefixes, n=3, cutoff=0.6)
+        if selector.upper() in prefixes:
+            close = [selector.upper()]
+        hint = f" (closest known: {', '.join(close)})" if close else ""
+        problems.append(f"`{selector}`{hint}")
+    raise UsageError(
+        f"unknown rule selector {', '.join(problems)} in {where}; "
+        "`eagle3lint rules` lists the codes"
+    )

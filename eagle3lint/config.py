@@ -3,25 +3,31 @@
     [tool.eagle3lint]
     select = ["EAG1", "EAG2", "EAG3"]     # code prefixes, as --select
     ignore = ["EAG306"]                   # as --ignore
+    require = ["KimiK25ForConditionalGeneration"]  # must be EAGLE-3 ready (as --require)
     vllm-version = "0.16.0"               # as --vllm
     hf-config = "checkpoints/config.json" # as --hf-config, relative to this pyproject.toml
     exclude = ["**/tests/*", "*_test.py"] # globs of files not to check
     rule-timeout = 30                     # seconds a rule may take on one target
+    baseline = "eagle3lint-baseline.json" # findings accepted for now (as --baseline)
 
     [tool.eagle3lint.rules.forward-taps]  # options of one rule, by its slug
     aux-layers = [2, 30, 58]
 
-The nearest pyproject.toml walking up from the working directory that has a
-`[tool.eagle3lint]` table applies (as ruff finds its own). Command-line flags override it.
+The nearest `eagle3lint.toml` or pyproject.toml with a `[tool.eagle3lint]` table, walking up
+from the first path analysed, applies, as ruff finds its own; when there is none, the one of
+the working directory.
+Command-line flags override it.
 """
 
 from __future__ import annotations
 
+import os
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from eagle3lint.codes import check_selectors
 from eagle3lint.rule import load_rules
 from eagle3lint.sandbox import DEFAULT_RULE_TIMEOUT
 from eagle3lint.sources.discovery import UsageError
@@ -32,7 +38,17 @@ from eagle3lint.sources.files import (
     read_regular,
 )
 
-KEYS = {"select", "ignore", "vllm-version", "hf-config", "exclude", "rules", "rule-timeout"}
+KEYS = {
+    "select",
+    "ignore",
+    "require",
+    "vllm-version",
+    "hf-config",
+    "exclude",
+    "baseline",
+    "rules",
+    "rule-timeout",
+}
 
 
 class ConfigError(UsageError):
@@ -47,42 +63,70 @@ class Config:
     """The pyproject.toml they come from."""
     select: list[str] = field(default_factory=list)
     ignore: list[str] = field(default_factory=list)
+    require: list[str] = field(default_factory=list)
     vllm_version: str | None = None
     hf_config: Path | None = None
     exclude: list[str] = field(default_factory=list)
+    baseline: Path | None = None
     rule_options: dict[str, dict[str, Any]] = field(default_factory=dict)
     rule_timeout: float = DEFAULT_RULE_TIMEOUT
 
 
-def find_pyproject(start: Path) -> tuple[Path, dict[str, Any]] | None:
-    """The nearest pyproject.toml at or above `start` with a `[tool.eagle3lint]` table."""
-    for folder in [start, *start.parents]:
-        candidate = folder / "pyproject.toml"
-        try:
-            text = read_regular(candidate, MAX_CONFIG_BYTES, "pyproject.toml").decode("utf-8")
-            data = tomllib.loads(text)
-        except SourceNotFound:
-            continue
-        except UnreadableSource as exc:
-            raise ConfigError(f"{candidate}: {exc}") from exc
-        except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-            raise ConfigError(f"{candidate}: not a readable TOML file ({exc})") from exc
-        except RecursionError as exc:
-            raise ConfigError(f"{candidate}: nests too deeply to read") from exc
-        tool = data.get("tool", {})
-        table = tool.get("eagle3lint") if isinstance(tool, dict) else None
-        if table is not None:
-            return candidate, table
+def find_config(start: Path) -> tuple[Path, dict[str, Any]] | None:
+    """The nearest configuration at or above `start`: an `eagle3lint.toml` (its top level is
+    the table), else a pyproject.toml with a `[tool.eagle3lint]` table (one without is skipped,
+    as ruff does). Read through the regular-file reader: a FIFO or a device there is a usage
+    error, not a hang."""
+    first = start if os.path.isdir(start) else start.parent
+    for folder in [first, *first.parents]:
+        for name in ("eagle3lint.toml", "pyproject.toml"):
+            candidate = folder / name
+            data = _read_toml(candidate)
+            if data is None:
+                continue
+            tool = data.get("tool", {})
+            if name == "eagle3lint.toml":
+                table: Any = data
+            else:
+                table = tool.get("eagle3lint") if isinstance(tool, dict) else None
+            if table is not None:
+                return candidate, table
     return None
 
 
+def _read_toml(path: Path) -> dict[str, Any] | None:
+    """The TOML document at `path`, None when there is no file there."""
+    try:
+        text = read_regular(path, MAX_CONFIG_BYTES, path.name).decode("utf-8")
+        return tomllib.loads(text)
+    except SourceNotFound:
+        return None
+    except UnreadableSource as exc:
+        raise ConfigError(f"{path}: {exc}") from exc
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise ConfigError(f"{path}: not a readable TOML file ({exc})") from exc
+    except RecursionError as exc:
+        raise ConfigError(f"{path}: nests too deeply to read") from exc
+
+
+def config_start(paths: list[Path]) -> Path:
+    """Where to look for the configuration: above the first path analysed (so a tree's own
+    settings apply from any working directory), else the working directory."""
+    for path in paths:
+        candidate = path.expanduser().absolute()
+        if os.path.exists(candidate):  # False, not an exception, for a path that cannot be seen
+            return candidate
+    return Path.cwd()
+
+
 def load_config(start: Path | None = None) -> Config:
-    """The configuration that applies in `start` (default: the working directory)."""
-    found = find_pyproject((start or Path.cwd()).resolve())
+    """The configuration that applies to `start`, else the working directory's (a release
+    checked from a project, `--vllm` or a cached tree, takes the project's settings)."""
+    found = find_config((start or Path.cwd()).resolve()) or find_config(Path.cwd().resolve())
     if found is None:
         return Config()
     path, table = found
-    where = f"{path} [tool.eagle3lint]"
+    where = f"{path}" if path.name == "eagle3lint.toml" else f"{path} [tool.eagle3lint]"
     if not isinstance(table, dict):
         raise ConfigError(f"{where}: must be a table")
     unknown = sorted(set(table) - KEYS)
@@ -91,13 +135,18 @@ def load_config(start: Path | None = None) -> Config:
             f"{where}: unknown key {', '.join(unknown)} (known: {', '.join(sorted(KEYS))})"
         )
     hf_config = _string(table, "hf-config", where)
+    baseline = _string(table, "baseline", where)
+    for key in ("select", "ignore"):
+        check_selectors(_strings(table, key, where), f"{where} {key}")
     return Config(
         path=path,
         select=_strings(table, "select", where),
         ignore=_strings(table, "ignore", where),
+        require=_strings(table, "require", where),
         vllm_version=_string(table, "vllm-version", where),
         hf_config=path.parent / hf_config if hf_config else None,
         exclude=_strings(table, "exclude", where),
+        baseline=path.parent / baseline if baseline else None,
         rule_options=_rule_options(table.get("rules", {}), where),
         rule_timeout=_timeout(table, where),
     )

@@ -6,16 +6,18 @@ import difflib
 import json
 import os
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from eagle3lint.baseline import Baseline
 from eagle3lint.contract.known import newest_contract
 from eagle3lint.contract.model import Contract
 from eagle3lint.contract.reader import read_contract
 from eagle3lint.findings import Finding, InputError, Severity
 from eagle3lint.index.cache import SummaryCache, default_cache_dir
 from eagle3lint.index.project import ProjectIndex
+from eagle3lint.report.locations import location_key
 from eagle3lint.report.model import Report, TargetResult
 from eagle3lint.rule import Rule, RuleContext, finding_problem, load_plugins, selected
 from eagle3lint.sandbox import DEFAULT_RULE_TIMEOUT, RuleTimeout, plugin_call
@@ -26,6 +28,7 @@ from eagle3lint.sources.files import (
     UnreadableSource,
     read_regular,
 )
+from eagle3lint.sources.walk import Excluder
 from eagle3lint.suppressions import apply_suppressions
 from eagle3lint.targets import (
     REGISTRY,
@@ -42,11 +45,19 @@ class CheckOptions:
     paths: list[Path] = field(default_factory=list)
     vllm_version: str | None = None
     archs: list[str] = field(default_factory=list)
+    require: list[str] = field(default_factory=list)
+    """Architectures (or class names) that must be EAGLE-3 ready whether or not their code
+    claims support; `*` asks about every one (what a support matrix needs)."""
     hf_config: Path | None = None
     model_type: str | None = None
     select: list[str] = field(default_factory=list)
     ignore: list[str] = field(default_factory=list)
     exclude: list[str] = field(default_factory=list)
+    exclude_root: Path | None = None
+    """The folder of the configuration that set `exclude` (its globs are relative to it)."""
+    respect_gitignore: bool = True
+    baseline: Path | None = None
+    """Findings recorded there are not reported (see `baseline`)."""
     rule_options: dict[str, dict[str, Any]] = field(default_factory=dict)
     rule_timeout: float = DEFAULT_RULE_TIMEOUT
     """Seconds one rule may run on one target before it is stopped (EAG903)."""
@@ -133,7 +144,21 @@ def _choose_entries(entries: list[RegistryEntry], archs: list[str]) -> list[Regi
 
 def discover_for(options: CheckOptions) -> Workspace:
     """What the options' paths mean (see `sources.discovery`)."""
-    return discover(options.paths, options.vllm_version, options.exclude, options.progress)
+    return discover(
+        options.paths,
+        options.vllm_version,
+        excluder_for(options),
+        options.progress,
+        options.respect_gitignore,
+    )
+
+
+def excluder_for(options: CheckOptions) -> Excluder:
+    """`exclude` relative to its configuration's folder and to each folder given as PATH."""
+    bases = [p for p in options.paths if os.path.isdir(p)]
+    if options.exclude_root is not None:
+        bases.append(options.exclude_root)
+    return Excluder(options.exclude, bases)
 
 
 def run_check(
@@ -177,13 +202,36 @@ def run_check(
         [_run_rules(rule_objects, target, ctx, options) for target in targets],
         None if options.archs else lambda code: selected(code, options.select, options.ignore),
     )
+    asked = Intent(options.archs, ctx.hf_architectures, options.require)
+    excluder = excluder_for(options)
+    baseline = Baseline.load(options.baseline) if options.baseline else None
+    baselined: set[tuple[str, ...]] = set()
     results = []
+    reported: list[Target] = []
     for target, findings in zip(targets, per_target, strict=True):
-        if report_paths is not None:
-            findings = [f for f in findings if str(Path(f.path).resolve()) in report_paths]
-            in_files = str(Path(index.display_path(target.ref.file)).resolve()) in report_paths
-            if not findings and not in_files:
+        ready = not any(f.severity is Severity.ERROR for f in findings)
+        required = asked.about(target)
+        if not required and not target.claims_eagle3:
+            findings = unclaimed_findings(target, findings)
+        if baseline is not None:
+            accepted = [f for f in findings if baseline.holds(target.arch, f)]
+            baselined.update(location_key(f) for f in accepted)
+            findings = [f for f in findings if f not in accepted]
+        if excluder:
+            # Excluded files are not checked in any path form: not their targets, not the
+            # findings located in them.
+            if excluder.excludes(index.display_path(target.ref.file)):
                 continue
+            findings = [f for f in findings if not excluder.excludes(f.path)]
+        if report_paths is not None:
+            # The files given decide a target defined in them: all of its findings, wherever
+            # located; of any other target, only what is located in those files.
+            defined_here = _resolved(index.display_path(target.ref.file)) in report_paths
+            if not defined_here:
+                findings = [f for f in findings if _resolved(f.path) in report_paths]
+                if not findings:
+                    continue
+        reported.append(target)
         results.append(
             TargetResult(
                 arch=target.arch,
@@ -191,13 +239,20 @@ def run_check(
                 path=index.display_path(target.ref.file),
                 line=target.ref.cls.line,
                 implements_eagle3=target.implements_eagle3,
+                eagle3_ready=ready,
+                claims_eagle3=target.claims_eagle3,
+                required=required,
                 findings=findings,
                 variant=target.variant,
                 registered=target.registered,
                 pp_aux_relay=target.pp_aux_relay,
             )
         )
-    errors += index.errors
+    errors += (
+        index.errors
+        if report_paths is None
+        else _errors_deciding(index, report_paths, reported, index.errors)
+    )
     folders = [p for p in options.paths if os.path.isdir(p)]
     if not targets and not errors and workspace.extra_roots and folders:
         errors.append(
@@ -214,8 +269,63 @@ def run_check(
         targets=results,
         errors=_unique(errors),
         files_analysed=len(index.loaded()),
+        focus=sorted(report_paths) if report_paths is not None else None,
+        baselined=len(baselined),
     )
     return CheckRun(report, index, workspace, targets)
+
+
+@dataclass(frozen=True)
+class Intent:
+    """Which targets the user asked about: `--arch`, the `architectures` of `--hf-config`,
+    `--require` / `require = [...]` (where `*` means all of them)."""
+
+    archs: list[str]
+    hf_architectures: tuple[str, ...]
+    require: list[str]
+
+    def about(self, target: Target) -> bool:
+        names = {*self.archs, *self.hf_architectures, *self.require}
+        return "*" in self.require or bool({target.arch, target.ref.name} & names)
+
+
+def unclaimed_findings(target: Target, findings: list[Finding]) -> list[Finding]:
+    """A target nobody asked about whose code claims no EAGLE-3 support is not broken: its
+    rule errors and warnings become one info finding (on the EAG101/EAG102 it carries); info
+    findings and the tool's own codes (EAG9xx) stay as they are."""
+    kept = [f for f in findings if f.code.startswith("EAG9") or f.severity is Severity.INFO]
+    rules = [f for f in findings if f not in kept]
+    errors = [f for f in rules if f.severity is Severity.ERROR]
+    protocol = next((f for f in rules if f.code in UNCLAIMED_CODES), None)
+    # Without its EAG101/EAG102 (not selected, or a tree with no runtime check) the note still
+    # stands, on the target's class, under the code of its first blocker.
+    base = protocol or next(iter(errors or rules), None)
+    if base is None:
+        return kept
+    if protocol is None:
+        cls = target.ref.cls
+        path = target.index.display_path(target.ref.file)
+        base = replace(base, path=path, line=cls.line, column=cls.column)
+    name = target.ref.name
+    if errors and all(f.fixable for f in errors):
+        message = (
+            f"{name} is not EAGLE-3 capable; `eagle3lint fix --arch {target.arch}` can add support"
+        )
+    else:
+        message = f"{name} is not EAGLE-3 capable (not all of its blockers have an automatic fix)"
+    summary = replace(
+        base,
+        severity=Severity.INFO,
+        message=message,
+        hint=f"Not an error: its code claims no EAGLE-3 support. `--arch {target.arch}` or "
+        f'`require = ["{target.arch}"]` reports its {len(errors)} blocker(s) as errors.',
+        repair=None,
+    )
+    return sorted([summary, *kept], key=lambda f: (f.code, f.path, f.line))
+
+
+UNCLAIMED_CODES = ("EAG101", "EAG102")
+"""The findings that say a target is not a SupportsEagle3: the one kept for an unclaimed one."""
 
 
 def _contract(
@@ -254,7 +364,9 @@ def _targets(
     file_modules = [m for f in workspace.files if (m := index.module_of(f)) is not None]
     # Out-of-tree model files are checked against a contract from elsewhere: the registered
     # architectures of that vLLM are not what the user asked about, unless named with --arch.
-    contract_only = workspace.contract_source != "tree" and bool(workspace.extra_roots)
+    contract_only = workspace.contract_only or (
+        workspace.contract_source != "tree" and bool(workspace.extra_roots)
+    )
     wants_registry = workspace.vllm_dir is not None and (not contract_only or bool(options.archs))
     entries = registered_architectures(index) if wants_registry else []
     if wants_registry and not entries:
@@ -276,9 +388,14 @@ def _targets(
     )
     unresolved: list[RegistryEntry] = []
     targets = build_targets(index, contract, chosen, unresolved)
+    focus = {str(f.resolve()) for f in workspace.files}
     for entry in unresolved:
         if index.error_for(entry.module) is not None:
             continue  # the file's own error (unreadable, syntax) says why
+        source = index.source_file(entry.module)
+        deciding = {str(s.path.resolve()) for s in (source, index.source_file(REGISTRY)) if s}
+        if workspace.only_files and not deciding & focus:
+            continue  # a broken entry elsewhere in the registry is not these files' error
         where = (
             "is not in this tree"
             if index.source_file(entry.module) is None
@@ -287,8 +404,15 @@ def _targets(
         message = f"{entry.arch}: the registry points at {entry.module}.{entry.cls}, which {where}"
         errors.append(InputError(entry.module, message, code="EAG903"))
     if not options.archs:
+        # Out-of-tree files have no registry of their own, so their model classes are found
+        # by shape. Inside a vLLM tree an unregistered class must also be an nn.Module (a
+        # model not registered yet): a config hook named DeepseekV32ForCausalLM is not.
         known = {t.ref.qualname for t in targets}
-        targets += file_targets(index, contract, file_modules, known)
+        targets += [
+            t
+            for t in file_targets(index, contract, file_modules, known)
+            if not _in_tree(index, t.ref.file.module, workspace) or t.is_module
+        ]
     if workspace.only_files and file_modules:
         # Pre-commit passes changed files: only targets built from them can have findings there.
         touched = set(file_modules)
@@ -364,6 +488,36 @@ def _run_rule(rule: Rule, target: Target, ctx: RuleContext, options: CheckOption
 
 class _InvalidFinding(Exception):
     """A rule yielded something that is not a well-formed finding of its codes."""
+
+
+def _in_tree(index: ProjectIndex, module: str, workspace: Workspace) -> bool:
+    """Whether a module's file lies in the vLLM tree whose registry is read."""
+    source = index.source_file(module)
+    tree = workspace.vllm_dir if workspace.contract_source == "tree" else None
+    return (
+        tree is not None
+        and source is not None
+        and source.path.resolve().is_relative_to(tree.resolve())
+    )
+
+
+def _resolved(path: str) -> str:
+    return str(Path(path).resolve())
+
+
+def _errors_deciding(
+    index: ProjectIndex, focus: set[str], targets: list[Target], errors: list[InputError]
+) -> list[InputError]:
+    """With file arguments, the input errors that matter to them: in those files, or in a file a
+    reported target's verdict depends on. A parse error elsewhere in the tree is not this
+    commit's error."""
+    modules = {m for target in targets for m in target.depends_on()}
+    needed = set(focus)
+    for module in modules:
+        source = index.source_file(module)
+        if source is not None:
+            needed.add(_resolved(str(source.path)))
+    return [e for e in errors if _resolved(e.path) in needed]
 
 
 def _missing_path(path: Path) -> InputError:

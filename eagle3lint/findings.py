@@ -53,6 +53,11 @@ class Finding:
     def fixable(self) -> bool:
         return self.repair is not None
 
+    @property
+    def col(self) -> int:
+        """The 1-based column every format shows (`column` is 0-based, as libcst counts)."""
+        return self.column + 1
+
     def to_json(self) -> dict[str, object]:
         return {
             "code": self.code,
@@ -60,7 +65,7 @@ class Finding:
             "severity": str(self.severity),
             "path": self.path,
             "line": self.line,
-            "column": self.column,
+            "column": self.col,
             "message": self.message,
             "hint": self.hint,
             "fixable": self.fixable,

@@ -293,7 +293,7 @@ def run_fix(options: CheckOptions, diff: bool = False) -> int:
     for problem in failures:
         out.write(f"not written: {printable(problem)}\n")
     out.write(f"{len(written)} file(s) changed\n")
-    blocked = [t for t in report.targets if not t.eagle3_ready]
+    blocked = [t for t in report.targets if t.has_errors]
     for target in blocked:
         for finding in target.findings:
             if finding.severity is not Severity.ERROR:

@@ -52,6 +52,8 @@ class Code:
     severity: Severity
     fixable: bool = False
     explain: Explanation | None = None
+    run_wide: bool = False
+    """The same remark for every target (EAG502): reported once per run, not per location."""
 
 
 @dataclass(frozen=True, slots=True)

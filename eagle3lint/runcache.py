@@ -23,6 +23,7 @@ from functools import cache
 from pathlib import Path
 
 from eagle3lint import __version__
+from eagle3lint.cachedir import touch
 from eagle3lint.index.cache import file_digest, trusted_folder
 from eagle3lint.rule import Rule
 from eagle3lint.sources.files import (
@@ -126,6 +127,7 @@ class RunCache:
             return None
         if not isinstance(output, str) or code not in (0, 1) or not manifest.unchanged():
             return None
+        touch(entry)  # least-recently-used pruning (`cachedir`)
         return output, code
 
     def store(self, key: str, output: str, code: int, manifest: Manifest) -> None:

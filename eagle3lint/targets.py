@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from eagle3lint.contract.model import REGISTRY, Contract
+from eagle3lint.contract.model import KNOWN_GETTERS, REGISTRY, Contract
 from eagle3lint.contract.reader import PP_RELAY_FLAG
 from eagle3lint.index.model import DictLiteral, InitAssign, MethodSummary
 from eagle3lint.index.project import ClassRef, ExternalRef, ProjectIndex
@@ -170,6 +170,43 @@ class Target:
         return self.has_layer_loop
 
     @cached_property
+    def is_module(self) -> bool:
+        """An `nn.Module` (something vLLM can instantiate as a model), by its MRO."""
+        return any(
+            isinstance(e, ExternalRef) and e.text.split(".")[-1] == "Module" for e in self.mro
+        )
+
+    @cached_property
+    def claims_eagle3(self) -> bool:
+        """Whether the code says this target is meant to run EAGLE-3: SupportsEagle3 in its MRO,
+        an aux-layer method of its own or inherited from a model class (not the protocol's
+        stub), or a decoder that taps aux hidden states. A target claiming none of these is
+        not broken, only not EAGLE-3 capable (see `engine.apply_intent`)."""
+        if self.implements_eagle3:
+            return True
+        names = {self.contract.setter, *KNOWN_GETTERS}
+        for entry in self.mro:
+            if not isinstance(entry, ClassRef):
+                continue
+            protocol = (
+                entry.cls.is_protocol and entry.file.module == self.contract.interfaces_module
+            )
+            if not protocol and names & entry.cls.methods.keys():
+                return True
+        return self.has_taps
+
+    @cached_property
+    def has_taps(self) -> bool:
+        """Its own decoder (`self.model`) collects aux hidden states somewhere in forward; a
+        wrapper's language model tapping its layers is that model's claim, not the wrapper's."""
+        inner = self.inner_model
+        found = self.index.forward_of(inner) if inner is not None else None
+        if found is None:
+            return False
+        forward = found[1]
+        return bool(forward.pre_loop_taps) or any(loop.taps for loop in forward.loops)
+
+    @cached_property
     def has_layer_loop(self) -> bool:
         """The decoder this target reaches runs a loop over `self.layers` (so it can be tapped)."""
         inner = self.decoder_owner.inner_model
@@ -194,6 +231,22 @@ class Target:
         if self.language_model is not None:
             found |= self.language_model.modules()
         found |= {ref.file.module for ref in self.variants.values()}
+        return found
+
+    def depends_on(self) -> set[str]:
+        """`modules()` plus what could not be resolved into it: the modules its files import
+        and the registry's module for a language model built by architecture name (a file that
+        does not parse breaks the chain, but the target still depends on it)."""
+        found = self.modules()
+        for module in list(found):
+            summary = self.index.summary(module)
+            for ref in summary.imports.values() if summary else ():
+                found.add(ref.module)
+                if ref.name:
+                    found.add(f"{ref.module}.{ref.name}")
+        assigned = self.init_assign("language_model")
+        names = set(assigned[1].architectures) if assigned else set()
+        found |= {e.module for e in registered_architectures(self.index) if e.arch in names}
         return found
 
     @property
@@ -291,11 +344,8 @@ def file_targets(
                 isinstance(e, ClassRef) and e.file.module == interfaces and e.cls.is_protocol
                 for e in target.mro[1:]
             )
-            is_module = any(
-                isinstance(e, ExternalRef) and e.text.split(".")[-1] == "Module" for e in target.mro
-            )
             if ENTRY_CLASS.search(cls.name) or (
-                uses_interfaces and is_module and not cls.is_protocol
+                uses_interfaces and target.is_module and not cls.is_protocol
             ):
                 targets.append(target)
     return targets

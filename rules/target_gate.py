@@ -60,6 +60,7 @@ class TargetGate(Rule):
             "Lists what the allow-list accepts when the target's model_type is not known.",
             Severity.INFO,
             explain=_EAG502,
+            run_wide=True,
         ),
     )
 
@@ -76,7 +77,7 @@ class TargetGate(Rule):
             era="e2_stub",
             model_type="kimi_k2",
             expect=("EAG501",),
-            source="class KimiForCausalLM:\n    pass\n",
+            source="from torch import nn\n\n\nclass KimiForCausalLM(nn.Module):\n    pass\n",
         ),
     )
 
@@ -96,7 +97,7 @@ class TargetGate(Rule):
                 "EAG502",
                 f"For method {methods} vLLM accepts a target only if its text config's "
                 f"model_type contains one of: {accepted} ({where}). Pass --hf-config or "
-                f"--model-type to check {target.arch}.",
+                "--model-type to check a target against it.",
                 path,
                 cls.line,
                 cls.column,

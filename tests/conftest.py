@@ -67,3 +67,11 @@ def models(tmp_path: Path) -> Path:
     folder.mkdir()
     (folder / "good.py").write_text(LLAMA)
     return folder
+
+
+@pytest.fixture
+def era_copy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A writable copy of the e2_stub era fixture (a vLLM checkout), the working directory."""
+    shutil.copytree(FIXTURES / "eras" / "e2_stub", tmp_path / "tree")
+    monkeypatch.chdir(tmp_path / "tree")
+    return tmp_path / "tree"

@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 import json
+import os
+import re
+from collections import Counter
 from pathlib import Path
 
-from typer.testing import CliRunner
+import pytest
+from typer.testing import CliRunner, Result
 
+from eagle3lint import __version__
 from eagle3lint.cli import app
 
 ERA = Path(__file__).resolve().parent.parent / "fixtures" / "eras" / "e2_stub"
@@ -31,3 +36,116 @@ def test_unknown_arch_exits_2_with_close_matches() -> None:
     result = CliRunner().invoke(app, ["check", str(ERA), "--arch", "GoodLlamaForCausalLm"])
     assert result.exit_code == 2
     assert "did you mean GoodLlamaForCausalLM" in result.output
+
+
+def run(*args: str, env: dict[str, str] | None = None) -> Result:
+    return CliRunner().invoke(app, list(args), env=env)
+
+
+@pytest.mark.parametrize(
+    ("flag", "value", "closest"),
+    [
+        ("--select", "EAG999", "EAG9"),
+        ("--select", "eag3", "EAG3"),
+        ("--ignore", "EAG31", "EAG3"),
+        ("--extend-select", "XYZ", None),
+    ],
+)
+def test_unknown_selectors_exit_2_with_the_closest_codes(
+    flag: str, value: str, closest: str | None
+) -> None:
+    result = run("check", str(ERA), flag, value, "--no-cache")
+    assert result.exit_code == 2
+    assert f"unknown rule selector `{value}`" in result.output and flag in result.output
+    if closest:
+        assert "closest known: " in result.output and closest in result.output
+
+
+def test_unknown_selector_in_the_configuration_exits_2(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "pyproject.toml").write_text('[tool.eagle3lint]\nselect = ["EAG999"]\n')
+    monkeypatch.chdir(tmp_path)
+    result = run("check", str(ERA), "--no-cache")
+    assert result.exit_code == 2
+    assert "pyproject.toml [tool.eagle3lint] select" in result.output
+    assert "`EAG999`" in result.output
+
+
+def test_extend_select_adds_to_the_selection() -> None:
+    assert codes("--select", "EAG1", "--extend-select", "EAG5") == codes("--select", "EAG1,EAG5")
+
+
+def test_version_and_short_help() -> None:
+    version = run("--version")
+    assert version.exit_code == 0 and version.stdout == f"eagle3lint {__version__}\n"
+    assert run("-h").exit_code == 0 and "check" in run("-h").stdout
+    short = run("check", "-h")
+    assert short.exit_code == 0 and "--output-format" in short.stdout
+
+
+def test_text_output_is_one_line_per_finding_with_a_summary() -> None:
+    result = run("check", str(ERA), "--no-cache")
+    assert result.exit_code == 1
+    lines = result.stdout.splitlines()
+    finding = re.compile(r"^\S+\.py:\d+:\d+: EAG\d{3}( \[\*\])?( \[warning\])? \S")
+    listed = [line for line in lines if finding.match(line)]
+    assert listed and lines[: len(listed)] == listed
+    assert "\x1b[" not in result.stdout
+    summary = lines[len(listed) :]
+    assert any(line.startswith("Found ") and "errors" in line for line in summary)
+    assert any(re.match(r"^\s+\d+\s+EAG301\s+\[\*\] missing-forward-tap$", s) for s in summary)
+    assert any(re.match(r"^\[\*\] \d+ fixable with `eagle3lint fix`\.$", s) for s in summary)
+
+
+def test_a_finding_shared_by_targets_is_one_line() -> None:
+    args = ("check", str(ERA), "--require", "*", "--no-cache")
+    report = json.loads(run(*args, "--format", "json").stdout)
+    shared = Counter(
+        (f["path"], f["line"], f["code"])
+        for t in report["targets"]
+        for f in t["findings"]
+        if f["code"] != "EAG502"
+    )
+    (path, line, code), count = shared.most_common(1)[0]
+    assert count > 1
+    text = run(*args, "--verbose").stdout
+    shown = os.path.relpath(path)
+    [entry] = [s for s in text.splitlines() if s.startswith(f"{shown}:{line}:") and code in s]
+    assert f"(affects {count} architectures: " in entry
+
+
+def test_full_output_shows_rule_hint_and_every_architecture() -> None:
+    result = run("check", str(ERA), "--output-format", "full", "--no-cache")
+    assert result.exit_code == 1
+    assert "  rule: forward-taps" in result.stdout and "  hint: " in result.stdout
+    assert result.stdout.startswith("eagle3lint vLLM ")
+    assert run("check", str(ERA), "--format", "full", "--no-cache").stdout == result.stdout
+
+
+def test_statistics_count_findings_by_code() -> None:
+    result = run("check", str(ERA), "--statistics", "--no-cache")
+    assert result.exit_code == 1
+    rows = result.stdout.splitlines()
+    assert rows and all(
+        re.match(r"^\s*\d+  EAG\d{3}  (\[\*\]|   ) [a-z0-9-]+$", row) for row in rows
+    )
+    assert any(re.match(r"^\s*1  EAG301  \[\*\] missing-forward-tap$", row) for row in rows)
+
+
+def test_columns_are_one_based_in_text_and_json() -> None:
+    report = json.loads(run("check", str(ERA), "--format", "json", "--no-cache").stdout)
+    finding = next(f for t in report["targets"] for f in t["findings"] if f["code"] == "EAG101")
+    assert finding["column"] == 1  # a class statement starts in the first column
+    text = run("check", str(ERA), "--no-cache", "--select", "EAG101", "--require", "*").stdout
+    assert f":{finding['line']}:1: EAG101" in text
+
+
+def test_color_choice_and_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("NO_COLOR")
+    args = ("check", str(ERA), "--no-cache")
+    assert "\x1b[" not in run(*args).stdout
+    assert "\x1b[" in run(*args, "--color", "always").stdout
+    assert "\x1b[" in run(*args, env={"FORCE_COLOR": "1"}).stdout
+    assert "\x1b[" not in run(*args, "--color", "never", env={"FORCE_COLOR": "1"}).stdout
+    assert "\x1b[" not in run(*args, env={"FORCE_COLOR": "1", "NO_COLOR": "1"}).stdout

@@ -107,12 +107,22 @@ def test_command_line_flags_override_the_config(project: Callable[[str], Path]) 
         '[tool.eagle3lint]\nselect = ["EAG1"]\nignore = ["EAG101"]\nvllm-version = "0.16.0"\n'
         'hf-config = "config.json"\n'
     )
-    from_config = _options(None, None, None, None, None, None, None, None, False, False)
+    from_config = _options(None, None, None, None, None, None, None, None, None, False, False)
     assert (from_config.select, from_config.ignore) == (["EAG1"], ["EAG101"])
     assert from_config.vllm_version == "0.16.0"
     assert from_config.hf_config == Path.cwd() / "config.json"
     overridden = _options(
-        None, "0.17.0", None, Path("other.json"), None, ["EAG3"], ["EAG301"], None, False, False
+        None,
+        "0.17.0",
+        None,
+        Path("other.json"),
+        None,
+        ["EAG3"],
+        ["EAG301"],
+        None,
+        None,
+        False,
+        False,
     )
     assert (overridden.select, overridden.ignore) == (["EAG3"], ["EAG301"])
     assert overridden.vllm_version == "0.17.0"

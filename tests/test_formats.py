@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable
+from dataclasses import replace
 from importlib.resources import files
 from pathlib import Path
 from typing import Any
@@ -130,8 +131,40 @@ def test_sarif_reports_a_shared_finding_once_with_one_based_columns(
 
 def test_sarif_levels_follow_severities(sarif: dict[str, Any]) -> None:
     assert {r["level"] for r in results_for(sarif, "EAG401")} == {"error"}
-    assert {r["level"] for r in results_for(sarif, "EAG502")} == {"note"}
-    assert sarif["runs"][0]["invocations"] == [{"executionSuccessful": True}]
+    assert {r["level"] for r in results_for(sarif, "EAG304")} == {"warning"}
+    assert sarif["runs"][0]["invocations"][0]["executionSuccessful"] is True
+
+
+def test_sarif_run_wide_information_is_one_notification(sarif: dict[str, Any]) -> None:
+    """EAG502 says the same for every target: one run-level note, no result per target."""
+    assert results_for(sarif, "EAG502") == []
+    [note] = sarif["runs"][0]["invocations"][0]["toolExecutionNotifications"]
+    assert note["descriptor"]["id"] == "EAG502" and note["level"] == "note"
+    assert "model_type" in note["message"]["text"]
+
+
+def test_sarif_results_have_fingerprints_and_are_not_repeated(sarif: dict[str, Any]) -> None:
+    results = sarif["runs"][0]["results"]
+    assert results
+    assert all(set(r["partialFingerprints"]) == {"eagle3lint/v1"} for r in results)
+    places = [(r["ruleId"], json.dumps(r["locations"], sort_keys=True)) for r in results]
+    assert len(places) == len(set(places))
+    prints = [r["partialFingerprints"]["eagle3lint/v1"] for r in results]
+    assert len(prints) == len(set(prints))
+
+
+def test_github_says_when_annotations_exceed_what_a_step_shows(in_release: Report) -> None:
+    finding = next(f for f in in_release.findings if f.code == "EAG101")
+    many = [replace(finding, line=n) for n in range(1, 13)]
+    report = Report(
+        contract=in_release.contract,
+        targets=[TargetResult("X", "X", finding.path, 1, False, False, findings=many)],
+    )
+    lines = github_annotations(report)
+    assert len(lines) == 13
+    assert lines[-1].startswith("::notice title=eagle3lint::eagle3lint reported 12 errors")
+    assert "at most 10" in lines[-1]
+    assert len(github_annotations(Report(contract=in_release.contract, targets=[]))) == 0
 
 
 def test_sarif_uses_file_uris_outside_the_working_directory(
@@ -188,7 +221,7 @@ def test_github_escapes_messages_and_properties(in_release: Report) -> None:
     )
     report = Report(
         contract=in_release.contract,
-        targets=[TargetResult("X", "X", "odd,name:x.py", 3, False, [finding])],
+        targets=[TargetResult("X", "X", "odd,name:x.py", 3, False, False, findings=[finding])],
     )
     [line] = github_annotations(report)
     assert line == (
@@ -229,4 +262,4 @@ def test_input_errors_are_annotated(
     [result] = [r for r in log["runs"][0]["results"] if r["ruleId"] == "EAG902"]
     assert result["level"] == "error"
     assert result["locations"][0]["physicalLocation"]["artifactLocation"]["uri"] == missing.as_uri()
-    assert log["runs"][0]["invocations"] == [{"executionSuccessful": False}]
+    assert log["runs"][0]["invocations"][0]["executionSuccessful"] is False

@@ -248,7 +248,9 @@ def test_a_linked_model_file_is_checked_against_its_trees_contract(linked_model:
     assert report["vllm"]["contract_source"] == "tree"
     assert report["vllm"]["root"] == str(linked_model)
     assert archs(report) == [ARCH]
-    result = CliRunner().invoke(app, ["fix", str(link), "--no-cache", "--jobs", "1"])
+    result = CliRunner().invoke(
+        app, ["fix", str(link), "--no-cache", "--jobs", "1", "--require", "*"]
+    )
     assert result.exit_code == 0, result.output
     fixed = link.read_text()
     # 0.16's idioms: the explicit tap and getter, not 0.18's EagleModelMixin.
@@ -420,10 +422,10 @@ def plugin(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
 
 
 def check_with_plugin(models: Path, *args: str) -> tuple[int, dict[str, Any], str]:
+    """`check MODELS --format json` with every target asked about (`--require *`)."""
+    command = ["check", str(models), "--format", "json", "--no-cache", "--jobs", "1"]
     with no_hang():
-        result = CliRunner().invoke(
-            app, ["check", str(models), "--format", "json", "--no-cache", "--jobs", "1", *args]
-        )
+        result = CliRunner().invoke(app, [*command, "--require", "*", *args])
     assert "Traceback" not in result.output
     return result.exit_code, json.loads(result.stdout), result.stderr
 
@@ -538,7 +540,7 @@ def planned_edit(tmp_path: Path) -> Any:
     from eagle3lint.fixer import plan_edits
 
     vllm = write_vllm_tree(tmp_path / "checkout")
-    report = run_check(CheckOptions(paths=[vllm], use_cache=False, jobs=1)).report
+    report = run_check(CheckOptions(paths=[vllm], use_cache=False, jobs=1, require=["*"])).report
     [edit] = [e for e in plan_edits(report)[0] if e.changed]
     return edit
 
@@ -691,6 +693,30 @@ def test_a_wheel_that_is_not_the_published_one_is_refused(
     assert not (offline_pip / "releases" / "9.9.0").exists()
 
 
+def test_a_version_the_index_lacks_names_its_newest_release(
+    index: tuple[str, Path], offline_pip: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 12's wording survives the digest check: the index page answers before pip runs."""
+    monkeypatch.setenv(download.INDEX_ENV, index[0])
+    with pytest.raises(download.DownloadError) as raised:
+        download.fetch_release("9.9.1", offline_pip)
+    assert str(raised.value) == (
+        "vLLM 9.9.1 is not on PyPI (the index answered; the newest release there is 9.9.0)"
+    )
+
+
+def test_an_index_that_cannot_be_reached_says_offline(
+    offline_pip: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    monkeypatch.setenv(download.INDEX_ENV, f"http://127.0.0.1:{port}/simple")
+    with pytest.raises(download.DownloadError, match="offline") as raised:
+        download.fetch_release("9.9.0", offline_pip)
+    assert "not on PyPI" not in str(raised.value)
+
+
 def hostile_checkout(folder: Path, markers: Path) -> Path:
     """A checkout that runs code if anything imports from it: a pip.py and pip/ package, a
     typer.py, and an installed-looking rule plugin, each leaving a marker file."""
@@ -786,7 +812,7 @@ def test_a_cache_folder_that_is_a_file_is_named(tmp_path: Path) -> None:
 # -- 8. a shared cache cannot change results ---------------------------------------------------
 def cached_run(models: Path) -> tuple[int, str, str]:
     """`check` as CI runs it (output not a terminal), which answers from the run cache."""
-    result = CliRunner().invoke(app, ["check", str(models), "--format", "json"])
+    result = CliRunner().invoke(app, ["check", str(models), "--format", "json", "--require", "*"])
     return result.exit_code, result.stdout, result.stderr
 
 

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
 import yaml
 
 REPO = Path(__file__).resolve().parent.parent
@@ -147,3 +149,102 @@ def test_try_repo_fails_on_a_model_without_supports_eagle3_and_passes_once_fixed
     passed = try_repo()
     assert passed.returncode == 0, passed.stdout + passed.stderr
     assert "Passed" in passed.stdout
+
+
+TAP = """            if idx in self.aux_hidden_state_layers:
+                aux_hidden_states.append(hidden_states + residual)
+"""
+KIMI = "KimiK25ForConditionalGeneration"
+
+
+def test_try_repo_on_a_vllm_repository_follows_intent(
+    tmp_path: Path, vllm_release: Callable[[str], Path], release_cache: Path
+) -> None:
+    """The adoption scenario on a git repository of vLLM 0.16.0 whose team needs Kimi-K2.5:
+    a harmless edit passes, breaking a shared tap fails with one grouped finding, and an edit
+    to Kimi-K2.5 shows the blockers elsewhere in the chain that decide its verdict."""
+    hooks_repo = snapshot_of_this_repo(tmp_path / "eagle3lint")
+    repo = tmp_path / "vllm-repo"
+    shutil.copytree(vllm_release("0.16.0"), repo / "vllm")
+    (repo / "pyproject.toml").write_text(f'[tool.eagle3lint]\nrequire = ["{KIMI}"]\n')
+    git(repo, "init", "-q")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "vLLM 0.16.0")
+    models = repo / "vllm" / "model_executor" / "models"
+    env = {
+        **os.environ,
+        "PRE_COMMIT_HOME": str(tmp_path / "pre-commit-home"),
+        "EAGLE3LINT_CACHE_DIR": str(release_cache),
+        "VIRTUALENV_SYSTEM_SITE_PACKAGES": "1",
+    }
+
+    def hook(*files: str) -> subprocess.CompletedProcess[str]:
+        command = [sys.executable, "-m", "pre_commit", "try-repo", str(hooks_repo), "eagle3lint"]
+        return subprocess.run(
+            [*command, "--files", *files],
+            cwd=repo,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=900,
+        )
+
+    gpt2 = models / "gpt2.py"
+    gpt2.write_text(gpt2.read_text() + "# a harmless comment\n")
+    passed = hook("vllm/model_executor/models/gpt2.py")
+    assert passed.returncode == 0, passed.stdout + passed.stderr
+    assert "Passed" in passed.stdout
+
+    llama = models / "llama.py"
+    assert TAP in llama.read_text()
+    llama.write_text(llama.read_text().replace(TAP, ""))
+    failed = hook("vllm/model_executor/models/llama.py")
+    assert failed.returncode == 1, failed.stdout + failed.stderr
+    findings = [line for line in failed.stdout.splitlines() if ": EAG" in line]
+    assert len(findings) == 1, failed.stdout
+    assert "llama.py" in findings[0] and "EAG301" in findings[0]
+    assert "affects 20 architectures" in findings[0]
+    git(repo, "checkout", "--", "vllm/model_executor/models/llama.py")
+
+    kimi = models / "kimi_k25.py"
+    kimi.write_text(kimi.read_text() + "# an edit\n")
+    blocked = hook("vllm/model_executor/models/kimi_k25.py")
+    assert blocked.returncode == 1, blocked.stdout + blocked.stderr
+    chain = [
+        line
+        for line in blocked.stdout.splitlines()
+        if line.startswith("vllm/model_executor/models/deepseek_v2.py:")
+    ]
+    assert {line.split(": ")[1].split()[0] for line in chain} >= {"EAG103", "EAG201", "EAG301"}
+    assert all(f"outside the files checked; decides {KIMI}" in line for line in chain)
+
+
+def test_asking_makes_unclaimed_targets_fail(
+    vllm_release: Callable[[str], Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`--arch` and `--hf-config` ask about a target: its blockers are errors again."""
+    from typer.testing import CliRunner
+
+    from eagle3lint.cli import app
+
+    tree = vllm_release("0.16.0")
+    monkeypatch.chdir(tmp_path)
+    gpt2 = CliRunner().invoke(app, ["check", str(tree), "--arch", "GPT2LMHeadModel"])
+    assert gpt2.exit_code == 1 and "EAG101" in gpt2.stdout
+    config = REPO / "examples" / "kimi-k2.5" / "config.json"
+    kimi = CliRunner().invoke(app, ["check", str(tree), "--hf-config", str(config), "-q"])
+    assert kimi.exit_code == 1
+    errors = [line for line in kimi.stdout.splitlines() if ": EAG" in line]
+    assert any("kimi_k25.py" in line and "EAG102" in line for line in errors)
+
+
+def test_the_documented_rev_is_a_commit_of_this_repository() -> None:
+    """The snippet pins a commit hash (there are no tags to resolve), and that commit exists."""
+    text = (REPO / "docs" / "ecosystem.md").read_text()
+    [snippet] = re.findall(r"```yaml\n(repos:.*?)```", text, flags=re.DOTALL)
+    [repo] = yaml.safe_load(snippet)["repos"]
+    rev = str(repo["rev"])
+    assert re.fullmatch(r"[0-9a-f]{40}", rev)
+    assert git(REPO, "cat-file", "-t", rev).strip() == "commit"
+    assert f"git+https://github.com/eagle3lint/eagle3lint@{rev}" in text
+    assert {hook["id"] for hook in repo["hooks"]} <= {"eagle3lint", "eagle3lint-fix"}

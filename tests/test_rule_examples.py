@@ -26,7 +26,11 @@ def test_rule_example(rule: type[Rule], example: Example, tmp_path: Path) -> Non
     shutil.copytree(ERAS / example.era, tree)
     model = tree / "vllm" / "model_executor" / "models" / "rule_example.py"
     model.write_text(example.source.lstrip(), encoding="utf-8")
-    run = run_check(CheckOptions(paths=[model], model_type=example.model_type, use_cache=False))
+    # Every class asked about: an example shows what the rule reports once support is wanted.
+    options = CheckOptions(
+        paths=[model], model_type=example.model_type, use_cache=False, require=["*"]
+    )
+    run = run_check(options)
     assert run.report.errors == []
     # Info findings are remarks, not verdicts: an example lists them only when it is about them.
     codes = sorted(

@@ -85,3 +85,22 @@ def test_a_new_file_where_a_module_was_looked_for_invalidates(tree: Path, runs: 
     Path(absent[0]).write_text("")
     check(tree)
     assert len(runs) == 2
+
+
+def test_colour_never_leaks_into_piped_output(
+    tree: Path, runs: list[int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A coloured run (FORCE_COLOR, --color always) is another entry: piped text stays plain."""
+    monkeypatch.delenv("NO_COLOR")
+    monkeypatch.setenv("FORCE_COLOR", "1")
+    forced = runner.invoke(app, ["check", str(tree)]).stdout
+    assert "\x1b[" in forced
+    monkeypatch.delenv("FORCE_COLOR")
+    always = runner.invoke(app, ["check", str(tree), "--color", "always"]).stdout
+    assert "\x1b[" in always
+    plain = runner.invoke(app, ["check", str(tree)]).stdout
+    assert "\x1b[" not in plain
+    assert len(runs) == 2  # --color always under FORCE_COLOR's output: the same bytes, one entry
+    monkeypatch.setenv("NO_COLOR", "1")
+    monkeypatch.setenv("FORCE_COLOR", "1")
+    assert "\x1b[" not in runner.invoke(app, ["check", str(tree)]).stdout

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from eagle3lint import __version__, trust
+from eagle3lint.cachedir import touch
 from eagle3lint.index.model import (
     SUMMARY_FORMAT,
     FileSummary,
@@ -33,12 +34,15 @@ T = TypeVar("T")
 
 
 def default_cache_dir() -> Path:
-    """`EAGLE3LINT_CACHE_DIR`, else the platform's user cache folder."""
+    """`EAGLE3LINT_CACHE_DIR`, else the platform's user cache folder (platformdirs:
+    `~/.cache/eagle3lint` or `$XDG_CACHE_HOME/eagle3lint` on Linux, `~/Library/Caches` on
+    macOS, `%LOCALAPPDATA%` on Windows)."""
     override = os.environ.get("EAGLE3LINT_CACHE_DIR")
     if override:
         return Path(override).expanduser()
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "eagle3lint"
+    from platformdirs import user_cache_dir
+
+    return Path(user_cache_dir("eagle3lint", appauthor=False))
 
 
 @cache
@@ -108,10 +112,13 @@ class SummaryCache:
         if not self.trusted:
             return None
         try:
-            data = json.loads(read_regular(self._path(key), MAX_CACHE_ENTRY_BYTES, private=True))
+            path = self._path(key)
+            data = json.loads(read_regular(path, MAX_CACHE_ENTRY_BYTES, private=True))
             if not isinstance(data, dict) or data.get("key") != key:
                 return None
-            return from_json(kind, data["summary"])
+            found = from_json(kind, data["summary"])
+            touch(path)  # least-recently-used pruning (`cachedir`)
+            return found
         except (
             UnreadableSource,
             ValueError,

@@ -5,35 +5,34 @@ from __future__ import annotations
 from eagle3lint.codes import INPUTS, all_codes
 from eagle3lint.findings import Severity
 from eagle3lint.report.escape import printable
-from eagle3lint.report.locations import distinct_findings
+from eagle3lint.report.locations import grouped_findings
 from eagle3lint.report.model import Report
-from eagle3lint.report.text import relative
+from eagle3lint.report.text import relative, shown_severities
 
 COMMAND = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "notice"}
+SHOWN_PER_STEP = 10
+"""GitHub shows at most this many annotations of each kind per step; the rest only in the log."""
 
 
 def github_annotations(report: Report, *, quiet: bool = False, verbose: bool = False) -> list[str]:
     """One `::error`/`::warning`/`::notice` line per distinct finding and per input error.
 
     As in the text report, notices (info findings) need `verbose` and `quiet` keeps errors only.
+    Past ten annotations of a kind, a final notice says how many there are in all.
     """
-    shown = {Severity.ERROR} if quiet else {Severity.ERROR, Severity.WARNING}
-    if verbose and not quiet:
-        shown.add(Severity.INFO)
+    shown = shown_severities(verbose=verbose, quiet=quiet)
     lines = []
-    for finding in distinct_findings(report):
+    for group in grouped_findings(report):
+        finding = group.finding
         if finding.severity not in shown:
             continue
-        message = printable(finding.message)
-        if finding.hint:
-            message += f"\nHint: {printable(finding.hint)}"
         properties = {
             "file": relative(finding.path),
             "line": str(finding.line),
-            "col": str(finding.column + 1),
+            "col": str(finding.col),
             "title": printable(f"{finding.code} {finding.rule}"),
         }
-        lines.append(_command(COMMAND[finding.severity], properties, message))
+        lines.append(_command(COMMAND[finding.severity], properties, group.message(report)))
     rules = {entry.code.code: entry.rule for entry in all_codes()}
     for error in report.errors:
         properties = {"file": relative(error.path)}
@@ -41,6 +40,20 @@ def github_annotations(report: Report, *, quiet: bool = False, verbose: bool = F
             properties["line"] = str(error.line)
         properties["title"] = printable(f"{error.code} {rules.get(error.code, INPUTS)}")
         lines.append(_command("error", properties, printable(error.message)))
+    kinds = {
+        name: sum(line.startswith(f"::{name} ") for line in lines) for name in COMMAND.values()
+    }
+    if any(count > SHOWN_PER_STEP for count in kinds.values()):
+        counts = ", ".join(f"{n} {name}s" for name, n in kinds.items() if n)
+        lines.append(
+            _command(
+                "notice",
+                {"title": "eagle3lint"},
+                f"eagle3lint reported {counts}; GitHub shows at most {SHOWN_PER_STEP} of each "
+                "kind on the diff. The job log lists them all (upload SARIF to code scanning "
+                "to browse them).",
+            )
+        )
     return lines
 
 

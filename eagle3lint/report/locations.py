@@ -1,20 +1,81 @@
-"""Findings by location, for the formats that annotate files rather than list targets."""
+"""Findings by location, for every format: a finding located once is shown once.
+
+The report lists a finding under each target it blocks (LlamaModel's forward serves 26
+architectures); a person, an annotation or a SARIF result should see it once, with the
+architectures it affects. Run-wide remarks (codes marked `run_wide`, EAG502) are one entry per
+code whatever their locations.
+"""
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+from functools import cache
+
 from eagle3lint.findings import Finding
+from eagle3lint.report.escape import printable
 from eagle3lint.report.model import Report
 
 
-def distinct_findings(report: Report) -> list[Finding]:
-    """Every finding once, by file and line.
+@dataclass
+class Located:
+    """One finding, and every target (architecture) it affects."""
 
-    The report lists a finding under each target it blocks (DeepseekV2Model's missing tap
-    blocks eight architectures); an annotation should appear once.
-    """
-    unique = {
-        (f.code, f.path, f.line, f.column, f.message): f
-        for target in report.targets
-        for f in target.findings
-    }
-    return sorted(unique.values(), key=lambda f: (f.path, f.line, f.column, f.code))
+    finding: Finding
+    archs: list[str] = field(default_factory=list)
+
+    def affects(self, limit: int | None = None) -> str:
+        """`affects 26 architectures: A, B, C and 23 more` (empty for a single target)."""
+        if len(self.archs) < 2:
+            return ""
+        names = self.archs if limit is None else self.archs[:limit]
+        more = len(self.archs) - len(names)
+        listed = ", ".join(names) + (f" and {more} more" if more else "")
+        return f"affects {len(self.archs)} architectures: {listed}"
+
+    def note(self, report: Report, limit: int | None = None) -> str:
+        """What to say beside the message: the architectures it affects, or, for a finding
+        outside the files given, that it decides the targets defined in them."""
+        if report.outside_focus(self.finding.path):
+            names = self.archs if limit is None else self.archs[:limit]
+            more = len(self.archs) - len(names)
+            listed = ", ".join(names) + (f" and {more} more" if more else "")
+            return f"outside the files checked; decides {listed}, defined in them"
+        return self.affects(limit)
+
+    def message(self, report: Report) -> str:
+        """The message with its note and hint on lines of their own (annotations, SARIF), each
+        with its control characters escaped: the line breaks are the only ones."""
+        finding = self.finding
+        text = printable(finding.message)
+        if note := self.note(report):
+            text += f"\n({printable(note)})"
+        if finding.hint:
+            text += f"\nHint: {printable(finding.hint)}"
+        return text
+
+
+@cache
+def run_wide_codes() -> frozenset[str]:
+    from eagle3lint.codes import all_codes
+
+    return frozenset(entry.code.code for entry in all_codes() if entry.code.run_wide)
+
+
+def location_key(finding: Finding) -> tuple[str, ...]:
+    if finding.code in run_wide_codes():
+        return (finding.code,)
+    return (finding.code, finding.path, str(finding.line), str(finding.column))
+
+
+def grouped_findings(report: Report) -> list[Located]:
+    """Every finding once, with the architectures it affects, by file, line and column."""
+    groups: dict[tuple[str, ...], Located] = {}
+    for target in report.targets:
+        for finding in target.findings:
+            group = groups.setdefault(location_key(finding), Located(finding))
+            if target.arch not in group.archs:
+                group.archs.append(target.arch)
+    return sorted(
+        groups.values(),
+        key=lambda g: (g.finding.path, g.finding.line, g.finding.column, g.finding.code),
+    )

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-import os
+import sys
 from types import TracebackType
 
-from rich.console import Console
 from rich.progress import Progress, SpinnerColumn, TaskID, TextColumn, TimeElapsedColumn
+
+from eagle3lint.report.terminal import Terminal
 
 SHOW_AFTER = 25
 """Files analysed before the line appears: a run on a few files finishes without a flicker."""
@@ -19,8 +20,9 @@ class FileProgress:
     when the block ends, before the report is printed.
     """
 
-    def __init__(self, enabled: bool) -> None:
+    def __init__(self, enabled: bool, terminal: Terminal) -> None:
         self.enabled = enabled
+        self.terminal = terminal
         self.count = 0
         self._progress: Progress | None = None
         self._task: TaskID | None = None
@@ -30,7 +32,7 @@ class FileProgress:
         if not self.enabled or self.count < SHOW_AFTER:
             return
         if self._progress is None:
-            console = Console(stderr=True, no_color=bool(os.environ.get("NO_COLOR")))
+            console = self.terminal.console(sys.stderr)
             self._progress = Progress(
                 SpinnerColumn(),
                 TextColumn("analysing {task.completed} files"),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 from urllib.parse import quote
 
@@ -10,7 +11,8 @@ from eagle3lint.codes import all_codes
 from eagle3lint.explain import DOCS_URL, explanation_markdown
 from eagle3lint.findings import Severity
 from eagle3lint.report.escape import printable
-from eagle3lint.report.locations import distinct_findings
+from eagle3lint.report.fingerprint import VERSION, fingerprint
+from eagle3lint.report.locations import grouped_findings, run_wide_codes
 from eagle3lint.report.model import Report
 
 SCHEMA = (
@@ -44,22 +46,36 @@ def to_sarif(report: Report) -> dict[str, object]:
         for entry in entries
     ]
     results = []
-    for finding in distinct_findings(report):
-        text = printable(finding.message)
-        if finding.hint:
-            text += f"\nHint: {printable(finding.hint)}"
-        location = _location(finding.path, finding.line, finding.column)
-        results.append(_result(finding.code, index, LEVEL[finding.severity], text, location))
-    for error in report.errors:
-        results.append(
-            _result(
-                error.code,
-                index,
-                "error",
-                printable(error.message),
-                _location(error.path, error.line),
+    notifications = []
+    for group in grouped_findings(report):
+        finding = group.finding
+        if finding.code in run_wide_codes():
+            # The same remark for every target: once, about the run, not about a location.
+            notifications.append(
+                {
+                    "descriptor": {"id": finding.code, "index": index[finding.code]},
+                    "level": LEVEL[finding.severity],
+                    "message": {"text": printable(finding.message)},
+                }
             )
+            continue
+        location = _location(finding.path, finding.line, finding.col)
+        text = group.message(report)
+        result = _result(finding.code, index, LEVEL[finding.severity], text, location)
+        result["partialFingerprints"] = {VERSION: fingerprint(finding)}
+        results.append(result)
+    for error in report.errors:
+        result = _result(
+            error.code, index, "error", printable(error.message), _location(error.path, error.line)
         )
+        digest = hashlib.blake2b(
+            f"{error.code}\0{error.path}\0{error.message}".encode(), digest_size=16
+        )
+        result["partialFingerprints"] = {VERSION: digest.hexdigest()}
+        results.append(result)
+    invocation: dict[str, object] = {"executionSuccessful": not report.errors}
+    if notifications:
+        invocation["toolExecutionNotifications"] = notifications
     cwd = Path.cwd()
     return {
         "$schema": SCHEMA,
@@ -75,7 +91,7 @@ def to_sarif(report: Report) -> dict[str, object]:
                     }
                 },
                 "originalUriBaseIds": {SRCROOT: {"uri": cwd.as_uri().rstrip("/") + "/"}},
-                "invocations": [{"executionSuccessful": not report.errors}],
+                "invocations": [invocation],
                 "results": results,
             }
         ],
@@ -96,9 +112,9 @@ def _result(
     return result
 
 
-def _location(path: str, line: int | None, column: int = 0) -> dict[str, object]:
-    """A physical location: relative to the working directory when under it (SARIF lines and
-    columns are 1-based; findings' columns are 0-based)."""
+def _location(path: str, line: int | None, column: int = 1) -> dict[str, object]:
+    """A physical location: relative to the working directory when under it (1-based line and
+    column)."""
     absolute = Path(path).absolute()
     cwd = Path.cwd()
     if absolute.is_relative_to(cwd):
@@ -107,5 +123,5 @@ def _location(path: str, line: int | None, column: int = 0) -> dict[str, object]
         artifact = {"uri": absolute.as_uri()}
     physical: dict[str, object] = {"artifactLocation": artifact}
     if line:
-        physical["region"] = {"startLine": line, "startColumn": column + 1}
+        physical["region"] = {"startLine": line, "startColumn": column}
     return {"physicalLocation": physical}

@@ -1,18 +1,36 @@
-"""The terminal report: header, blocked targets with their findings, a summary table."""
+"""The terminal report, in ruff's conventions.
+
+Default: one line per finding, `path:line:col: CODE [*] message`, a finding shared by several
+architectures shown once ("affects 26 architectures: …"), then a summary by code and how many
+findings `eagle3lint fix` can repair. `--output-format full` adds each finding's rule, hint and
+every architecture it affects; `--statistics` prints only the counts by code.
+"""
 
 from __future__ import annotations
 
 import os
+from collections import Counter
+from dataclasses import dataclass
 
 from rich.console import Console
-from rich.table import Table
 from rich.text import Text
 
 from eagle3lint.findings import Severity
 from eagle3lint.report.escape import printable
+from eagle3lint.report.locations import Located, grouped_findings
 from eagle3lint.report.model import Report
 
 STYLE = {Severity.ERROR: "bold red", Severity.WARNING: "yellow", Severity.INFO: "cyan"}
+AFFECTS_SHOWN = 3
+"""Architectures named on a one-line finding before "and N more"."""
+
+
+@dataclass(frozen=True)
+class TextOptions:
+    full: bool = False
+    verbose: bool = False
+    quiet: bool = False
+    statistics: bool = False
 
 
 def relative(path: str) -> str:
@@ -22,11 +40,26 @@ def relative(path: str) -> str:
     return printable(os.path.relpath(path, cwd) if path.startswith(cwd + os.sep) else path)
 
 
-def render_text(
-    report: Report, console: Console, *, verbose: bool = False, quiet: bool = False
-) -> None:
-    contract = report.contract
-    if not quiet:
+def plural(count: int, noun: str) -> str:
+    return f"{count} {noun}{'' if count == 1 else 's'}"
+
+
+def shown_severities(*, verbose: bool, quiet: bool) -> set[Severity]:
+    """Errors with --quiet; errors and warnings by default; info findings too with --verbose."""
+    if quiet:
+        return {Severity.ERROR}
+    return {Severity.ERROR, Severity.WARNING} | ({Severity.INFO} if verbose else set())
+
+
+def render_text(report: Report, console: Console, options: TextOptions) -> None:
+    groups = grouped_findings(report)
+    wanted = shown_severities(verbose=options.verbose, quiet=options.quiet)
+    shown = [g for g in groups if g.finding.severity in wanted]
+    if options.statistics:
+        _statistics(shown, console)
+        return
+    if options.full and not options.quiet:
+        contract = report.contract
         console.print(
             Text.assemble(
                 ("eagle3lint ", "bold"),
@@ -38,58 +71,121 @@ def render_text(
         if contract.root:
             console.print(Text(f"root: {printable(contract.root)}", style="dim"))
         console.print()
-    shown = {Severity.ERROR, Severity.WARNING} | ({Severity.INFO} if verbose else set())
-    for target in report.targets:
-        findings = [f for f in target.findings if f.severity in shown]
-        if quiet:
-            findings = [f for f in findings if f.severity is Severity.ERROR]
-        if not findings and (target.eagle3_ready or quiet):
-            continue
-        verdict = (
-            Text("ready", style="green")
-            if target.eagle3_ready
-            else Text("blocked", style="bold red")
+    for group in shown:
+        _finding(
+            group,
+            group.note(report, None if options.full else AFFECTS_SHOWN),
+            console,
+            options.full,
         )
-        variant = f" [{printable(target.variant)}]" if target.variant else ""
-        console.print(
-            Text.assemble(
-                (printable(target.arch), "bold"),
-                f" ({printable(target.cls)}{variant}) ",
-                verdict,
-                f"  {relative(target.path)}:{target.line}",
-            )
-        )
-        for finding in findings:
-            fix = " [fixable]" if finding.fixable else ""
-            console.print(
-                Text.assemble(
-                    "  ",
-                    (f"{finding.code}", STYLE[finding.severity]),
-                    f" {printable(finding.rule)}{fix}  ",
-                    (f"{relative(finding.path)}:{finding.line}:{finding.column}", "dim"),
-                )
-            )
-            console.print(Text(f"    {printable(finding.message)}"))
-            if finding.hint and not quiet:
-                console.print(Text(f"    hint: {printable(finding.hint)}", style="dim"))
-        console.print()
     for error in report.errors:
-        where = f"{relative(error.path)}" + (f":{error.line}" if error.line else "")
+        where = relative(error.path) + (f":{error.line}" if error.line else "")
         console.print(
             Text.assemble(
-                (printable(error.code), "bold red"), f" {where}: {printable(error.message)}"
+                f"{where}: ", (printable(error.code), "bold red"), f" {printable(error.message)}"
             )
         )
-    if quiet:
-        return
-    table = Table(show_header=True, header_style="bold")
-    for column in ("archs", "ready", "blocked", "implementing SupportsEagle3", "errors"):
-        table.add_column(column, justify="right")
-    table.add_row(
-        str(len(report.targets)),
-        str(sum(t.eagle3_ready for t in report.targets)),
-        str(sum(not t.eagle3_ready for t in report.targets)),
-        str(sum(t.implements_eagle3 for t in report.targets)),
-        str(len(report.errors)),
+    if not options.quiet:
+        _summary(report, groups, shown, console)
+
+
+def _finding(group: Located, affects: str, console: Console, full: bool) -> None:
+    finding = group.finding
+    severity = "" if finding.severity is Severity.ERROR else f" [{finding.severity}]"
+    console.print(
+        Text.assemble(
+            (f"{relative(finding.path)}:{finding.line}:{finding.col}:", "bold"),
+            " ",
+            (finding.code, STYLE[finding.severity]),
+            (" [*]" if finding.fixable else "", "cyan"),
+            severity,
+            f" {printable(finding.message)}",
+            (f" ({printable(affects)})" if affects and not full else "", "dim"),
+        )
     )
-    console.print(table)
+    if not full:
+        return
+    console.print(Text(f"  rule: {printable(finding.rule)}", style="dim"))
+    if affects:
+        console.print(Text(f"  {printable(affects)}", style="dim"))
+    if finding.hint:
+        console.print(Text(f"  hint: {printable(finding.hint)}", style="dim"))
+    console.print()
+
+
+def _names() -> dict[str, str]:
+    from eagle3lint.codes import all_codes
+
+    return {entry.code.code: entry.code.name for entry in all_codes()}
+
+
+def _by_code(shown: list[Located]) -> list[tuple[str, int, bool]]:
+    """(code, findings, any fixable), most frequent first."""
+    counts = Counter(g.finding.code for g in shown)
+    fixable = {g.finding.code for g in shown if g.finding.fixable}
+    return [
+        (code, n, code in fixable)
+        for code, n in sorted(counts.items(), key=lambda c: (-c[1], c[0]))
+    ]
+
+
+def _statistics(shown: list[Located], console: Console) -> None:
+    names = _names()
+    for code, count, fixable in _by_code(shown):
+        console.print(f"{count:>5}  {code}  {'[*]' if fixable else '   '} {names.get(code, '')}")
+
+
+def _summary(report: Report, groups: list[Located], shown: list[Located], console: Console) -> None:
+    contract = report.contract
+    where = printable(f"vLLM {contract.version or '?'} ({contract.source})")
+    targets = report.targets
+    ready = sum(t.eagle3_ready is True for t in targets)
+    verdicts = f"{plural(len(targets), 'architecture')} of {where}, {ready} EAGLE-3 ready"
+    severities = Counter(g.finding.severity for g in shown)
+    if not shown and report.errors:
+        # Not "all checks passed": some input was not analysed (said below, exit code 2).
+        console.print(Text.assemble(("No findings ", "bold"), f"({verdicts})."))
+    elif not shown:
+        console.print(Text.assemble(("All checks passed! ", "bold green"), f"({verdicts})"))
+    else:
+        parts = [
+            plural(n, name)
+            for severity, name in ((Severity.ERROR, "error"), (Severity.WARNING, "warning"))
+            if (n := severities[severity])
+        ]
+        if severities[Severity.INFO]:
+            parts.append(f"{severities[Severity.INFO]} info")
+        console.print()
+        console.print(Text.assemble(("Found " + ", ".join(parts), "bold"), f" ({verdicts}):"))
+        names = _names()
+        for code, count, fixable in _by_code(shown):
+            console.print(
+                f"  {count:>4}  {code}  {'[*]' if fixable else '   '} {names.get(code, '')}"
+            )
+        fixable_count = sum(g.finding.fixable for g in shown)
+        if fixable_count:
+            console.print(
+                Text.assemble(("[*]", "cyan"), f" {fixable_count} fixable with `eagle3lint fix`.")
+            )
+    hidden = sum(g.finding.severity is Severity.INFO for g in groups) - severities[Severity.INFO]
+    unclaimed = sum(not t.claims_eagle3 and not t.required for t in targets)
+    if unclaimed:
+        console.print(
+            Text(
+                f"{plural(unclaimed, 'architecture')} with no claim of EAGLE-3 support, not asked "
+                "about: not errors (`--require ARCH` or `--arch ARCH` reports their blockers).",
+                style="dim",
+            )
+        )
+    if hidden:
+        console.print(
+            Text(f"{hidden} info findings not shown (--verbose shows them).", style="dim")
+        )
+    if report.baselined:
+        console.print(
+            Text(f"{plural(report.baselined, 'finding')} in the baseline not shown.", style="dim")
+        )
+    if report.errors:
+        console.print(
+            Text(f"{len(report.errors)} input(s) could not be analysed (exit code 2).", style="red")
+        )

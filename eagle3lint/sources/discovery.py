@@ -5,10 +5,10 @@ from __future__ import annotations
 import importlib.util
 import os
 from dataclasses import dataclass, field
-from fnmatch import fnmatch
 from pathlib import Path
 
 from eagle3lint.sources.download import fetch_release
+from eagle3lint.sources.walk import Excluder, python_files
 
 
 class UsageError(Exception):
@@ -31,6 +31,9 @@ class Workspace:
     missing: list[Path] = field(default_factory=list)
     unreadable: dict[Path, str] = field(default_factory=dict)
     """Folders under a PATH that could not be listed, with why: their files were not checked."""
+    contract_only: bool = False
+    """The tree only supplies the contract: every file given lies outside it (out-of-tree
+    model files, or a checkout's tests/), so its registered architectures are not reported."""
 
     @property
     def import_root(self) -> Path | None:
@@ -66,34 +69,6 @@ def installed_vllm() -> Path | None:
     return folder if is_vllm_package(folder) else None
 
 
-def python_files(
-    folder: Path, exclude: list[str], unreadable: dict[Path, str] | None = None
-) -> list[Path]:
-    """The `*.py` files under `folder` (not following folder links, as rglob does not);
-    folders that cannot be listed go to `unreadable` with the reason."""
-
-    def failed(error: OSError) -> None:
-        if unreadable is not None and error.filename:
-            reason = (error.strerror or str(error)).lower()
-            unreadable[Path(error.filename)] = f"folder not checked: {reason}"
-
-    files = []
-    for top, dirs, names in os.walk(folder, onerror=failed):
-        dirs.sort()
-        for name in names:
-            path = Path(top, name)
-            if not name.endswith(".py") or path.is_dir():
-                continue
-            rel = path.relative_to(folder).as_posix()
-            if not any(fnmatch(rel, pattern) or fnmatch(name, pattern) for pattern in exclude):
-                files.append(path)
-    return sorted(files)
-
-
-def _files_at(path: Path, exclude: list[str], workspace: Workspace) -> list[Path]:
-    return python_files(path, exclude, workspace.unreadable) if path.is_dir() else [path]
-
-
 def _located(path: Path) -> Path:
     """`path` made absolute with its folders resolved, but not a symlinked file itself: the
     tree a model file sits in is where it is linked, not where the link leads."""
@@ -101,14 +76,33 @@ def _located(path: Path) -> Path:
     return path.resolve() if path.is_dir() else path.parent.resolve() / path.name
 
 
+def enclosing_checkout(path: Path) -> Path | None:
+    """The `vllm` package of a checkout that holds `path` outside that package (its `tests/`,
+    `benchmarks/`, `examples/`): such files are checked against the checkout's contract."""
+    for folder in [path, *path.parents] if path.is_dir() else path.parents:
+        if is_vllm_package(folder / "vllm"):
+            return folder / "vllm"
+    return None
+
+
 def discover(
     paths: list[Path],
     vllm_version: str | None = None,
-    exclude: list[str] | None = None,
+    excluder: Excluder | None = None,
     progress: bool = False,
+    respect_gitignore: bool = True,
 ) -> Workspace:
     """Interpret PATH arguments as the issue's forms; raise UsageError when none applies."""
-    exclude = exclude or []
+    excluder = excluder or Excluder([], [])
+
+    def files_of(path: Path) -> list[Path]:
+        found = (
+            python_files(path, respect_gitignore=respect_gitignore, unreadable=workspace.unreadable)
+            if path.is_dir()
+            else [path]
+        )
+        return [f for f in found if not excluder.excludes(f)]
+
     if vllm_version and not paths:
         return Workspace(fetch_release(vllm_version, progress=progress), f"vllm=={vllm_version}")
     if not paths:
@@ -122,6 +116,8 @@ def discover(
 
     workspace = Workspace(None, "")
     trees: set[Path] = set()
+    inside: set[Path] = set()
+    """Trees a path points into (not only the checkout of files outside them)."""
     for raw in paths:
         path = raw.expanduser()
         if not os.path.exists(path):  # False, not an exception, when the path cannot be seen
@@ -130,21 +126,28 @@ def discover(
         path = _located(path)
         if path.is_dir() and is_vllm_package(path):
             trees.add(path)
+            inside.add(path)
             continue
         if path.is_dir() and is_vllm_package(path / "vllm"):
             trees.add(path / "vllm")
+            inside.add(path / "vllm")
             continue
         tree = enclosing_vllm(path)
         if tree is not None:
             trees.add(tree)
+            inside.add(tree)
             workspace.only_files = True
-            workspace.add_files(_files_at(path, exclude, workspace))
+            workspace.add_files(files_of(path))
             continue
-        # Out-of-tree model code: its own import root, the contract from elsewhere.
+        # Out-of-tree model code: its own import root, the contract from elsewhere (from the
+        # checkout it sits in, when it is one's tests/ or examples/).
+        checkout = enclosing_checkout(path)
+        if checkout is not None:
+            trees.add(checkout)
         root = path if path.is_dir() else path.parent
         if root not in workspace.extra_roots:
             workspace.extra_roots.append(root)
-        workspace.add_files(_files_at(path, exclude, workspace))
+        workspace.add_files(files_of(path))
     if len(trees) > 1:
         raise UsageError(
             "the paths belong to several vLLM trees ("
@@ -160,6 +163,8 @@ def discover(
                 "link named vllm (or the folder holding it)."
             )
         workspace.contract_source = "tree"
+        workspace.only_files = workspace.only_files or bool(workspace.extra_roots)
+        workspace.contract_only = workspace.vllm_dir not in inside
     elif workspace.extra_roots:
         if vllm_version:
             workspace.vllm_dir = fetch_release(vllm_version, progress=progress)

@@ -28,6 +28,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 from eagle3lint import trust
+from eagle3lint.cachedir import touch
 from eagle3lint.index.cache import default_cache_dir
 
 VERSION = re.compile(r"^\d{1,6}(\.\d{1,6}){1,3}([a-z]{1,5}\d{0,6})?(\.post\d{1,6})?$")
@@ -74,6 +75,7 @@ def fetch_release(version: str, cache_root: Path | None = None, progress: bool =
         if (target / COMPLETE).is_file():
             # Folders no one else can write hold files no one else put there (see trust).
             trust.check_folder(target / "vllm")
+            touch(target / COMPLETE)  # least-recently-used pruning (`cachedir`)
             return target / "vllm"
         trust.check_folder(target.parent)
         trust.make_folders(target.parent)
@@ -118,6 +120,9 @@ class _Links(HTMLParser):
         self._href = None
 
 
+_RELEASE_FILE = re.compile(r"vllm-(\d[^-]*?)(?:-|\.tar\.gz$|\.zip$)")
+"""The release a file of the index is of (`vllm-0.16.0-cp38-abi3-….whl`, `vllm-0.16.0.tar.gz`)."""
+
 Published = dict[str, tuple[str, str]]
 """Wheel file name → (absolute URL, sha256)."""
 
@@ -133,7 +138,14 @@ def published_wheels(version: str, index: str) -> Published:
             page = response.read(MAX_INDEX_PAGE + 1)
             kind = response.headers.get("Content-Type", "")
             base = response.geturl()
-    except (urllib.error.URLError, OSError, ValueError) as exc:
+    except urllib.error.URLError as exc:
+        if not isinstance(exc, urllib.error.HTTPError) and isinstance(exc.reason, OSError):
+            raise DownloadError(offline(version)) from exc  # no connection was made
+        raise DownloadError(
+            f"could not read the published digests of vllm at {url} ({exc}). Point eagle3lint "
+            "at a vLLM checkout instead, or run again when the index is reachable."
+        ) from exc
+    except (OSError, ValueError) as exc:
         raise DownloadError(
             f"could not read the published digests of vllm at {url} ({exc}). Point eagle3lint "
             "at a vLLM checkout instead, or run again when the index is reachable."
@@ -159,6 +171,14 @@ def published_wheels(version: str, index: str) -> Published:
     except (ValueError, KeyError, TypeError, RecursionError) as exc:
         raise DownloadError(f"{url} is not a package index page ({exc})") from exc
     if not wheels:
+        versions = {
+            match[1]
+            for f in files
+            if isinstance(f, dict) and isinstance(f.get("filename"), str)
+            if (match := _RELEASE_FILE.match(f["filename"]))
+        }
+        if version not in versions:
+            raise DownloadError(not_on_index(version, sorted(versions)))
         raise DownloadError(f"{index} publishes no wheel of vllm=={version} with a sha256 digest")
     return wheels
 
@@ -207,23 +227,7 @@ def _download(version: str, into: Path, progress: bool) -> tuple[Path, str]:
     else:
         result = subprocess.run(command, **run)  # type: ignore[call-overload]
     if result.returncode != 0:
-        detail = (result.stderr or result.stdout).strip().splitlines()
-        last = detail[-1] if detail else "pip failed"
-        offline = any(
-            w in (result.stderr or "") for w in ("NewConnectionError", "Network", "resolve")
-        )
-        mismatch = "DO NOT MATCH THE HASHES" in (result.stderr or "")
-        why = (
-            "no network connection to PyPI"
-            if offline
-            else f"the file served at {url} is not the wheel the index publishes"
-            if mismatch
-            else last
-        )
-        raise DownloadError(
-            f"could not download vllm=={version}: {why}. Point eagle3lint at a vLLM checkout "
-            "instead, or run again when PyPI is reachable."
-        )
+        raise DownloadError(_pip_failure(version, url, result.stderr or result.stdout or ""))
     archives = sorted(dest.iterdir())
     if len(archives) != 1:
         raise DownloadError(f"pip left {len(archives)} files instead of the vllm=={version} wheel")
@@ -243,6 +247,58 @@ def _sha256(path: Path) -> str:
         while chunk := handle.read(1 << 20):
             digest.update(chunk)
     return digest.hexdigest()
+
+
+OFFLINE_MARKERS = (
+    "NewConnectionError",
+    "Failed to establish a new connection",
+    "Temporary failure in name resolution",
+    "Name or service not known",
+    "Network is unreachable",
+    "ConnectTimeoutError",
+    "ProxyError",
+)
+"""What pip prints when it never reached the index (it then also says no version matched)."""
+AVAILABLE = re.compile(r"\(from versions: ([^)]*)\)")
+
+
+def _pip_failure(version: str, url: str, pip_output: str) -> str:
+    """`download_failure`, or that the file served is not the published one."""
+    if "DO NOT MATCH THE HASHES" in pip_output:
+        return (
+            f"could not download vllm=={version}: the file served at {url} is not the wheel the "
+            "index publishes"
+        )
+    return download_failure(version, pip_output)
+
+
+def download_failure(version: str, pip_output: str) -> str:
+    """Why `pip download vllm==X` failed, in words that say what happened: offline, a version
+    the index does not have (naming the newest it has), or pip's own last line."""
+    if any(marker in pip_output for marker in OFFLINE_MARKERS):
+        return offline(version)
+    listed = AVAILABLE.search(pip_output)
+    if listed is not None or "No matching distribution found" in pip_output:
+        return not_on_index(
+            version, [v.strip() for v in listed.group(1).split(",")] if listed else []
+        )
+    lines = pip_output.strip().splitlines()
+    return f"could not download vllm=={version}: {lines[-1] if lines else 'pip failed'}"
+
+
+def offline(version: str) -> str:
+    return (
+        f"could not download vllm=={version}: offline (PyPI could not be reached). Point "
+        "eagle3lint at a vLLM checkout instead, or run again when PyPI is reachable."
+    )
+
+
+def not_on_index(version: str, versions: list[str]) -> str:
+    """A version the index does not have, naming the newest release it does have."""
+    releases = [v for v in versions if re.fullmatch(r"\d+(\.\d+)*", v)]
+    newest = max(releases, key=lambda v: tuple(int(x) for x in v.split(".")), default=None)
+    where = f"; the newest release there is {newest}" if newest else ""
+    return f"vLLM {version} is not on PyPI (the index answered{where})"
 
 
 def _extract_python(archive: Path, into: Path) -> None:

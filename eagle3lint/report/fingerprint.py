@@ -1,0 +1,55 @@
+"""A finding's identity that survives edits elsewhere in its file: code, file, message (line
+numbers it quotes blanked) and the text of the line it points at, not the line number. The
+baseline matches findings by it and SARIF carries it as `partialFingerprints`, so code
+scanning follows a finding across commits that shift its line."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+from functools import lru_cache
+from pathlib import Path
+
+from eagle3lint.findings import Finding
+
+VERSION = "eagle3lint/v1"
+"""The `partialFingerprints` key: a new scheme gets a new key."""
+
+_LINE_NUMBERS = re.compile(r"(?<=:)\d+|(?<=line )\d+")
+
+
+@lru_cache(maxsize=256)
+def _lines(path: str, stamp: tuple[int, int]) -> tuple[str, ...]:
+    """The file's lines; `stamp` (mtime, size) keeps an edited file from being answered stale."""
+    try:
+        text = Path(path).read_bytes().decode("utf-8", "replace")
+    except OSError:
+        return ()
+    return tuple(text.splitlines())
+
+
+def source_line(path: str, line: int) -> str:
+    """The stripped text of line `line` (1-based) of `path`; empty when unreadable."""
+    try:
+        stat = os.stat(path)
+    except OSError:
+        return ""
+    lines = _lines(path, (stat.st_mtime_ns, stat.st_size))
+    return lines[line - 1].strip() if 0 < line <= len(lines) else ""
+
+
+def fingerprint(finding: Finding, root: Path | None = None) -> str:
+    """A hex digest; paths are taken relative to `root` (default: the working directory)."""
+    base = root or Path.cwd()
+    try:
+        where = Path(os.path.relpath(Path(finding.path).absolute(), base)).as_posix()
+    except ValueError:  # another drive
+        where = Path(finding.path).as_posix()
+    parts = (
+        finding.code,
+        where,
+        _LINE_NUMBERS.sub("#", finding.message),
+        source_line(finding.path, finding.line),
+    )
+    return hashlib.blake2b("\0".join(parts).encode(), digest_size=16).hexdigest()

@@ -1,0 +1,46 @@
+"""`--vllm X.Y.Z` failures say what happened: a version the index lacks, or offline."""
+
+from __future__ import annotations
+
+from typer.testing import CliRunner
+
+from eagle3lint.cli import app
+from eagle3lint.sources.download import download_failure
+
+NO_SUCH_VERSION = """\
+ERROR: Could not find a version that satisfies the requirement vllm==9.9.9 (from versions: \
+0.0.1, 0.9.2, 0.10.0, 0.16.0, 0.17.0rc1, 0.33.0)
+ERROR: No matching distribution found for vllm==9.9.9
+"""
+OFFLINE = """\
+WARNING: Retrying (Retry(total=0, connect=None, read=None, redirect=None, status=None)) after \
+connection broken by 'NewConnectionError('<pip._vendor.urllib3.connection.HTTPSConnection>: \
+Failed to establish a new connection: [Errno -3] Temporary failure in name resolution')'
+ERROR: Could not find a version that satisfies the requirement vllm==0.16.0 (from versions: none)
+ERROR: No matching distribution found for vllm==0.16.0
+"""
+
+
+def test_a_version_the_index_lacks_names_the_newest() -> None:
+    message = download_failure("9.9.9", NO_SUCH_VERSION)
+    assert (
+        message
+        == "vLLM 9.9.9 is not on PyPI (the index answered; the newest release there is 0.33.0)"
+    )
+
+
+def test_offline_says_offline_not_missing() -> None:
+    message = download_failure("0.16.0", OFFLINE)
+    assert "offline" in message and "not on PyPI" not in message
+
+
+def test_other_failures_keep_pips_last_line() -> None:
+    assert download_failure("0.16.0", "ERROR: disk full\n").endswith("ERROR: disk full")
+
+
+def test_the_real_index_answers_for_a_missing_version() -> None:
+    result = CliRunner().invoke(app, ["check", "--vllm", "9.9.9"])
+    assert result.exit_code == 2
+    assert "vLLM 9.9.9 is not on PyPI (the index answered; the newest release there is" in (
+        result.output
+    )
