@@ -18,6 +18,9 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from eagle3lint import trust
+from eagle3lint.trust import make_folders
+
 DEFAULT_CAP_MB = 2048
 PRUNE_EVERY = 3600.0
 """Seconds between two size checks: walking the folder costs more than a warm run."""
@@ -102,9 +105,11 @@ def maybe_prune(root: Path) -> None:
     except OSError:
         pass
     try:
-        root.mkdir(parents=True, exist_ok=True)
+        # Never prune a folder others can write: they could have planted what would be removed.
+        trust.check_folder(root)
+        make_folders(root)
         marker.touch()
-    except OSError:
+    except (OSError, trust.UntrustedCache):
         return
     prune(root)
 

@@ -154,9 +154,13 @@ def _options(
     from eagle3lint.codes import check_selectors
     from eagle3lint.config import config_start, load_config
     from eagle3lint.engine import CheckOptions
+    from eagle3lint.sources.download import check_version
 
     # The repository's [tool.eagle3lint] supplies what the command line leaves out.
     config = load_config(config_start(list(paths or [])))
+    version = vllm if vllm is not None else config.vllm_version
+    if version is not None:
+        check_version(version)
     for flag, values in (
         ("--select", select),
         ("--ignore", ignore),
@@ -168,7 +172,7 @@ def _options(
         chosen = [*(chosen or ["EAG"]), *_codes(extend_select)]
     return CheckOptions(
         paths=list(paths or []),
-        vllm_version=vllm or config.vllm_version,
+        vllm_version=version,
         archs=list(arch or []),
         hf_config=hf_config or config.hf_config,
         model_type=model_type,
@@ -180,6 +184,7 @@ def _options(
         respect_gitignore=respect_gitignore,
         baseline=baseline or config.baseline,
         rule_options=config.rule_options,
+        rule_timeout=config.rule_timeout,
         jobs=jobs,
         use_cache=not no_cache,
         progress=progress,
@@ -194,7 +199,9 @@ def _codes(values: list[str] | None) -> list[str]:
 def _fail(message: str, debug: bool) -> None:
     if debug:
         traceback.print_exc()
-    typer.echo(f"eagle3lint: {message}", err=True)
+    from eagle3lint.report.escape import printable
+
+    typer.echo(f"eagle3lint: {printable(message)}", err=True)
     raise typer.Exit(2)
 
 
@@ -568,23 +575,27 @@ def pair(
 
 @app.command()
 def rules() -> None:
-    """List the rules: code, name, what it checks, fixable, plugin."""
+    """List the rules: code, name, what it checks, fixable, plugin (exit 2: a plugin refused)."""
     from rich.table import Table
 
     from eagle3lint.codes import all_codes
+    from eagle3lint.report.escape import printable
+    from eagle3lint.rule import load_plugins
 
     table = Table("code", "rule", "name", "checks", "fixable", "plugin")
     for entry in all_codes():
         code = entry.code
         table.add_row(
-            code.code,
-            entry.rule,
-            code.name,
-            code.summary,
+            *map(printable, (code.code, entry.rule, code.name, code.summary)),
             "yes" if code.fixable else "",
-            entry.plugin,
+            printable(entry.plugin),
         )
     Terminal.of(sys.stdout).console(sys.stdout).print(table)
+    broken = load_plugins()[1]
+    for message in broken:
+        typer.echo(f"eagle3lint: EAG903 {printable(message)}", err=True)
+    if broken:
+        raise typer.Exit(2)
 
 
 @app.command()

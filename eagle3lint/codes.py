@@ -65,8 +65,10 @@ INCOMPLETE_ANALYSIS = Code(
         runtime="vLLM's model registry maps each architecture to a module and class name and "
         "imports the module lazily, when a model of that architecture is loaded. A registry "
         "entry whose module is missing from the tree fails at that moment. EAG903 is also "
-        "reported when a rule plugin raised an exception on a target: that is a bug in the "
-        "rule, and the other rules still ran.",
+        "reported when a rule plugin raised an exception or exited on a target, ran longer than "
+        "`rule-timeout`, or yielded something that is not a finding of its own codes (a bug in "
+        "the rule; the other rules still ran), and when a plugin was refused at load: a bad "
+        "declaration, or a slug or code another rule already has.",
         error="```text\nModuleNotFoundError: No module named 'vllm.model_executor.models.my_model'"
         "\n```\nwhen the architecture is loaded; for a crashed rule, eagle3lint's "
         "`internal error in rule <slug>` message.",

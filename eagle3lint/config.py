@@ -7,6 +7,7 @@
     vllm-version = "0.16.0"               # as --vllm
     hf-config = "checkpoints/config.json" # as --hf-config, relative to this pyproject.toml
     exclude = ["**/tests/*", "*_test.py"] # globs of files not to check
+    rule-timeout = 30                     # seconds a rule may take on one target
     baseline = "eagle3lint-baseline.json" # findings accepted for now (as --baseline)
 
     [tool.eagle3lint.rules.forward-taps]  # options of one rule, by its slug
@@ -20,6 +21,7 @@ Command-line flags override it.
 
 from __future__ import annotations
 
+import os
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,7 +29,14 @@ from typing import Any
 
 from eagle3lint.codes import check_selectors
 from eagle3lint.rule import load_rules
+from eagle3lint.sandbox import DEFAULT_RULE_TIMEOUT
 from eagle3lint.sources.discovery import UsageError
+from eagle3lint.sources.files import (
+    MAX_CONFIG_BYTES,
+    SourceNotFound,
+    UnreadableSource,
+    read_regular,
+)
 
 KEYS = {
     "select",
@@ -38,6 +47,7 @@ KEYS = {
     "exclude",
     "baseline",
     "rules",
+    "rule-timeout",
 }
 
 
@@ -59,26 +69,44 @@ class Config:
     exclude: list[str] = field(default_factory=list)
     baseline: Path | None = None
     rule_options: dict[str, dict[str, Any]] = field(default_factory=dict)
+    rule_timeout: float = DEFAULT_RULE_TIMEOUT
 
 
 def find_config(start: Path) -> tuple[Path, dict[str, Any]] | None:
     """The nearest configuration at or above `start`: an `eagle3lint.toml` (its top level is
     the table), else a pyproject.toml with a `[tool.eagle3lint]` table (one without is skipped,
-    as ruff does)."""
-    first = start if start.is_dir() else start.parent
+    as ruff does). Read through the regular-file reader: a FIFO or a device there is a usage
+    error, not a hang."""
+    first = start if os.path.isdir(start) else start.parent
     for folder in [first, *first.parents]:
         for name in ("eagle3lint.toml", "pyproject.toml"):
             candidate = folder / name
-            if not candidate.is_file():
+            data = _read_toml(candidate)
+            if data is None:
                 continue
-            try:
-                data = tomllib.loads(candidate.read_text(encoding="utf-8"))
-            except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-                raise ConfigError(f"{candidate}: not a readable TOML file ({exc})") from exc
-            table = data if name == "eagle3lint.toml" else data.get("tool", {}).get("eagle3lint")
+            tool = data.get("tool", {})
+            if name == "eagle3lint.toml":
+                table: Any = data
+            else:
+                table = tool.get("eagle3lint") if isinstance(tool, dict) else None
             if table is not None:
                 return candidate, table
     return None
+
+
+def _read_toml(path: Path) -> dict[str, Any] | None:
+    """The TOML document at `path`, None when there is no file there."""
+    try:
+        text = read_regular(path, MAX_CONFIG_BYTES, path.name).decode("utf-8")
+        return tomllib.loads(text)
+    except SourceNotFound:
+        return None
+    except UnreadableSource as exc:
+        raise ConfigError(f"{path}: {exc}") from exc
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise ConfigError(f"{path}: not a readable TOML file ({exc})") from exc
+    except RecursionError as exc:
+        raise ConfigError(f"{path}: nests too deeply to read") from exc
 
 
 def config_start(paths: list[Path]) -> Path:
@@ -86,7 +114,7 @@ def config_start(paths: list[Path]) -> Path:
     settings apply from any working directory), else the working directory."""
     for path in paths:
         candidate = path.expanduser().absolute()
-        if candidate.exists():
+        if os.path.exists(candidate):  # False, not an exception, for a path that cannot be seen
             return candidate
     return Path.cwd()
 
@@ -120,7 +148,17 @@ def load_config(start: Path | None = None) -> Config:
         exclude=_strings(table, "exclude", where),
         baseline=path.parent / baseline if baseline else None,
         rule_options=_rule_options(table.get("rules", {}), where),
+        rule_timeout=_timeout(table, where),
     )
+
+
+def _timeout(table: dict[str, Any], where: str) -> float:
+    value = table.get("rule-timeout", DEFAULT_RULE_TIMEOUT)
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value <= 3600:
+        raise ConfigError(
+            f"{where}: rule-timeout must be a number of seconds (0-3600], not {value!r}"
+        )
+    return float(value)
 
 
 def _strings(table: dict[str, Any], key: str, where: str) -> list[str]:

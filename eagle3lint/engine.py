@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -19,9 +20,15 @@ from eagle3lint.index.cache import SummaryCache, default_cache_dir
 from eagle3lint.index.project import ProjectIndex
 from eagle3lint.report.locations import location_key
 from eagle3lint.report.model import Report, TargetResult
-from eagle3lint.rule import Rule, RuleContext, load_plugins, selected
+from eagle3lint.rule import Rule, RuleContext, finding_problem, load_plugins, selected
+from eagle3lint.sandbox import DEFAULT_RULE_TIMEOUT, RuleTimeout, plugin_call
 from eagle3lint.sources.discovery import UsageError, Workspace, discover
-from eagle3lint.sources.files import UnreadableSource
+from eagle3lint.sources.files import (
+    MAX_CONFIG_BYTES,
+    SourceNotFound,
+    UnreadableSource,
+    read_regular,
+)
 from eagle3lint.sources.walk import Excluder
 from eagle3lint.suppressions import apply_suppressions
 from eagle3lint.targets import (
@@ -54,6 +61,8 @@ class CheckOptions:
     baseline: Path | None = None
     """Findings recorded there are not reported (see `baseline`)."""
     rule_options: dict[str, dict[str, Any]] = field(default_factory=dict)
+    rule_timeout: float = DEFAULT_RULE_TIMEOUT
+    """Seconds one rule may run on one target before it is stopped (EAG903)."""
     jobs: int | None = None
     use_cache: bool = True
     progress: bool = False
@@ -79,12 +88,16 @@ def read_config_json(path: Path, option: str) -> tuple[dict[str, Any], Path, str
     `option` names the command-line option in messages (`--hf-config`, `--draft`)."""
     file = path / "config.json" if path.is_dir() else path
     try:
-        text = file.read_text(encoding="utf-8")
+        text = read_regular(file, MAX_CONFIG_BYTES, "config").decode("utf-8")
         data = json.loads(text)
-    except FileNotFoundError as exc:
+    except SourceNotFound as exc:
         raise UsageError(f"{option}: {file} does not exist") from exc
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
+    except UnreadableSource as exc:
+        raise UsageError(f"{option}: {file} {exc}") from exc
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise UsageError(f"{option}: {file} is not a readable JSON file ({exc})") from exc
+    except RecursionError as exc:
+        raise UsageError(f"{option}: {file} nests too deeply to be a model config") from exc
     if not isinstance(data, dict):
         raise UsageError(f"{option}: {file} does not hold a JSON object")
     return data, file, text
@@ -144,7 +157,7 @@ def discover_for(options: CheckOptions) -> Workspace:
 
 def excluder_for(options: CheckOptions) -> Excluder:
     """`exclude` relative to its configuration's folder and to each folder given as PATH."""
-    bases = [p for p in options.paths if p.is_dir()]
+    bases = [p for p in options.paths if os.path.isdir(p)]
     if options.exclude_root is not None:
         bases.append(options.exclude_root)
     return Excluder(options.exclude, bases)
@@ -159,13 +172,18 @@ def run_check(
     workspace = workspace or discover_for(options)
     index = _index_for(workspace, options)
     errors = [_missing_path(p) for p in workspace.missing]
+    errors += [InputError(str(p), why, code="EAG902") for p, why in workspace.unreadable.items()]
     contract = _contract(index, workspace, errors)
     hf_config = None
     model_type = options.model_type
     if options.hf_config is not None:
         hf_config, text_type = load_hf_config(options.hf_config)
         model_type = model_type or text_type or None
-    targets = _targets(index, contract, workspace, options, errors)
+    if contract is None:
+        contract = unread_contract(workspace)
+        targets = []
+    else:
+        targets = _targets(index, contract, workspace, options, errors)
 
     ctx = RuleContext(
         index=index,
@@ -242,7 +260,7 @@ def run_check(
         if report_paths is None
         else _errors_deciding(index, report_paths, reported, index.errors)
     )
-    folders = [p for p in options.paths if p.is_dir()]
+    folders = [p for p in options.paths if os.path.isdir(p)]
     if not targets and not errors and workspace.extra_roots and folders:
         errors.append(
             InputError(
@@ -317,19 +335,29 @@ UNCLAIMED_CODES = ("EAG101", "EAG102")
 """The findings that say a target is not a SupportsEagle3: the one kept for an unclaimed one."""
 
 
-def _contract(index: ProjectIndex, workspace: Workspace, errors: list[InputError]) -> Contract:
-    """The tree's contract; the newest known one when there is no tree or it cannot be read."""
+def _contract(
+    index: ProjectIndex, workspace: Workspace, errors: list[InputError]
+) -> Contract | None:
+    """The tree's contract; the newest known one when there is no tree. None when a file the
+    contract depends on cannot be read: another release's contract would give wrong answers
+    that look right, so no target is checked."""
     if workspace.vllm_dir is None:
         return newest_contract()
     try:
         return read_contract(index, workspace.vllm_dir, workspace.contract_source)
     except UnreadableSource as exc:
-        message = (
-            f"{exc}: the tree's EAGLE-3 contract could not be read, so the newest known one was "
-            "used"
-        )
-        errors.append(InputError(str(exc.path or workspace.vllm_dir), message, code=exc.code))
-        return newest_contract()
+        message = f"{exc}: the tree's EAGLE-3 contract could not be read, so no target was checked"
+        where = str(exc.path or workspace.vllm_dir)
+        errors.append(InputError(where, message, code=exc.code))
+        # The index's own error for that file says less; the file is named once.
+        index.errors = [e for e in index.errors if e.path != where]
+        return None
+
+
+def unread_contract(workspace: Workspace) -> Contract:
+    """What the report shows as the contract of a tree whose contract could not be read."""
+    root = str(workspace.vllm_dir or "")
+    return Contract(None, workspace.contract_source, root, None, None, readable=False)
 
 
 def _targets(
@@ -346,11 +374,17 @@ def _targets(
     contract_only = workspace.contract_only or (
         workspace.contract_source != "tree" and bool(workspace.extra_roots)
     )
-    entries = (
-        registered_architectures(index)
-        if workspace.vllm_dir and (not contract_only or options.archs)
-        else []
-    )
+    wants_registry = workspace.vllm_dir is not None and (not contract_only or bool(options.archs))
+    entries = registered_architectures(index) if wants_registry else []
+    if wants_registry and not entries:
+        # An analysis of nothing must not pass as a clean one.
+        errors.append(
+            InputError(
+                str(index.source_file(REGISTRY).path if index.source_file(REGISTRY) else REGISTRY),
+                "no registered architecture was found in this tree's model registry",
+                code="EAG902",
+            )
+        )
     chosen = _choose_entries(entries, options.archs) if entries or options.archs else []
     index.preload(file_modules)
     index.preload_closure(
@@ -363,6 +397,8 @@ def _targets(
     targets = build_targets(index, contract, chosen, unresolved)
     focus = {str(f.resolve()) for f in workspace.files}
     for entry in unresolved:
+        if index.error_for(entry.module) is not None:
+            continue  # the file's own error (unreadable, syntax) says why
         source = index.source_file(entry.module)
         deciding = {str(s.path.resolve()) for s in (source, index.source_file(REGISTRY)) if s}
         if workspace.only_files and not deciding & focus:
@@ -401,8 +437,9 @@ def _instantiate(
     objects = []
     for cls in rules:
         try:
-            objects.append(cls(options.rule_options.get(cls.slug)))
-        except Exception as exc:  # third-party constructor
+            with plugin_call(options.rule_timeout):
+                objects.append(cls(options.rule_options.get(cls.slug)))
+        except (Exception, SystemExit, RuleTimeout) as exc:  # third-party constructor
             message = f"rule {cls.slug} failed to start: {exc!r}"
             errors.append(InputError(f"<plugin {cls.plugin}>", message, code="EAG903"))
     return objects
@@ -442,25 +479,51 @@ def _run_rules(
 ) -> list[Finding]:
     findings: list[Finding] = []
     for rule in rules:
-        try:
-            produced = list(rule.check(target, ctx))
-        except Exception as exc:
-            produced = [
-                Finding(
-                    code="EAG903",
-                    rule=rule.slug,
-                    severity=Severity.ERROR,
-                    message=f"internal error in rule {rule.slug} for {target.arch}: "
-                    f"{type(exc).__name__}: {exc}",
-                    path=ctx.index.display_path(target.ref.file),
-                    line=target.ref.cls.line,
-                )
-            ]
-        findings += [f for f in produced if selected(f.code, options.select, options.ignore)]
+        findings += [
+            f
+            for f in _run_rule(rule, target, ctx, options)
+            if selected(f.code, options.select, options.ignore)
+        ]
     unique: dict[tuple[str, str, int, str], Finding] = {}
     for finding in findings:
         unique.setdefault((finding.code, finding.path, finding.line, finding.message), finding)
     return sorted(unique.values(), key=lambda f: (f.code, f.path, f.line))
+
+
+def _run_rule(rule: Rule, target: Target, ctx: RuleContext, options: CheckOptions) -> list[Finding]:
+    """One rule's findings for one target, or a single EAG903 finding saying why there are
+    none: the rule raised, exited, ran out of time or yielded something that is not a finding
+    of its own codes (a plugin must not be able to crash the run or forge a result)."""
+    produced: list[Finding] = []
+    try:
+        with plugin_call(options.rule_timeout):
+            for finding in rule.check(target, ctx):
+                problem = finding_problem(finding, rule)
+                if problem is not None:
+                    raise _InvalidFinding(problem)
+                produced.append(finding)
+    except _InvalidFinding as exc:
+        why = f"rule {rule.slug} {exc} for {target.arch}"
+    except RuleTimeout as exc:
+        why = f"rule {rule.slug} {exc} on {target.arch} (see rule-timeout)"
+    except (Exception, SystemExit) as exc:
+        why = f"internal error in rule {rule.slug} for {target.arch}: {type(exc).__name__}: {exc}"
+    else:
+        return produced
+    return [
+        Finding(
+            code="EAG903",
+            rule=rule.slug,
+            severity=Severity.ERROR,
+            message=why,
+            path=ctx.index.display_path(target.ref.file),
+            line=target.ref.cls.line,
+        )
+    ]
+
+
+class _InvalidFinding(Exception):
+    """A rule yielded something that is not a well-formed finding of its codes."""
 
 
 def _in_tree(index: ProjectIndex, module: str, workspace: Workspace) -> bool:

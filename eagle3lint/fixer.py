@@ -7,8 +7,8 @@ Anything less and the file is left alone, with the reason reported.
 
 from __future__ import annotations
 
+import contextlib
 import difflib
-import hashlib
 import os
 import stat
 import sys
@@ -16,6 +16,7 @@ import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import BinaryIO
 
 import libcst as cst
 
@@ -28,9 +29,15 @@ from eagle3lint.codemod.taps import add_forward_taps, add_mixin_taps
 from eagle3lint.codemod.verify import render_checked
 from eagle3lint.engine import CheckOptions, run_check
 from eagle3lint.findings import Repair, Severity
+from eagle3lint.report.escape import printable
 from eagle3lint.report.model import Report
 from eagle3lint.sources.discovery import UsageError
-from eagle3lint.sources.files import UnreadableSource, decode_source, read_source_bytes
+from eagle3lint.sources.files import (
+    MAX_FILE_BYTES,
+    UnreadableSource,
+    decode_source,
+    read_source_bytes,
+)
 
 MAX_PASSES = 3
 """Fixing a base class can make a subclass fixable: passes until nothing changes, at most this."""
@@ -128,7 +135,12 @@ def write_atomically(edit: FileEdit) -> str | None:
     """Replace the file with `edit.new`; returns why it was not written, or None.
 
     A symlinked model file keeps its link: the file it points to is the one replaced, with its
-    permissions and owner.
+    permissions and owner. An edit saved meanwhile is never overwritten knowingly: the file is
+    compared with what was read as the last step before the rename (after the new content is
+    written and synced), and the old file, still open, is read again after it: a save that
+    went into it in between is put back. What remains is an editor that saves by renaming a
+    file of its own over this one in the microseconds between the comparison and the rename
+    (docs/security.md).
     """
     assert edit.new is not None
     path = edit.path.resolve()
@@ -136,24 +148,51 @@ def write_atomically(edit: FileEdit) -> str | None:
         info = path.stat()
         if not info.st_mode & stat.S_IWUSR or not os.access(path, os.W_OK):
             return f"{path} is read-only"
-        if hashlib.sha256(path.read_bytes()).digest() != hashlib.sha256(edit.original).digest():
-            return f"{path} changed on disk since it was read; run fix again"
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".eagle3lint")
+        tmp = _write_beside(path, edit.new, info)
         try:
-            with os.fdopen(fd, "wb") as handle:
-                handle.write(edit.new)
-                handle.flush()
-                os.fsync(handle.fileno())
-            os.chmod(tmp, stat.S_IMODE(info.st_mode))
-            if (info.st_uid, info.st_gid) != (os.getuid(), os.getgid()):
-                os.chown(tmp, info.st_uid, info.st_gid)
-            os.replace(tmp, path)
+            # Without blocking: the file may have been replaced by a FIFO meanwhile.
+            with os.fdopen(os.open(path, os.O_RDONLY | os.O_NONBLOCK), "rb") as current:
+                if not _still(current, path, edit.original):
+                    os.unlink(tmp)
+                    return f"{path} changed on disk since it was read; run fix again"
+                os.replace(tmp, path)
+                current.seek(0)
+                saved = current.read(MAX_FILE_BYTES + 1)
+            if saved != edit.original:
+                # Written into the old file after the comparison: the user's save wins.
+                os.replace(_write_beside(path, saved, info), path)
+                return f"{path} changed while it was being written; left as saved, run fix again"
         except BaseException:
-            os.unlink(tmp)
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)
             raise
     except OSError as exc:
         return f"cannot write {path}: {exc.strerror or exc}"
     return None
+
+
+def _still(current: BinaryIO, path: Path, original: bytes) -> bool:
+    """Whether `path` is still the file open as `current` and holds `original`."""
+    if os.fstat(current.fileno()).st_ino != os.stat(path).st_ino:
+        return False
+    return current.read(MAX_FILE_BYTES + 1) == original
+
+
+def _write_beside(path: Path, data: bytes, info: os.stat_result) -> str:
+    """A synced temporary file holding `data` next to `path`, with its mode and owner."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".eagle3lint")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(tmp, stat.S_IMODE(info.st_mode))
+        if (info.st_uid, info.st_gid) != (os.getuid(), os.getgid()):
+            os.chown(tmp, info.st_uid, info.st_gid)
+    except BaseException:
+        os.unlink(tmp)
+        raise
+    return tmp
 
 
 def unified_diff(edit: FileEdit) -> str:
@@ -165,6 +204,7 @@ def unified_diff(edit: FileEdit) -> str:
         name = edit.path.resolve().relative_to(Path.cwd()).as_posix()
     except ValueError:
         name = edit.path.as_posix().lstrip("/")
+    name = printable(name)
     return "".join(difflib.unified_diff(old, new, f"a/{name}", f"b/{name}"))
 
 
@@ -231,7 +271,7 @@ def run_fix(options: CheckOptions, diff: bool = False) -> int:
         for edit in changed:
             out.write(unified_diff(edit))
         for line in skipped:
-            out.write(f"not fixed: {line}\n")
+            out.write(f"not fixed: {printable(line)}\n")
         out.write(f"{len(changed)} file(s) would change\n")
         return 2 if first.report.errors else (1 if changed else 0)
 
@@ -249,9 +289,9 @@ def run_fix(options: CheckOptions, diff: bool = False) -> int:
         if failures or not changed:
             break
     for line in skipped:
-        out.write(f"not fixed: {line}\n")
+        out.write(f"not fixed: {printable(line)}\n")
     for problem in failures:
-        out.write(f"not written: {problem}\n")
+        out.write(f"not written: {printable(problem)}\n")
     out.write(f"{len(written)} file(s) changed\n")
     blocked = [t for t in report.targets if t.has_errors]
     for target in blocked:
@@ -259,10 +299,11 @@ def run_fix(options: CheckOptions, diff: bool = False) -> int:
             if finding.severity is not Severity.ERROR:
                 continue
             why = "no automatic fix" if not finding.fixable else "not fixed (see above)"
-            out.write(
+            line = (
                 f"remaining {finding.code} {target.arch}: {finding.message} [{why}] "
-                f"({finding.path}:{finding.line})\n"
+                f"({finding.path}:{finding.line})"
             )
+            out.write(f"{printable(line)}\n")
     if report.errors or failures:
         return 2
     return 1 if blocked else 0

@@ -8,15 +8,17 @@ one target into findings. Built-in rules and third-party packs register the same
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import cache
-from importlib.metadata import entry_points
+from importlib.metadata import EntryPoint, entry_points
 from typing import Any, ClassVar
 
 from eagle3lint.contract.model import Contract
 from eagle3lint.findings import Finding, Repair, Severity
 from eagle3lint.index.project import ClassRef, ProjectIndex
+from eagle3lint.sandbox import DEFAULT_RULE_TIMEOUT, RuleTimeout, plugin_call
 from eagle3lint.targets import Target
 
 ENTRY_POINT_GROUP = "eagle3lint.rules"
@@ -160,26 +162,108 @@ class Rule:
         )
 
 
+RESERVED_PREFIX = "EAG9"
+"""Codes eagle3lint itself reports (input errors, internal errors, suppressions)."""
+_SLUG = re.compile(r"^[a-z][a-z0-9-]*$")
+_CODE = re.compile(r"^[A-Z]+[0-9]+$")
+
+
+def declaration_problem(cls: object) -> str | None:
+    """What is wrong with a rule class a plugin declares, or None when it can be run."""
+    if not (isinstance(cls, type) and issubclass(cls, Rule)):
+        return f"{cls!r} is not a Rule subclass"
+    slug = getattr(cls, "slug", None)
+    if not isinstance(slug, str) or not _SLUG.match(slug):
+        return f"rule class {cls.__name__} has no valid slug (lower-case words joined by -)"
+    codes = getattr(cls, "codes", None)
+    if not isinstance(codes, tuple | list) or not codes:
+        return f"rule {slug} declares no codes"
+    for code in codes:
+        if not isinstance(code, Code) or not isinstance(code.code, str):
+            return f"rule {slug} declares {code!r}, not a Code"
+        if not _CODE.match(code.code) or code.code.startswith(RESERVED_PREFIX):
+            return (
+                f"rule {slug} declares code {code.code!r} "
+                "(expected letters then digits, such as ABC101; EAG9xx are eagle3lint's own)"
+            )
+        if not isinstance(code.severity, Severity):
+            return f"rule {slug} gives {code.code} the severity {code.severity!r}"
+        if not all(isinstance(text, str) for text in (code.name, code.summary)):
+            return f"rule {slug} gives {code.code} a name or summary that is not text"
+    if len({code.code for code in codes}) != len(codes):
+        return f"rule {slug} declares a code twice"
+    if cls.check is Rule.check:
+        return f"rule {slug} has no check method"
+    return None
+
+
+def finding_problem(finding: object, rule: Rule) -> str | None:
+    """What is wrong with something a rule yielded, or None for a well-formed finding of one of
+    the rule's own codes."""
+    if not isinstance(finding, Finding):
+        return f"yielded {type(finding).__name__} {_short(finding)}, not a Finding"
+    if finding.code not in rule._codes:
+        return f"reported code {_short(finding.code)}, which it does not declare"
+    if finding.rule != rule.slug:
+        return f"reported a finding as rule {_short(finding.rule)}"
+    if not isinstance(finding.severity, Severity):
+        return f"reported severity {_short(finding.severity)}"
+    for name in ("line", "column"):
+        value = getattr(finding, name)
+        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+            return f"reported {name} {_short(value)}"
+    for name in ("path", "message", "hint"):
+        if not isinstance(getattr(finding, name), str):
+            return f"reported a {name} that is not text: {_short(getattr(finding, name))}"
+    if finding.repair is not None and not isinstance(finding.repair, Repair):
+        return f"asked for the repair {_short(finding.repair)}"
+    return None
+
+
+def _short(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
 @cache
 def load_plugins() -> tuple[tuple[type[Rule], ...], tuple[str, ...]]:
     """Rule classes of every installed plugin (built-ins first, in a stable order), and a
-    message for each plugin that failed to load: one broken pack must not stop the others.
+    message for each plugin or rule that was refused: one broken pack must not stop the others,
+    and a rule whose slug or code another already has is refused, never silently swapped in.
     Read once per process: config, the run cache and the engine all ask."""
     found: dict[str, type[Rule]] = {}
+    owners: dict[str, str] = {}
     broken: list[str] = []
-    for point in sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda p: p.name):
+    points = entry_points(group=ENTRY_POINT_GROUP)
+    for point in sorted(points, key=lambda p: (_dist(p) != "eagle3lint", p.name)):
+        where = f"rule plugin {point.name} ({point.value})"
         try:
-            loaded = point.load()
-        except Exception as exc:  # a plugin is third-party code; any failure is its own
-            broken.append(f"rule plugin {point.name} ({point.value}) failed to load: {exc!r}")
+            with plugin_call(DEFAULT_RULE_TIMEOUT):
+                loaded = point.load()
+            declared = [loaded] if isinstance(loaded, type) else list(loaded.RULES)
+        except (Exception, SystemExit, RuleTimeout) as exc:  # third-party code
+            broken.append(f"{where} failed to load: {exc!r}")
             continue
-        classes = getattr(loaded, "RULES", None) if not isinstance(loaded, type) else [loaded]
-        for cls in classes or ():
-            if isinstance(cls, type) and issubclass(cls, Rule):
-                cls.plugin = point.dist.name if point.dist else point.name
-                found.setdefault(cls.slug, cls)
+        for cls in declared:
+            problem = declaration_problem(cls)
+            if problem is None:
+                clash = [c.code for c in cls.codes if c.code in owners]
+                if cls.slug in found:
+                    problem = f"rule slug {cls.slug} is already taken by {found[cls.slug].plugin}"
+                elif clash:
+                    problem = f"code {clash[0]} is already reported by rule {owners[clash[0]]}"
+            if problem is not None:
+                broken.append(f"{where}: {problem}; not loaded")
+                continue
+            cls.plugin = _dist(point)
+            found[cls.slug] = cls
+            owners.update((code.code, cls.slug) for code in cls.codes)
     rules = sorted(found.values(), key=lambda cls: (cls.plugin != "eagle3lint", cls.codes[0].code))
     return tuple(rules), tuple(broken)
+
+
+def _dist(point: EntryPoint) -> str:
+    return point.dist.name if point.dist else point.name
 
 
 def load_rules() -> list[type[Rule]]:

@@ -24,8 +24,16 @@ from pathlib import Path
 
 from eagle3lint import __version__
 from eagle3lint.cachedir import touch
-from eagle3lint.index.cache import file_digest
+from eagle3lint.index.cache import file_digest, trusted_folder
 from eagle3lint.rule import Rule
+from eagle3lint.sources.files import (
+    MAX_CACHE_ENTRY_BYTES,
+    SourceNotFound,
+    UnreadableSource,
+    read_regular,
+    read_source_bytes,
+)
+from eagle3lint.trust import make_folders
 
 FORMAT = 1
 
@@ -71,21 +79,21 @@ class Manifest:
         found: dict[str, str | None] = {}
         for path in paths:
             try:
-                found[str(path)] = file_digest(path.read_bytes())
-            except FileNotFoundError:
+                found[str(path)] = file_digest(read_source_bytes(path))
+            except SourceNotFound:
                 found[str(path)] = None
-            except OSError:
+            except UnreadableSource:
                 found[str(path)] = ""
         return found
 
     def unchanged(self) -> bool:
         for path, digest in self.present.items():
             try:
-                if digest and file_digest(Path(path).read_bytes()) != digest:
+                if digest and file_digest(read_source_bytes(Path(path))) != digest:
                     return False
                 if not digest and not os.path.exists(path):
                     return False
-            except OSError:
+            except UnreadableSource:
                 return False
         return not any(os.path.lexists(path) for path in self.absent)
 
@@ -95,6 +103,8 @@ class RunCache:
 
     def __init__(self, root: Path) -> None:
         self.root = root / "runs"
+        self.trusted = trusted_folder(self.root)
+        """False when another user could write here: then nothing is read or written."""
 
     @staticmethod
     def key(*parts: object) -> str:
@@ -102,25 +112,31 @@ class RunCache:
         return file_digest(text.encode())
 
     def load(self, key: str) -> tuple[str, int] | None:
-        """The cached output and exit code, if the entry exists and its inputs are unchanged."""
+        """The cached output and exit code, if the entry exists, is the user's own (anyone else
+        could forge an all-clear) and its inputs are unchanged."""
+        if not self.trusted:
+            return None
         try:
-            data = json.loads((self.root / f"{key}.json").read_text(encoding="utf-8"))
-            if data.get("key") != key:
+            entry = self.root / f"{key}.json"
+            data = json.loads(read_regular(entry, MAX_CACHE_ENTRY_BYTES, private=True))
+            if not isinstance(data, dict) or data.get("key") != key:
                 return None
             manifest = Manifest(dict(data["present"]), list(data["absent"]))
             output, code = data["output"], data["code"]
-        except (OSError, ValueError, KeyError, TypeError):
+        except (UnreadableSource, ValueError, KeyError, TypeError, RecursionError):
             return None
         if not isinstance(output, str) or code not in (0, 1) or not manifest.unchanged():
             return None
-        touch(self.root / f"{key}.json")  # least-recently-used pruning (`cachedir`)
+        touch(entry)  # least-recently-used pruning (`cachedir`)
         return output, code
 
     def store(self, key: str, output: str, code: int, manifest: Manifest) -> None:
         entry = {"key": key, "output": output, "code": code, **asdict(manifest)}
         tmp: str | None = None
+        if not self.trusted:
+            return
         try:
-            self.root.mkdir(parents=True, exist_ok=True)
+            make_folders(self.root)
             fd, tmp = tempfile.mkstemp(dir=self.root, prefix=".tmp-", suffix=".json")
             with os.fdopen(fd, "w", encoding="utf-8") as handle:
                 json.dump(entry, handle)

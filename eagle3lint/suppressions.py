@@ -85,7 +85,10 @@ def _file_suppressions(path: str) -> list[Suppression]:
     except UnreadableSource:
         return []
     # Tokenizing costs about as much as the rest of a cached run; most files have no directive.
-    return read_suppressions(source) if b"eagle3lint" in source.lower() else []
+    if b"eagle3lint" not in source.lower():
+        return []
+    # tokenize ends lines at LF only; CPython and editors at a lone CR too.
+    return read_suppressions(source.replace(b"\r\n", b"\n").replace(b"\r", b"\n"))
 
 
 def apply_suppressions(

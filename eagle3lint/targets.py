@@ -12,12 +12,11 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from functools import cached_property
 
-from eagle3lint.contract.model import KNOWN_GETTERS, Contract
+from eagle3lint.contract.model import KNOWN_GETTERS, REGISTRY, Contract
 from eagle3lint.contract.reader import PP_RELAY_FLAG
 from eagle3lint.index.model import DictLiteral, InitAssign, MethodSummary
 from eagle3lint.index.project import ClassRef, ExternalRef, ProjectIndex
 
-REGISTRY = "vllm.model_executor.models.registry"
 MODELS_PACKAGE = "vllm.model_executor.models"
 ENTRY_CLASS = re.compile(r"(ForCausalLM|ForConditionalGeneration|LMHeadModel)$")
 MAX_WRAPPER_DEPTH = 4

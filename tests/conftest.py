@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import shutil
-from collections.abc import Callable
+import tempfile
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -46,6 +48,25 @@ def release_copy(vllm_release: Callable[[str], Path], tmp_path: Path) -> Callabl
 @pytest.fixture(autouse=True)
 def _plain_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("NO_COLOR", "1")
+
+
+@pytest.fixture
+def shared_tmp() -> Iterator[Path]:
+    """A folder another user may enter (pytest's own tmp folders are private to root)."""
+    with tempfile.TemporaryDirectory() as name:
+        os.chmod(name, 0o755)
+        yield Path(name)
+
+
+@pytest.fixture
+def models(tmp_path: Path) -> Path:
+    """An out-of-tree folder holding one good model file."""
+    from vllm_tree import LLAMA
+
+    folder = tmp_path / "models"
+    folder.mkdir()
+    (folder / "good.py").write_text(LLAMA)
+    return folder
 
 
 @pytest.fixture

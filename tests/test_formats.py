@@ -226,7 +226,8 @@ def test_github_escapes_messages_and_properties(in_release: Report) -> None:
     [line] = github_annotations(report)
     assert line == (
         "::error file=odd%2Cname%3Ax.py,line=3,col=5,title=EAG101 protocol-inheritance"
-        "::100%25 broken:%0Asee, here"
+        # A line break inside a message is shown escaped: it could start a forged command.
+        "::100%25 broken:\\nsee, here"
     )
 
 

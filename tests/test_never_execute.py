@@ -168,6 +168,6 @@ def test_a_release_is_fetched_as_a_wheel_only(
     with pytest.raises(download.DownloadError):
         download.fetch_release("0.16.0", cache_root=tmp_path)
     (command,) = commands
-    assert command[1:4] == ["-m", "pip", "download"]
+    assert command[1:5] == ["-I", "-m", "pip", "download"]
     assert "--only-binary=:all:" in command
     assert "--no-deps" in command

@@ -25,7 +25,12 @@ from eagle3lint.contract.model import (
     ImageTokenMap,
 )
 from eagle3lint.index.extract import code, dotted, string_value
-from eagle3lint.sources.files import SourceSyntaxError, read_source
+from eagle3lint.sources.files import (
+    SourceNotFound,
+    SourceSyntaxError,
+    check_syntax,
+    read_source,
+)
 
 _DEF = re.compile(r"^([ \t]*)(?:async[ \t]+)?def[ \t]")
 
@@ -64,6 +69,11 @@ def _functions_around(text: str, needle: str) -> str:
 def _parse(text: str, path: Path, needle: str) -> cst.Module:
     """The functions around `needle` (or, failing that, the whole file) as a tree; a contract
     file that does not parse is reported, never skipped."""
+    try:
+        check_syntax(text, str(path))
+    except SourceSyntaxError as exc:
+        exc.path = path
+        raise
     with contextlib.suppress(cst.ParserSyntaxError):
         return cst.parse_module(_functions_around(text, needle))
     try:
@@ -152,12 +162,21 @@ def _comparisons(node: cst.CSTNode) -> list[cst.Comparison]:
     return found
 
 
+def _read_if_there(path: Path) -> str | None:
+    """The text of a contract file; None when the release has no such file. A file that is
+    there but cannot be read raises: the contract would silently be another release's."""
+    try:
+        return read_source(path)
+    except SourceNotFound:
+        return None
+
+
 def read_gate(vllm_dir: Path) -> Gate | None:
     for rel in GATE_FILES:
         path = vllm_dir / rel
-        if not path.is_file():
+        text = _read_if_there(path)
+        if text is None:
             continue
-        text = read_source(path)
         if "model_type" not in text:
             return None
         module = _parse(text, path, "model_type")
@@ -183,9 +202,9 @@ def read_gate(vllm_dir: Path) -> Gate | None:
 def read_image_tokens(vllm_dir: Path) -> ImageTokenMap | None:
     for rel in PROPOSER_FILES:
         path = vllm_dir / rel
-        if not path.is_file():
+        text = _read_if_there(path)
+        if text is None:
             continue
-        text = read_source(path)
         anchor = text.find("if supports_multimodal(target_model)")
         if anchor < 0:
             continue

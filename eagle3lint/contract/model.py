@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 SETTER = "set_aux_hidden_state_layers"
+REGISTRY = "vllm.model_executor.models.registry"
+"""The module holding the model registry: which architectures there are to check."""
 GATE_FILES = ("config/speculative.py", "config.py")
 """Where the model_type allow-list lives (`config.py` in 0.10's single-file config)."""
 PROPOSER_FILES = ("v1/spec_decode/llm_base_proposer.py", "v1/spec_decode/eagle.py")
@@ -96,6 +98,8 @@ class Contract:
     gate_location: str | None = None
     image_tokens: ImageTokenMap | None = None
     notes: tuple[str, ...] = field(default=())
+    readable: bool = True
+    """False when a file the contract depends on could not be read (nothing was checked)."""
 
     @property
     def required_methods(self) -> tuple[str, str]:
@@ -107,6 +111,8 @@ class Contract:
 
     @property
     def era(self) -> str:
+        if not self.readable:
+            return "unread"
         if self.protocol is None:
             return "pre-protocol"
         if self.mixin is None:
@@ -114,6 +120,8 @@ class Contract:
         return "mixin-pp-relay" if self.mixin_pp_relay else "mixin-defaults"
 
     def describe(self) -> str:
+        if not self.readable:
+            return "contract not read (see the errors below)"
         parts = [self.era, f"getter {self.getter}"]
         if self.gate is not None:
             parts.append(f"gate {self.gate.variable or 'inline'}[{len(self.gate.entries)}]")

@@ -20,13 +20,19 @@ from eagle3lint.contract.model import (
     GATE_FILES,
     KNOWN_GETTERS,
     PROPOSER_FILES,
+    REGISTRY,
     Contract,
     Gate,
     ImageTokenMap,
 )
 from eagle3lint.index.cache import content_key
 from eagle3lint.index.project import ClassRef, ProjectIndex
-from eagle3lint.sources.files import UnreadableSource, read_source, read_source_bytes
+from eagle3lint.sources.files import (
+    SourceNotFound,
+    UnreadableSource,
+    read_source,
+    read_source_bytes,
+)
 
 PP_RELAY_FLAG = "supports_aux_hidden_states_over_pp"
 """The decoder attribute that lets vLLM relay its aux hidden states across pipeline-parallel
@@ -55,6 +61,11 @@ def read_contract(index: ProjectIndex, vllm_dir: Path, source: str) -> Contract:
     """The contract of the vLLM package at `vllm_dir` (a folder holding `model_executor/`)."""
     config_facts = _start_config_facts(index, vllm_dir)
     version_file = index.summary("vllm._version")
+    for module in (INTERFACES, REGISTRY, "vllm._version"):
+        # These decide the contract and the targets: a file that is there but cannot be read
+        # must stop the check, not make the tree look like an older release.
+        if index.summary(module) is None and (error := index.error_for(module)) is not None:
+            raise UnreadableSource(error.message, Path(error.path), error.code)
     contract = Contract(
         version=version_file.version if version_file else None,
         source=source,
@@ -86,8 +97,9 @@ def _start_config_facts(index: ProjectIndex, vllm_dir: Path) -> Callable[[], Con
     for rel in (*GATE_FILES, *PROPOSER_FILES):
         path = vllm_dir / rel
         digest.update(f"{path}\0".encode())
-        with contextlib.suppress(UnreadableSource):
-            digest.update(read_source_bytes(path))
+        # Absent files are part of the key; one that is there but unreadable raises here.
+        with contextlib.suppress(SourceNotFound):
+            digest.update(b"\1" + read_source_bytes(path))
     key = content_key(digest.digest(), "contract-facts")
     cached = index.cache.load(key, ConfigFacts) if index.cache else None
     if cached is not None:
@@ -173,7 +185,7 @@ def _read_runner(vllm_dir: Path, contract: Contract) -> Contract:
         path = vllm_dir / rel
         try:
             text = read_source(path)
-        except UnreadableSource:
+        except SourceNotFound:
             continue
         calls = [m.group(1) for m in _GETTER_CALL.finditer(text)]
         if calls:

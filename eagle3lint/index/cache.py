@@ -18,7 +18,7 @@ from functools import cache
 from pathlib import Path
 from typing import TypeVar
 
-from eagle3lint import __version__
+from eagle3lint import __version__, trust
 from eagle3lint.cachedir import touch
 from eagle3lint.index.model import (
     SUMMARY_FORMAT,
@@ -27,6 +27,8 @@ from eagle3lint.index.model import (
     from_json,
     to_json,
 )
+from eagle3lint.sources.files import MAX_CACHE_ENTRY_BYTES, UnreadableSource, read_regular
+from eagle3lint.trust import make_folders
 
 T = TypeVar("T")
 
@@ -62,6 +64,22 @@ def extractor_fingerprint() -> str:
     return digest.hexdigest()
 
 
+def trusted_folder(folder: Path) -> bool:
+    """Whether cache entries under `folder` can be used (see `eagle3lint.trust`); says why
+    not on stderr, once per folder."""
+    try:
+        trust.check_folder(folder)
+    except trust.UntrustedCache as exc:
+        _warn_once(str(exc))
+        return False
+    return True
+
+
+@cache
+def _warn_once(message: str) -> None:
+    print(f"eagle3lint: cache not used: {message}", file=sys.stderr)
+
+
 def file_digest(data: bytes) -> str:
     """A short content hash of a file's bytes."""
     return hashlib.blake2b(data, digest_size=16).hexdigest()
@@ -84,28 +102,43 @@ class SummaryCache:
 
     def __init__(self, root: Path) -> None:
         self.root = root / "summaries"
+        self.trusted = trusted_folder(self.root)
+        """False when another user could write here: then nothing is read or written."""
 
     def _path(self, key: str) -> Path:
         return self.root / key[:2] / f"{key}.json"
 
     def load(self, key: str, kind: type[T] = FileSummary) -> T | None:  # type: ignore[assignment]
-        """The entry stored under `key`, rebuilt as `kind`; None when absent or not valid."""
+        """The entry stored under `key`, rebuilt as `kind`; None when absent, not valid or not
+        the user's own."""
+        if not self.trusted:
+            return None
         try:
             path = self._path(key)
-            data = json.loads(path.read_text(encoding="utf-8"))
-            if data.get("key") != key:
+            data = json.loads(read_regular(path, MAX_CACHE_ENTRY_BYTES, private=True))
+            if not isinstance(data, dict) or data.get("key") != key:
                 return None
             found = from_json(kind, data["summary"])
             touch(path)  # least-recently-used pruning (`cachedir`)
             return found
-        except (OSError, ValueError, KeyError, TypeError, AttributeError, SummaryFormatError):
+        except (
+            UnreadableSource,
+            ValueError,
+            KeyError,
+            TypeError,
+            AttributeError,
+            RecursionError,
+            SummaryFormatError,
+        ):
             return None
 
     def store(self, key: str, summary: object) -> None:
         path = self._path(key)
         tmp: str | None = None
+        if not self.trusted:
+            return
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
+            make_folders(path.parent)
             fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
             with os.fdopen(fd, "w", encoding="utf-8") as handle:
                 json.dump({"key": key, "summary": to_json(summary)}, handle, separators=(",", ":"))

@@ -6,10 +6,10 @@ Summaries are loaded lazily, so `--arch X` reads only the files X needs. A full 
 
 from __future__ import annotations
 
-import ast
 import dataclasses
 import os
 import re
+import stat
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
@@ -18,7 +18,12 @@ from pathlib import Path
 from eagle3lint.findings import InputError
 from eagle3lint.index.cache import SummaryCache, content_key, file_digest
 from eagle3lint.index.model import ClassSummary, FactorySummary, FileSummary, ForwardSummary
-from eagle3lint.sources.files import UnreadableSource, decode_source, read_source_bytes
+from eagle3lint.sources.files import (
+    UnreadableSource,
+    check_syntax,
+    decode_source,
+    read_source_bytes,
+)
 
 INLINE_PARSE_LIMIT = 6
 """Below this many cache misses a process pool costs more than it saves."""
@@ -81,15 +86,15 @@ def _parse_job(job: tuple[str, bytes, str]) -> ParseResult:
     from eagle3lint.index.extract import summarize
 
     relpath, data, key = job
-    text = ""
     try:
         text = decode_source(data)
+        check_syntax(text, relpath)
         summary = summarize(text, relpath)
     except UnreadableSource as exc:
-        return relpath, None, str(exc), None, exc.code
+        return relpath, None, str(exc), exc.line, exc.code
     except cst.ParserSyntaxError as exc:
-        message, line = _syntax_error(text, exc.message, exc.raw_line)
-        return relpath, None, message, line, "EAG901"
+        # CPython compiled it, so this is syntax newer than the libcst installed.
+        return relpath, None, f"syntax error: {exc.message}", exc.raw_line, "EAG901"
     except RecursionError:
         return relpath, None, "too deeply nested to analyse", None, "EAG901"
     except Exception as exc:
@@ -97,19 +102,6 @@ def _parse_job(job: tuple[str, bytes, str]) -> ParseResult:
         message = f"internal error while analysing: {type(exc).__name__}: {exc}"
         return relpath, None, message, None, "EAG903"
     return relpath, summary, key, None, ""
-
-
-def _syntax_error(text: str, message: str, line: int) -> tuple[str, int]:
-    """CPython's account of a syntax error when it has one (libcst's line is often one late),
-    else libcst's. `ast.parse` only parses: nothing of the file runs."""
-    try:
-        ast.parse(text)
-    except SyntaxError as exc:
-        if exc.lineno:
-            return f"syntax error: {exc.msg}", exc.lineno
-    except (ValueError, RecursionError, MemoryError):
-        pass
-    return f"syntax error: {message}", line
 
 
 class ProjectIndex:
@@ -139,7 +131,9 @@ class ProjectIndex:
         found = None
         for root in self.roots:
             for candidate in _candidates(root, module):
-                if candidate.is_file():
+                # Anything there but a folder is the module: a FIFO, a device or a dangling
+                # link is then named as unreadable instead of the module seeming absent.
+                if _present(candidate):
                     found = SourceFile(candidate, candidate.relative_to(root).as_posix())
                     break
             if found:
@@ -148,8 +142,10 @@ class ProjectIndex:
         return found
 
     def module_of(self, path: Path) -> str | None:
-        """Module name of a file under one of the roots."""
-        path = path.resolve()
+        """Module name of a file under one of the roots: where it sits, not where a symlink
+        leads (a model file linked from outside its tree is still that tree's module)."""
+        path = Path(os.path.abspath(path))
+        path = path.parent.resolve() / path.name
         for root in self.roots:
             if path.is_relative_to(root):
                 rel = path.relative_to(root).as_posix()
@@ -178,6 +174,13 @@ class ProjectIndex:
             for candidate in _candidates(root, module)
         ]
         return present, absent
+
+    def error_for(self, module: str) -> InputError | None:
+        """The input error recorded when the file of `module` could not be read or parsed."""
+        source = self.source_file(module)
+        if source is None or self._by_module.get(module) is not None:
+            return None
+        return next((e for e in self.errors if e.path == str(source.path)), None)
 
     def display_path(self, file: FileSummary) -> str:
         source = self.source_file(file.module)
@@ -439,9 +442,23 @@ class ProjectIndex:
         return found
 
 
-def _candidates(root: Path, module: str) -> tuple[Path, Path]:
-    """Where `module` would be under `root`: a module file or a package."""
+def _present(candidate: Path) -> bool:
+    """Whether something other than a folder is at `candidate`, or might be: a path that
+    cannot be looked at (a folder without access) counts, so reading it names the problem."""
+    try:
+        return not stat.S_ISDIR(os.stat(candidate).st_mode)
+    except (FileNotFoundError, NotADirectoryError):
+        return os.path.islink(candidate)  # a dangling link: there, and unreadable
+    except OSError:
+        return True
+
+
+def _candidates(root: Path, module: str) -> tuple[Path, ...]:
+    """Where `module` would be under `root`: a module file or a package (nowhere, for a name
+    that is not a dotted module name, such as a registry entry holding a path)."""
     parts = module.split(".")
+    if not all(part.isidentifier() for part in parts):
+        return ()
     return root.joinpath(*parts).with_suffix(".py"), root.joinpath(*parts, "__init__.py")
 
 

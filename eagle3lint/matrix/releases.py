@@ -11,15 +11,18 @@ import json
 import re
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from packaging.version import InvalidVersion, Version
 
-from eagle3lint.index.cache import default_cache_dir
+from eagle3lint.index.cache import default_cache_dir, trusted_folder
 from eagle3lint.sources.discovery import UsageError
 from eagle3lint.sources.download import VERSION
+from eagle3lint.sources.files import MAX_CACHE_ENTRY_BYTES, UnreadableSource, read_regular
+from eagle3lint.trust import make_folders
 
 INDEX_TTL = 3600.0
 """Seconds the package index's list of vLLM releases is reused."""
@@ -87,15 +90,19 @@ def _check_version(version: str, spec: str) -> None:
 def indexed_releases(cache_root: Path | None = None) -> list[str]:
     """Every final vLLM release on the package index, oldest first (cached for an hour)."""
     store = (cache_root or default_cache_dir()) / "matrix" / "vllm-releases.json"
+    trusted = trusted_folder(store.parent)  # a list others could write could pick releases
     try:
-        data = json.loads(store.read_text(encoding="utf-8"))
-        if time.time() - float(data["fetched"]) < INDEX_TTL and data["versions"]:
-            return [str(v) for v in data["versions"]]
-    except (OSError, ValueError, KeyError, TypeError):
+        if trusted:
+            data = json.loads(read_regular(store, MAX_CACHE_ENTRY_BYTES, private=True))
+            if time.time() - float(data["fetched"]) < INDEX_TTL and data["versions"]:
+                return [str(v) for v in data["versions"]]
+    except (UnreadableSource, ValueError, KeyError, TypeError, AttributeError, RecursionError):
         pass
     versions = final_releases(_ask_index())
+    if not trusted:
+        return versions
     try:
-        store.parent.mkdir(parents=True, exist_ok=True)
+        make_folders(store.parent)
         tmp = store.with_suffix(".tmp")
         tmp.write_text(json.dumps({"fetched": time.time(), "versions": versions}))
         tmp.replace(store)
@@ -118,10 +125,14 @@ def final_releases(versions: list[str]) -> list[str]:
 
 
 def _ask_index() -> list[str]:
-    command = [sys.executable, "-m", "pip", "index", "versions", "vllm"]
+    # Isolated, from an empty folder: a pip.py in the working directory must not run.
+    command = [sys.executable, "-I", "-m", "pip", "index", "versions", "vllm"]
     command += ["--disable-pip-version-check"]
     try:
-        result = subprocess.run(command, capture_output=True, text=True, timeout=120, check=False)
+        with tempfile.TemporaryDirectory() as empty:
+            result = subprocess.run(
+                command, capture_output=True, text=True, timeout=120, check=False, cwd=empty
+            )
     except subprocess.TimeoutExpired as exc:
         raise UsageError(
             "listing vLLM releases: the package index did not answer in 2 minutes"

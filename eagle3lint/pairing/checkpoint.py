@@ -9,11 +9,18 @@ torch is imported.
 from __future__ import annotations
 
 import json
+import os
 import struct
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from eagle3lint.sources.discovery import UsageError
+from eagle3lint.sources.files import (
+    MAX_CONFIG_BYTES,
+    UnreadableSource,
+    open_regular,
+    read_regular,
+)
 
 MAX_HEADER_BYTES = 100 * 2**20
 """safetensors' own limit on the JSON header; a larger length field means a corrupt file."""
@@ -50,7 +57,8 @@ class Checkpoint:
 def read_header(path: Path) -> dict[str, Tensor]:
     """The tensors one `.safetensors` file declares; UsageError when it is not one."""
     try:
-        with path.open("rb") as handle:
+        fd, _ = open_regular(path)  # not a FIFO or a device: they would block or never end
+        with os.fdopen(fd, "rb") as handle:
             size_bytes = handle.read(8)
             if len(size_bytes) < 8:
                 raise UsageError(f"--draft-weights: {path} is too short to be a safetensors file")
@@ -61,6 +69,8 @@ def read_header(path: Path) -> dict[str, Tensor]:
                     f"{MAX_HEADER_BYTES}): not a safetensors file"
                 )
             raw = handle.read(size)
+    except UnreadableSource as exc:
+        raise UsageError(f"--draft-weights: {path} {exc}") from exc
     except OSError as exc:
         raise UsageError(f"--draft-weights: {path}: {exc.strerror or exc}") from exc
     if len(raw) < size:
@@ -88,12 +98,14 @@ def weight_files(folder: Path) -> list[Path]:
     """The weight files of a checkpoint folder: the shards its index names, else every
     `*.safetensors` in it."""
     index = folder / INDEX_FILE
-    if index.is_file():
+    if os.path.lexists(index):
         try:
-            data = json.loads(index.read_text(encoding="utf-8"))
+            data = json.loads(read_regular(index, MAX_CONFIG_BYTES, "index").decode("utf-8"))
             weight_map = data["weight_map"]
             shards = sorted({str(v) for v in weight_map.values()})
-        except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError, AttributeError) as e:
+        except UnreadableSource as exc:
+            raise UsageError(f"--draft: {index} {exc}") from exc
+        except (ValueError, KeyError, TypeError, AttributeError, RecursionError) as e:
             raise UsageError(f"--draft: {index} is not a safetensors index ({e})") from e
         missing = [s for s in shards if not (folder / s).is_file()]
         if missing:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from eagle3lint.codes import INPUTS, all_codes
 from eagle3lint.findings import Severity
+from eagle3lint.report.escape import printable
 from eagle3lint.report.locations import grouped_findings
 from eagle3lint.report.model import Report
 from eagle3lint.report.text import relative, shown_severities
@@ -29,7 +30,7 @@ def github_annotations(report: Report, *, quiet: bool = False, verbose: bool = F
             "file": relative(finding.path),
             "line": str(finding.line),
             "col": str(finding.col),
-            "title": f"{finding.code} {finding.rule}",
+            "title": printable(f"{finding.code} {finding.rule}"),
         }
         lines.append(_command(COMMAND[finding.severity], properties, group.message(report)))
     rules = {entry.code.code: entry.rule for entry in all_codes()}
@@ -37,8 +38,8 @@ def github_annotations(report: Report, *, quiet: bool = False, verbose: bool = F
         properties = {"file": relative(error.path)}
         if error.line:
             properties["line"] = str(error.line)
-        properties["title"] = f"{error.code} {rules.get(error.code, INPUTS)}"
-        lines.append(_command("error", properties, error.message))
+        properties["title"] = printable(f"{error.code} {rules.get(error.code, INPUTS)}")
+        lines.append(_command("error", properties, printable(error.message)))
     kinds = {
         name: sum(line.startswith(f"::{name} ") for line in lines) for name in COMMAND.values()
     }

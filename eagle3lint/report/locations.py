@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from functools import cache
 
 from eagle3lint.findings import Finding
+from eagle3lint.report.escape import printable
 from eagle3lint.report.model import Report
 
 
@@ -42,13 +43,14 @@ class Located:
         return self.affects(limit)
 
     def message(self, report: Report) -> str:
-        """The message with its note and hint on lines of their own (annotations, SARIF)."""
+        """The message with its note and hint on lines of their own (annotations, SARIF), each
+        with its control characters escaped: the line breaks are the only ones."""
         finding = self.finding
-        text = finding.message
+        text = printable(finding.message)
         if note := self.note(report):
-            text += f"\n({note})"
+            text += f"\n({printable(note)})"
         if finding.hint:
-            text += f"\nHint: {finding.hint}"
+            text += f"\nHint: {printable(finding.hint)}"
         return text
 
 

@@ -10,6 +10,7 @@ from eagle3lint import __version__
 from eagle3lint.codes import all_codes
 from eagle3lint.explain import DOCS_URL, explanation_markdown
 from eagle3lint.findings import Severity
+from eagle3lint.report.escape import printable
 from eagle3lint.report.fingerprint import VERSION, fingerprint
 from eagle3lint.report.locations import grouped_findings, run_wide_codes
 from eagle3lint.report.model import Report
@@ -54,7 +55,7 @@ def to_sarif(report: Report) -> dict[str, object]:
                 {
                     "descriptor": {"id": finding.code, "index": index[finding.code]},
                     "level": LEVEL[finding.severity],
-                    "message": {"text": finding.message},
+                    "message": {"text": printable(finding.message)},
                 }
             )
             continue
@@ -65,7 +66,7 @@ def to_sarif(report: Report) -> dict[str, object]:
         results.append(result)
     for error in report.errors:
         result = _result(
-            error.code, index, "error", error.message, _location(error.path, error.line)
+            error.code, index, "error", printable(error.message), _location(error.path, error.line)
         )
         digest = hashlib.blake2b(
             f"{error.code}\0{error.path}\0{error.message}".encode(), digest_size=16

@@ -16,6 +16,7 @@ from rich.console import Console
 from rich.text import Text
 
 from eagle3lint.findings import Severity
+from eagle3lint.report.escape import printable
 from eagle3lint.report.locations import Located, grouped_findings
 from eagle3lint.report.model import Report
 
@@ -33,9 +34,10 @@ class TextOptions:
 
 
 def relative(path: str) -> str:
-    """Paths under the working directory are shown relative to it, others in full."""
+    """Paths under the working directory are shown relative to it, others in full; control
+    characters escaped."""
     cwd = os.getcwd()
-    return os.path.relpath(path, cwd) if path.startswith(cwd + os.sep) else path
+    return printable(os.path.relpath(path, cwd) if path.startswith(cwd + os.sep) else path)
 
 
 def plural(count: int, noun: str) -> str:
@@ -69,11 +71,13 @@ def render_text(report: Report, console: Console, options: TextOptions) -> None:
         console.print(
             Text.assemble(
                 ("eagle3lint ", "bold"),
-                f"vLLM {contract.version or '?'} ({contract.source}) · {contract.describe()}",
+                printable(
+                    f"vLLM {contract.version or '?'} ({contract.source}) · {contract.describe()}"
+                ),
             )
         )
         if contract.root:
-            console.print(Text(f"root: {contract.root}", style="dim"))
+            console.print(Text(f"root: {printable(contract.root)}", style="dim"))
         console.print()
     for group in shown:
         _finding(
@@ -84,7 +88,11 @@ def render_text(report: Report, console: Console, options: TextOptions) -> None:
         )
     for error in report.errors:
         where = relative(error.path) + (f":{error.line}" if error.line else "")
-        console.print(Text.assemble(f"{where}: ", (error.code, "bold red"), f" {error.message}"))
+        console.print(
+            Text.assemble(
+                f"{where}: ", (printable(error.code), "bold red"), f" {printable(error.message)}"
+            )
+        )
     if not options.quiet:
         _summary(report, groups, shown, console)
 
@@ -99,17 +107,17 @@ def _finding(group: Located, affects: str, console: Console, full: bool) -> None
             (finding.code, STYLE[finding.severity]),
             (" [*]" if finding.fixable else "", "cyan"),
             severity,
-            f" {finding.message}",
-            (f" ({affects})" if affects and not full else "", "dim"),
+            f" {printable(finding.message)}",
+            (f" ({printable(affects)})" if affects and not full else "", "dim"),
         )
     )
     if not full:
         return
-    console.print(Text(f"  rule: {finding.rule}", style="dim"))
+    console.print(Text(f"  rule: {printable(finding.rule)}", style="dim"))
     if affects:
-        console.print(Text(f"  {affects}", style="dim"))
+        console.print(Text(f"  {printable(affects)}", style="dim"))
     if finding.hint:
-        console.print(Text(f"  hint: {finding.hint}", style="dim"))
+        console.print(Text(f"  hint: {printable(finding.hint)}", style="dim"))
     console.print()
 
 
@@ -137,7 +145,7 @@ def _statistics(shown: list[Located], console: Console) -> None:
 
 def _summary(report: Report, groups: list[Located], shown: list[Located], console: Console) -> None:
     contract = report.contract
-    where = f"vLLM {contract.version or '?'} ({contract.source})"
+    where = printable(f"vLLM {contract.version or '?'} ({contract.source})")
     targets = report.targets
     ready = report.count_ready(True)
     verdicts = f"{plural(len(targets), 'architecture')} of {where}, {ready} EAGLE-3 ready"
@@ -152,7 +160,10 @@ def _summary(report: Report, groups: list[Located], shown: list[Located], consol
     if others:
         verdicts += f" ({' and '.join(others)}: no target verdict)"
     severities = Counter(g.finding.severity for g in shown)
-    if not shown:
+    if not shown and report.errors:
+        # Not "all checks passed": some input was not analysed (said below, exit code 2).
+        console.print(Text.assemble(("No findings ", "bold"), f"({verdicts})."))
+    elif not shown:
         console.print(Text.assemble(("All checks passed! ", "bold green"), f"({verdicts})"))
     else:
         parts = [

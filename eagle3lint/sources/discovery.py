@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -28,6 +29,8 @@ class Workspace:
     only_files: bool = False
     """Report only findings located in `files` (pre-commit passes changed files)."""
     missing: list[Path] = field(default_factory=list)
+    unreadable: dict[Path, str] = field(default_factory=dict)
+    """Folders under a PATH that could not be listed, with why: their files were not checked."""
     contract_only: bool = False
     """The tree only supplies the contract: every file given lies outside it (out-of-tree
     model files, or a checkout's tests/), so its registered architectures are not reported."""
@@ -66,6 +69,13 @@ def installed_vllm() -> Path | None:
     return folder if is_vllm_package(folder) else None
 
 
+def _located(path: Path) -> Path:
+    """`path` made absolute with its folders resolved, but not a symlinked file itself: the
+    tree a model file sits in is where it is linked, not where the link leads."""
+    path = Path(os.path.abspath(path))
+    return path.resolve() if path.is_dir() else path.parent.resolve() / path.name
+
+
 def enclosing_checkout(path: Path) -> Path | None:
     """The `vllm` package of a checkout that holds `path` outside that package (its `tests/`,
     `benchmarks/`, `examples/`): such files are checked against the checkout's contract."""
@@ -86,7 +96,11 @@ def discover(
     excluder = excluder or Excluder([], [])
 
     def files_of(path: Path) -> list[Path]:
-        found = python_files(path, respect_gitignore=respect_gitignore) if path.is_dir() else [path]
+        found = (
+            python_files(path, respect_gitignore=respect_gitignore, unreadable=workspace.unreadable)
+            if path.is_dir()
+            else [path]
+        )
         return [f for f in found if not excluder.excludes(f)]
 
     if vllm_version and not paths:
@@ -106,10 +120,10 @@ def discover(
     """Trees a path points into (not only the checkout of files outside them)."""
     for raw in paths:
         path = raw.expanduser()
-        if not path.exists():
+        if not os.path.exists(path):  # False, not an exception, when the path cannot be seen
             workspace.missing.append(raw)
             continue
-        path = path.resolve()
+        path = _located(path)
         if path.is_dir() and is_vllm_package(path):
             trees.add(path)
             inside.add(path)
@@ -142,6 +156,12 @@ def discover(
         )
     if trees:
         workspace.vllm_dir = trees.pop()
+        if workspace.vllm_dir.name != "vllm":
+            raise UsageError(
+                f"{workspace.vllm_dir} holds a vLLM tree but is not named vllm: vLLM's modules "
+                "import each other as vllm.…, so nothing in it would resolve. Check a copy or a "
+                "link named vllm (or the folder holding it)."
+            )
         workspace.contract_source = "tree"
         workspace.only_files = workspace.only_files or bool(workspace.extra_roots)
         workspace.contract_only = workspace.vllm_dir not in inside
@@ -161,6 +181,6 @@ def discover(
                 f"{', '.join(str(p) for p in paths)}: no vLLM tree (a folder holding "
                 "model_executor/models/) and no Python model files were found there."
             )
-    elif not workspace.missing:
+    elif not workspace.missing and not workspace.unreadable:
         raise UsageError("nothing to check")
     return workspace

@@ -1,87 +1,252 @@
 """`--vllm X.Y.Z`: a release's Python sources from PyPI, without installing it.
 
-The wheel is fetched with `pip download --no-deps --only-binary=:all:` in a subprocess and only
-`vllm/**.py` is kept, in the user cache folder. Nothing of it is imported or executed.
+The release's wheels and their digests are read from PyPI first (the simple API, PEP 691 JSON
+or PEP 503 HTML with `#sha256=` fragments). pip then fetches that one file, by its URL, in an
+isolated interpreter (`python -I`: neither the working directory nor PYTHON* variables can put
+code of theirs on its path), from a temporary working directory, with `--require-hashes`; the
+file it leaves is hashed again before anything is extracted. No other configured index or
+find-links folder is asked for vllm, and a file that is not the published one is refused.
+Only `vllm/**.py` is kept, within caps on size, ratio, entry count and name length, in the
+user's cache folder. Nothing of it is imported or executed.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import re
 import shutil
 import subprocess
 import sys
 import tempfile
+import urllib.error
+import urllib.parse
+import urllib.request
 import zipfile
+from html.parser import HTMLParser
 from pathlib import Path
 
+from eagle3lint import trust
 from eagle3lint.cachedir import touch
 from eagle3lint.index.cache import default_cache_dir
 
-VERSION = re.compile(r"^\d+(\.\d+){1,3}([a-z]+\d*)?(\.post\d+)?$")
+VERSION = re.compile(r"^\d{1,6}(\.\d{1,6}){1,3}([a-z]{1,5}\d{0,6})?(\.post\d{1,6})?$")
 COMPLETE = ".complete"
+INDEX_ENV = "EAGLE3LINT_INDEX_URL"
+DEFAULT_INDEX = "https://pypi.org/simple"
+"""The index whose published digests a wheel must match (PyPI; a mirror through INDEX_ENV)."""
+
+MAX_INDEX_PAGE = 64 * 2**20
+MAX_ENTRIES = 100_000
+"""Entries a wheel may list; vLLM's have about 4,000."""
+MAX_ENTRY_BYTES = 64 * 2**20
+MAX_TOTAL_BYTES = 1024 * 2**20
+"""Python sources extracted from one wheel at most; vLLM 0.33's come to about 40 MB."""
+MAX_RATIO = 200
+"""Largest size / compressed size of an entry; source code compresses 3 to 10 times."""
+MAX_NAME_BYTES = 255
+MAX_PATH_BYTES = 1024
 
 
 class DownloadError(Exception):
     """The release could not be fetched; the message says why and what to do."""
 
 
+def check_version(version: str) -> None:
+    """Refuse what is not a release number (also before it becomes a cache folder name)."""
+    if not VERSION.match(version):
+        raise DownloadError(f"{version!r} is not a vLLM version number (expected e.g. 0.16.0)")
+
+
 def release_dir(version: str, cache_root: Path | None = None) -> Path:
     return (cache_root or default_cache_dir()) / "releases" / version
 
 
+def index_url() -> str:
+    return os.environ.get(INDEX_ENV) or DEFAULT_INDEX
+
+
 def fetch_release(version: str, cache_root: Path | None = None, progress: bool = False) -> Path:
     """The `vllm/` folder of release `version`, downloading it on first use."""
-    if not VERSION.match(version):
-        raise DownloadError(f"{version!r} is not a vLLM version number (expected e.g. 0.16.0)")
+    check_version(version)
     target = release_dir(version, cache_root)
-    if (target / COMPLETE).is_file():
-        touch(target / COMPLETE)  # least-recently-used pruning (`cachedir`)
-        return target / "vllm"
-    target.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=target.parent, prefix=f".{version}-") as tmp:
-        wheel = _download(version, Path(tmp), progress)
-        staging = Path(tmp) / "tree"
-        _extract_python(wheel, staging)
-        (staging / COMPLETE).write_text(version + "\n")
-        try:
-            os.replace(staging, target)
-        except OSError:
-            # Another run finished the same release first; its copy is as good as ours.
-            if not (target / COMPLETE).is_file():
-                shutil.rmtree(target, ignore_errors=True)
+    try:
+        if (target / COMPLETE).is_file():
+            # Folders no one else can write hold files no one else put there (see trust).
+            trust.check_folder(target / "vllm")
+            touch(target / COMPLETE)  # least-recently-used pruning (`cachedir`)
+            return target / "vllm"
+        trust.check_folder(target.parent)
+        trust.make_folders(target.parent)
+        with tempfile.TemporaryDirectory(dir=target.parent, prefix=f".{version}-") as tmp:
+            wheel, digest = _download(version, Path(tmp), progress)
+            staging = Path(tmp) / "tree"
+            _extract_python(wheel, staging)
+            (staging / COMPLETE).write_text(json.dumps({"version": version, "wheel": digest}))
+            try:
                 os.replace(staging, target)
+            except OSError:
+                # Another run finished the same release first; its copy is as good as ours.
+                if not (target / COMPLETE).is_file():
+                    shutil.rmtree(target, ignore_errors=True)
+                    os.replace(staging, target)
+    except trust.UntrustedCache as exc:
+        raise DownloadError(str(exc)) from exc
+    except OSError as exc:
+        raise DownloadError(
+            f"cannot keep vllm=={version} in the cache folder {target.parent}: "
+            f"{exc.strerror or exc}. Set EAGLE3LINT_CACHE_DIR to a writable folder."
+        ) from exc
     return target / "vllm"
 
 
-def _download(version: str, into: Path, progress: bool) -> Path:
+class _Links(HTMLParser):
+    """`<a href="...#sha256=...">file</a>` of a PEP 503 page."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.files: list[dict[str, object]] = []
+        self._href: str | None = None
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag == "a":
+            self._href = dict(attrs).get("href") or ""
+
+    def handle_data(self, data: str) -> None:
+        if self._href is not None and "#sha256=" in self._href:
+            url, digest = self._href.rsplit("#sha256=", 1)
+            self.files.append({"filename": data.strip(), "url": url, "hashes": {"sha256": digest}})
+        self._href = None
+
+
+_RELEASE_FILE = re.compile(r"vllm-(\d[^-]*?)(?:-|\.tar\.gz$|\.zip$)")
+"""The release a file of the index is of (`vllm-0.16.0-cp38-abi3-….whl`, `vllm-0.16.0.tar.gz`)."""
+
+Published = dict[str, tuple[str, str]]
+"""Wheel file name → (absolute URL, sha256)."""
+
+
+def published_wheels(version: str, index: str) -> Published:
+    """The wheels of release `version` of vllm that `index` lists, with their digests."""
+    url = f"{index.rstrip('/')}/vllm/"
+    request = urllib.request.Request(
+        url, headers={"Accept": "application/vnd.pypi.simple.v1+json, text/html;q=0.1"}
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=60) as response:
+            page = response.read(MAX_INDEX_PAGE + 1)
+            kind = response.headers.get("Content-Type", "")
+            base = response.geturl()
+    except urllib.error.URLError as exc:
+        if not isinstance(exc, urllib.error.HTTPError) and isinstance(exc.reason, OSError):
+            raise DownloadError(offline(version)) from exc  # no connection was made
+        raise DownloadError(
+            f"could not read the published digests of vllm at {url} ({exc}). Point eagle3lint "
+            "at a vLLM checkout instead, or run again when the index is reachable."
+        ) from exc
+    except (OSError, ValueError) as exc:
+        raise DownloadError(
+            f"could not read the published digests of vllm at {url} ({exc}). Point eagle3lint "
+            "at a vLLM checkout instead, or run again when the index is reachable."
+        ) from exc
+    if len(page) > MAX_INDEX_PAGE:
+        raise DownloadError(f"{url} is larger than any package index page")
+    try:
+        if "json" in kind:
+            files = json.loads(page)["files"]
+        else:
+            parser = _Links()
+            parser.feed(page.decode("utf-8", "replace"))
+            files = parser.files
+        prefix = f"vllm-{version}-"
+        wheels = {
+            f["filename"]: (urllib.parse.urljoin(base, f["url"]), f["hashes"]["sha256"].lower())
+            for f in files
+            if isinstance(f, dict) and isinstance(f.get("filename"), str)
+            if f["filename"].startswith(prefix) and f["filename"].endswith(".whl")
+            if isinstance(f.get("url"), str) and isinstance(f.get("hashes"), dict)
+            if re.fullmatch(r"[0-9a-fA-F]{64}", str(f["hashes"].get("sha256", "")))
+        }
+    except (ValueError, KeyError, TypeError, RecursionError) as exc:
+        raise DownloadError(f"{url} is not a package index page ({exc})") from exc
+    if not wheels:
+        versions = {
+            match[1]
+            for f in files
+            if isinstance(f, dict) and isinstance(f.get("filename"), str)
+            if (match := _RELEASE_FILE.match(f["filename"]))
+        }
+        if version not in versions:
+            raise DownloadError(not_on_index(version, sorted(versions)))
+        raise DownloadError(f"{index} publishes no wheel of vllm=={version} with a sha256 digest")
+    return wheels
+
+
+def _preferred(wheels: Published) -> str:
+    """The wheel to fetch: its Python sources are the same on every platform, so any will do;
+    this machine's kind first, for a stable choice."""
+    return min(wheels, key=lambda name: ("x86_64" not in name, "none-any" not in name, name))
+
+
+def _download(version: str, into: Path, progress: bool) -> tuple[Path, str]:
+    """The wheel of `version` and its sha256, verified against the published digests."""
+    index = index_url()
+    wheels = published_wheels(version, index)
+    name = _preferred(wheels)
+    url, expected = wheels[name]
+    work = into / "pip"
+    dest = into / "wheel"
+    work.mkdir()
+    dest.mkdir()
+    # The exact file, by URL: no other index or find-links folder is asked for vllm.
+    (work / "requirements.txt").write_text(f"vllm @ {url} --hash=sha256:{expected}\n")
     command = [
         sys.executable,
+        "-I",  # no working directory, user site or PYTHON* variables on pip's path
         "-m",
         "pip",
         "download",
         "--no-deps",
         # pip would build a source distribution to read its metadata, running its setup code.
         "--only-binary=:all:",
+        "--require-hashes",
         "--disable-pip-version-check",
         "--quiet",
         "--dest",
-        str(into),
-        f"vllm=={version}",
+        str(dest),
+        "-r",
+        str(work / "requirements.txt"),
     ]
+    run = {"capture_output": True, "text": True, "check": False, "cwd": work}
     if progress:
         from rich.console import Console
 
         with Console(stderr=True).status(f"Downloading vllm=={version} sources from PyPI…"):
-            result = subprocess.run(command, capture_output=True, text=True, check=False)
+            result = subprocess.run(command, **run)  # type: ignore[call-overload]
     else:
-        result = subprocess.run(command, capture_output=True, text=True, check=False)
+        result = subprocess.run(command, **run)  # type: ignore[call-overload]
     if result.returncode != 0:
-        raise DownloadError(download_failure(version, result.stderr or result.stdout or ""))
-    archives = sorted(into.glob("vllm-*"))
-    if not archives:
-        raise DownloadError(f"pip reported success but left no vllm=={version} archive")
-    return archives[0]
+        raise DownloadError(_pip_failure(version, url, result.stderr or result.stdout or ""))
+    archives = sorted(dest.iterdir())
+    if len(archives) != 1:
+        raise DownloadError(f"pip left {len(archives)} files instead of the vllm=={version} wheel")
+    archive = archives[0]
+    digest = _sha256(archive)
+    if digest != expected:
+        raise DownloadError(
+            f"{archive.name} (sha256 {digest}) is not the wheel {index} publishes for "
+            f"vllm=={version} (sha256 {expected}): refused"
+        )
+    return archive, digest
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        while chunk := handle.read(1 << 20):
+            digest.update(chunk)
+    return digest.hexdigest()
 
 
 OFFLINE_MARKERS = (
@@ -97,37 +262,103 @@ OFFLINE_MARKERS = (
 AVAILABLE = re.compile(r"\(from versions: ([^)]*)\)")
 
 
+def _pip_failure(version: str, url: str, pip_output: str) -> str:
+    """`download_failure`, or that the file served is not the published one."""
+    if "DO NOT MATCH THE HASHES" in pip_output:
+        return (
+            f"could not download vllm=={version}: the file served at {url} is not the wheel the "
+            "index publishes"
+        )
+    return download_failure(version, pip_output)
+
+
 def download_failure(version: str, pip_output: str) -> str:
     """Why `pip download vllm==X` failed, in words that say what happened: offline, a version
     the index does not have (naming the newest it has), or pip's own last line."""
     if any(marker in pip_output for marker in OFFLINE_MARKERS):
-        return (
-            f"could not download vllm=={version}: offline (PyPI could not be reached). Point "
-            "eagle3lint at a vLLM checkout instead, or run again when PyPI is reachable."
-        )
+        return offline(version)
     listed = AVAILABLE.search(pip_output)
     if listed is not None or "No matching distribution found" in pip_output:
-        versions = [v.strip() for v in listed.group(1).split(",")] if listed else []
-        releases = [v for v in versions if re.fullmatch(r"\d+(\.\d+)*", v)]
-        newest = max(releases, key=lambda v: tuple(int(x) for x in v.split(".")), default=None)
-        where = f"; the newest release there is {newest}" if newest else ""
-        return f"vLLM {version} is not on PyPI (the index answered{where})"
+        return not_on_index(
+            version, [v.strip() for v in listed.group(1).split(",")] if listed else []
+        )
     lines = pip_output.strip().splitlines()
     return f"could not download vllm=={version}: {lines[-1] if lines else 'pip failed'}"
 
 
+def offline(version: str) -> str:
+    return (
+        f"could not download vllm=={version}: offline (PyPI could not be reached). Point "
+        "eagle3lint at a vLLM checkout instead, or run again when PyPI is reachable."
+    )
+
+
+def not_on_index(version: str, versions: list[str]) -> str:
+    """A version the index does not have, naming the newest release it does have."""
+    releases = [v for v in versions if re.fullmatch(r"\d+(\.\d+)*", v)]
+    newest = max(releases, key=lambda v: tuple(int(x) for x in v.split(".")), default=None)
+    where = f"; the newest release there is {newest}" if newest else ""
+    return f"vLLM {version} is not on PyPI (the index answered{where})"
+
+
 def _extract_python(archive: Path, into: Path) -> None:
-    """Keep only `vllm/**.py` (wheel) or `*/vllm/**.py` (sdist), refusing unsafe member paths."""
+    """Keep only `vllm/**.py`, refusing unsafe or oversized members."""
     if archive.suffix != ".whl":
         raise DownloadError(f"{archive.name} is not a wheel; only wheels are supported")
-    with zipfile.ZipFile(archive) as wheel:
-        for member in wheel.namelist():
-            if not (member.startswith("vllm/") and member.endswith(".py")):
-                continue
-            parts = Path(member).parts
-            if ".." in parts or Path(member).is_absolute():
-                continue
-            destination = into.joinpath(*parts)
-            destination.parent.mkdir(parents=True, exist_ok=True)
-            with wheel.open(member) as source, open(destination, "wb") as out:
-                shutil.copyfileobj(source, out)
+    try:
+        with zipfile.ZipFile(archive) as wheel:
+            members = wheel.infolist()
+            if len(members) > MAX_ENTRIES:
+                raise DownloadError(f"{archive.name} lists {len(members)} entries: refused")
+            wanted = [m for m in members if _wanted(m.filename)]
+            names = [m.filename for m in wanted]
+            if len(set(names)) != len(names):
+                twice = next(n for n in names if names.count(n) > 1)
+                raise DownloadError(f"{archive.name} lists {twice} twice: refused")
+            if not wanted:
+                raise DownloadError(f"{archive.name} holds no vllm/ Python sources")
+            total = 0
+            for member in wanted:
+                total += _extract_member(wheel, member, into, MAX_TOTAL_BYTES - total)
+    except zipfile.BadZipFile as exc:
+        raise DownloadError(f"{archive.name} is not a valid wheel: {exc}") from exc
+    except OSError as exc:
+        raise DownloadError(
+            f"{archive.name} could not be extracted: {exc.strerror or exc}"
+            + (f" ({exc.filename})" if exc.filename else "")
+        ) from exc
+
+
+def _wanted(name: str) -> bool:
+    """A `vllm/**.py` member with a safe path (no `..`, not absolute, names of sane length)."""
+    if not (name.startswith("vllm/") and name.endswith(".py")) or "\\" in name:
+        return False
+    parts = name.split("/")
+    if any(part in ("", ".", "..") for part in parts):
+        return False
+    encoded = name.encode("utf-8", "surrogateescape")
+    if len(encoded) > MAX_PATH_BYTES or any(
+        len(part.encode("utf-8", "surrogateescape")) > MAX_NAME_BYTES for part in parts
+    ):
+        raise DownloadError(f"the wheel holds a file name too long for a file system: {name!r}")
+    return True
+
+
+def _extract_member(wheel: zipfile.ZipFile, member: zipfile.ZipInfo, into: Path, room: int) -> int:
+    """Write one member below `into`; returns its size. Sizes are counted as the bytes come
+    out, not taken from the header, which the archive itself states."""
+    limit = min(MAX_ENTRY_BYTES, room, max(member.compress_size, 1) * MAX_RATIO)
+    destination = into.joinpath(*member.filename.split("/"))
+    trust.make_folders(destination.parent)
+    written = 0
+    fd = os.open(destination, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    with wheel.open(member) as source, os.fdopen(fd, "wb") as out:
+        while chunk := source.read(1 << 20):
+            written += len(chunk)
+            if written > limit:
+                raise DownloadError(
+                    f"{member.filename} expands beyond {limit} bytes "
+                    f"(from {member.compress_size} compressed): refused"
+                )
+            out.write(chunk)
+    return written

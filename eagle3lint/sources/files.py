@@ -4,21 +4,41 @@ sources too large or too deeply nested for libcst's parser to take without harm.
 
 from __future__ import annotations
 
+import ast
+import contextlib
+import errno
 import io
+import os
 import re
+import stat
 import tokenize
 from pathlib import Path
+
+from eagle3lint import trust
 
 MAX_FILE_BYTES = 2 * 1024 * 1024
 """Larger files are reported rather than parsed. libcst needs about a second and a few hundred
 MB of memory per MB of source, so a 10 MB generated file would take minutes and gigabytes;
 vLLM's largest source file (v1/worker/gpu_model_runner.py, 0.3 MB in 0.33) is far below."""
 
+MAX_CONFIG_BYTES = 16 * 1024 * 1024
+"""Largest config file read (pyproject.toml, --hf-config, cache entries): real ones are a few
+KB; the limit only stops a device or a runaway file from filling memory."""
+
+MAX_CACHE_ENTRY_BYTES = 64 * 1024 * 1024
+"""Largest cache entry read back (a summary of a file at `MAX_FILE_BYTES` is far smaller)."""
+
 MAX_NESTING = 400
 """Deepest expression (see `nesting_depth`) that is parsed: twice CPython's own limit of 200
 nested brackets, five times the deepest line in vLLM 0.33 (77). libcst's native parser
 overflows the C stack, killing the process, from about 1,200 nested brackets, and slows down
 quadratically on long operator chains."""
+
+MAX_TOKENS = 120_000
+"""Most tokens a file may hold (counted high: names in comments and strings count too). The
+parse costs about 2.5 KB of memory and 0.5 ms per token, whatever the bytes: 1.96 MB of
+`f(a,b)` lines took 121 s and 5.1 GB. This bounds one parse to about 350 MB and 10 s on this
+project's machine, 2.5 times vLLM 0.33's largest file (gpu_model_runner.py, 47,000)."""
 
 MAX_ELIF = 1000
 """Most `elif` branches a file may hold: libcst nests each in the previous `if`, and a chain
@@ -31,6 +51,8 @@ _TOKEN = re.compile(
     r"""|\#[^\n]*|\\\r?\n|:=|\*\*|//|<<|>>|->|[-+*/%@&|^~<>.()\[\]{},;:\n]"""
     r"""|\b(?:lambda|not|and|or|if|else|await|in|is)\b"""
 )
+_INDENT_FORM_FEED = re.compile(r"^[ \t\f]*\f", re.MULTILINE)
+_WORD = re.compile(r"\w+")
 _ELIF = re.compile(r"^[ \t]*elif\b", re.MULTILINE)
 
 
@@ -40,14 +62,26 @@ class UnreadableSource(Exception):
     code = "EAG902"
     """The input-error code it is reported under."""
 
-    def __init__(self, message: str, path: Path | None = None) -> None:
+    def __init__(
+        self,
+        message: str,
+        path: Path | None = None,
+        code: str | None = None,
+        line: int | None = None,
+    ) -> None:
         super().__init__(message)
         self.path = path
         """The file, when the reader knows it."""
+        if code is not None:
+            self.code = code
+        self.line = line
+        """The line at fault, when there is one (a syntax error)."""
 
-    def __reduce__(self) -> tuple[type[UnreadableSource], tuple[str, Path | None]]:
+    def __reduce__(
+        self,
+    ) -> tuple[type[UnreadableSource], tuple[str, Path | None, str, int | None]]:
         # Raised in worker processes too: the path must survive pickling.
-        return type(self), (str(self), self.path)
+        return type(self), (str(self), self.path, self.code, self.line)
 
 
 class TooDeeplyNested(UnreadableSource):
@@ -62,22 +96,94 @@ class SourceSyntaxError(UnreadableSource):
     code = "EAG901"
 
 
-def read_source_bytes(path: Path) -> bytes:
+class SourceNotFound(UnreadableSource):
+    """A file that is not there: callers probing for optional files tell it from one that is
+    there but cannot be read."""
+
+
+_KINDS = (
+    (stat.S_ISDIR, "is a directory"),
+    (stat.S_ISFIFO, "is a FIFO (named pipe), not a regular file"),
+    (stat.S_ISCHR, "is a character device, not a regular file"),
+    (stat.S_ISBLK, "is a block device, not a regular file"),
+    (stat.S_ISSOCK, "is a socket, not a regular file"),
+)
+
+
+def open_regular(path: Path, private: bool = False) -> tuple[int, os.stat_result]:
+    """A descriptor of the regular file at `path` (symlinks followed) and its `fstat`.
+
+    A FIFO would block `open` and `read` forever and a device (`/dev/zero`) never ends, so the
+    file is opened without blocking and refused unless `fstat` of that same descriptor says it
+    is a regular file. `private`: it must also be the user's alone (a cache entry, see
+    `eagle3lint.trust`). The caller closes the descriptor.
+    """
     try:
-        size = path.stat().st_size
-        if size > MAX_FILE_BYTES:
-            raise UnreadableSource(
-                f"file is {size / 1e6:.1f} MB, over the {MAX_FILE_BYTES // 2**20} MiB limit", path
-            )
-        return path.read_bytes()
-    except UnreadableSource:
-        raise
-    except IsADirectoryError as exc:
-        raise UnreadableSource("is a directory", path) from exc
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except FileNotFoundError as exc:
+        raise SourceNotFound("no such file or directory", path) from exc
     except PermissionError as exc:
         raise UnreadableSource("permission denied", path) from exc
     except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise UnreadableSource("symbolic link loop", path) from exc
+        with contextlib.suppress(OSError):  # a socket cannot be opened at all: say what it is
+            _refuse_special(os.stat(path).st_mode, path)
         raise UnreadableSource(exc.strerror or str(exc), path) from exc
+    try:
+        info = os.fstat(fd)
+        _refuse_special(info.st_mode, path)
+        if private and not trust.private(info):
+            raise UnreadableSource("not owned by you, or writable by others", path)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd, info
+
+
+def read_regular(path: Path, limit: int, what: str = "file", private: bool = False) -> bytes:
+    """The bytes of the regular file at `path` (see `open_regular`), at most `limit` of them.
+
+    Every file eagle3lint reads goes through here: the read stops at `limit` even if the file
+    grows meanwhile.
+    """
+    fd, info = open_regular(path, private)
+    try:
+        if info.st_size > limit:
+            raise UnreadableSource(
+                f"{what} is {info.st_size / 1e6:.1f} MB, over the {_size(limit)} limit", path
+            )
+        chunks: list[bytes] = []
+        size = 0
+        while size <= limit and (chunk := os.read(fd, min(1 << 20, limit + 1 - size))):
+            chunks.append(chunk)
+            size += len(chunk)
+        if size > limit:
+            raise UnreadableSource(f"{what} is over the {_size(limit)} limit", path)
+        return b"".join(chunks)
+    except OSError as exc:
+        if exc.errno == errno.EISDIR:
+            raise UnreadableSource("is a directory", path) from exc
+        raise UnreadableSource(exc.strerror or str(exc), path) from exc
+    finally:
+        os.close(fd)
+
+
+def _refuse_special(mode: int, path: Path) -> None:
+    for test, why in _KINDS:
+        if test(mode):
+            raise UnreadableSource(why, path)
+    if not stat.S_ISREG(mode):
+        raise UnreadableSource("is not a regular file", path)
+
+
+def _size(limit: int) -> str:
+    return f"{limit // 2**20} MiB" if limit >= 2**20 else f"{limit // 1024} KiB"
+
+
+def read_source_bytes(path: Path) -> bytes:
+    """A source file's bytes (see `read_regular`), refusing files over `MAX_FILE_BYTES`."""
+    return read_regular(path, MAX_FILE_BYTES)
 
 
 def decode_source(data: bytes) -> str:
@@ -91,10 +197,25 @@ def decode_source(data: bytes) -> str:
     except (SyntaxError, LookupError, UnicodeDecodeError) as exc:
         raise UnreadableSource(f"cannot decode: {exc}") from exc
     check_nesting(text)
-    return text.removeprefix("\ufeff")
+    # Lines end as CPython and editors end them: a lone CR is a line break too. A form feed in
+    # the indentation restarts CPython's column count; libcst's tokenizer trips on it.
+    text = text.removeprefix("\ufeff").replace("\r\n", "\n").replace("\r", "\n")
+    return _INDENT_FORM_FEED.sub("", text) if "\f" in text else text
 
 
-def nesting_depth(text: str) -> int:
+def check_syntax(text: str, name: str) -> None:
+    """Refuse what CPython would not compile (libcst accepts some Python 2, such as
+    `except E, e:`). Only the parser runs: nothing is compiled to code or executed; it costs
+    about a tenth of the libcst parse."""
+    try:
+        compile(text, name, "exec", flags=ast.PyCF_ONLY_AST, dont_inherit=True)
+    except SyntaxError as exc:
+        raise SourceSyntaxError(f"syntax error: {exc.msg}", line=exc.lineno) from exc
+    except (ValueError, RecursionError, MemoryError) as exc:
+        raise TooDeeplyNested(f"cannot be parsed: {type(exc).__name__}") from exc
+
+
+def nesting_depth(text: str, tokens: list[str] | None = None) -> int:
     """How deep the syntax tree of `text` nests, estimated high from a scan of its tokens.
 
     Every bracket, operator and string on the way from a statement to a token counts one level:
@@ -105,7 +226,7 @@ def nesting_depth(text: str) -> int:
     bases = [0]
     lambdas = [0]
     depth = deepest = 0
-    for token in _TOKEN.findall(text):
+    for token in _TOKEN.findall(text) if tokens is None else tokens:
         first = token[0]
         if first in "([{":
             depth += 1
@@ -137,17 +258,24 @@ def nesting_depth(text: str) -> int:
 
 
 def check_nesting(text: str) -> None:
-    """Refuse source that would crash or stall the parser (see `MAX_NESTING`)."""
+    """Refuse source that would crash, stall or exhaust the parser (see `MAX_NESTING`,
+    `MAX_ELIF` and `MAX_TOKENS`)."""
     elifs = len(_ELIF.findall(text))
     if elifs > MAX_ELIF:
         raise TooDeeplyNested(
             f"too deeply nested to analyse: {elifs} elif branches (the limit is {MAX_ELIF})"
         )
-    depth = nesting_depth(text)
+    tokens = _TOKEN.findall(text)
+    depth = nesting_depth(text, tokens)
     if depth > MAX_NESTING:
         raise TooDeeplyNested(
             f"too deeply nested to analyse: expressions nest {depth} levels deep "
             f"(the limit is {MAX_NESTING})"
+        )
+    count = len(tokens) + len(_WORD.findall(text))
+    if count > MAX_TOKENS:
+        raise UnreadableSource(
+            f"too large to analyse: about {count:,} tokens (the limit is {MAX_TOKENS:,})"
         )
 
 
