@@ -18,10 +18,10 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from eagle3lint.errors import UsageError
 from eagle3lint.findings import Finding
 from eagle3lint.report.fingerprint import fingerprint
 from eagle3lint.report.model import Report
-from eagle3lint.sources.discovery import UsageError
 
 FORMAT = 1
 

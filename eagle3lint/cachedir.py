@@ -28,6 +28,18 @@ MARKER = ".last-prune"
 KINDS = ("releases", "summaries", "runs")
 
 
+def default_cache_dir() -> Path:
+    """`EAGLE3LINT_CACHE_DIR`, else the platform's user cache folder (platformdirs:
+    `~/.cache/eagle3lint` or `$XDG_CACHE_HOME/eagle3lint` on Linux, `~/Library/Caches` on
+    macOS, `%LOCALAPPDATA%` on Windows)."""
+    override = os.environ.get("EAGLE3LINT_CACHE_DIR")
+    if override:
+        return Path(override).expanduser()
+    from platformdirs import user_cache_dir
+
+    return Path(user_cache_dir("eagle3lint", appauthor=False))
+
+
 def touch(path: Path) -> None:
     """Mark an entry as just used (a cache that cannot be written only costs speed)."""
     with contextlib.suppress(OSError):

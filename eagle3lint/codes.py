@@ -9,9 +9,9 @@ from __future__ import annotations
 import difflib
 from dataclasses import dataclass
 
+from eagle3lint.errors import UsageError
 from eagle3lint.findings import Severity
 from eagle3lint.rule import Code, Explanation, load_rules
-from eagle3lint.sources.discovery import UsageError
 
 TOOL_PLUGIN = "eagle3lint"
 

@@ -28,9 +28,9 @@ from pathlib import Path
 from typing import Any
 
 from eagle3lint.codes import check_selectors
+from eagle3lint.errors import ConfigError as ConfigError  # re-exported for older imports
 from eagle3lint.rule import load_rules
 from eagle3lint.sandbox import DEFAULT_RULE_TIMEOUT
-from eagle3lint.sources.discovery import UsageError
 from eagle3lint.sources.files import (
     MAX_CONFIG_BYTES,
     SourceNotFound,
@@ -49,10 +49,6 @@ KEYS = {
     "rules",
     "rule-timeout",
 }
-
-
-class ConfigError(UsageError):
-    """An invalid `[tool.eagle3lint]` table (exit code 2)."""
 
 
 @dataclass

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import StrEnum
 
+from eagle3lint.errors import InputError as InputError  # re-exported for older imports
+
 
 class Severity(StrEnum):
     """How bad a finding is; only errors make a target not EAGLE-3 ready."""
@@ -70,16 +72,3 @@ class Finding:
             "hint": self.hint,
             "fixable": self.fixable,
         }
-
-
-@dataclass(frozen=True, slots=True)
-class InputError:
-    """A file or input that could not be analysed (reported under `errors`, exit code 2)."""
-
-    path: str
-    message: str
-    line: int | None = None
-    code: str = "EAG901"
-
-    def to_json(self) -> dict[str, object]:
-        return {"path": self.path, "line": self.line, "code": self.code, "message": self.message}

@@ -17,13 +17,11 @@ import stat
 from functools import cache
 from pathlib import Path
 
+from eagle3lint.errors import UntrustedCache
+
 WRITABLE_BY_OTHERS = stat.S_IWGRP | stat.S_IWOTH
 DIR_MODE = 0o755
 """Folders the cache creates: not group-writable even under a umask of 002."""
-
-
-class UntrustedCache(Exception):
-    """A cache path another user could have written; the message says which and why."""
 
 
 def private(info: os.stat_result) -> bool:

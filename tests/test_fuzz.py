@@ -20,9 +20,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from eagle3lint.engine import CheckOptions, run_check
+from eagle3lint.errors import UsageError
 from eagle3lint.fixer import plan_edits
 from eagle3lint.index.project import _parse_job
-from eagle3lint.sources.discovery import UsageError
 
 TARGETS = {
     "model_executor/models/llama.py": "LlamaForCausalLM",

@@ -13,11 +13,11 @@ import pytest
 from typer.testing import CliRunner
 
 from eagle3lint import cli
+from eagle3lint.errors import UsageError
 from eagle3lint.matrix.model import build_matrix
 from eagle3lint.matrix.releases import Column, expand_specs, final_releases
 from eagle3lint.matrix.render_text import render_text
 from eagle3lint.matrix.verdicts import blocking_findings
-from eagle3lint.sources.discovery import UsageError
 
 REPO = Path(__file__).resolve().parent.parent
 ERAS = REPO / "fixtures" / "eras"

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from eagle3lint import __version__, trust
+from eagle3lint.cachedir import default_cache_dir as default_cache_dir  # re-exported
 from eagle3lint.cachedir import touch
 from eagle3lint.index.model import (
     SUMMARY_FORMAT,
@@ -31,18 +32,6 @@ from eagle3lint.sources.files import MAX_CACHE_ENTRY_BYTES, UnreadableSource, re
 from eagle3lint.trust import make_folders
 
 T = TypeVar("T")
-
-
-def default_cache_dir() -> Path:
-    """`EAGLE3LINT_CACHE_DIR`, else the platform's user cache folder (platformdirs:
-    `~/.cache/eagle3lint` or `$XDG_CACHE_HOME/eagle3lint` on Linux, `~/Library/Caches` on
-    macOS, `%LOCALAPPDATA%` on Windows)."""
-    override = os.environ.get("EAGLE3LINT_CACHE_DIR")
-    if override:
-        return Path(override).expanduser()
-    from platformdirs import user_cache_dir
-
-    return Path(user_cache_dir("eagle3lint", appauthor=False))
 
 
 @cache

@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import Any, TypeVar
 
+from eagle3lint.errors import SummaryFormatError
+
 T = TypeVar("T")
 
 SUMMARY_FORMAT = 6
@@ -198,10 +200,6 @@ def to_json(obj: Any) -> Any:
     if isinstance(obj, list | tuple):
         return [to_json(v) for v in obj]
     return obj
-
-
-class SummaryFormatError(ValueError):
-    """Raised when JSON data does not have the shape of a summary (a corrupt or foreign cache)."""
 
 
 Builder = Callable[[Any], Any]

@@ -15,7 +15,7 @@ from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-from eagle3lint.findings import InputError
+from eagle3lint.errors import InputError
 from eagle3lint.index.cache import SummaryCache, content_key, file_digest
 from eagle3lint.index.model import ClassSummary, FactorySummary, FileSummary, ForwardSummary
 from eagle3lint.sources.files import (

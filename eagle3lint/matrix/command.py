@@ -12,11 +12,12 @@ from pathlib import Path
 from rich.console import Console
 
 from eagle3lint.engine import CheckOptions
+from eagle3lint.errors import UsageError
 from eagle3lint.matrix.formats import MatrixFormat
 from eagle3lint.matrix.model import Matrix, build_matrix
 from eagle3lint.matrix.releases import Column, expand_specs
 from eagle3lint.matrix.runner import CheckJson, check_releases
-from eagle3lint.sources.discovery import UsageError, discover
+from eagle3lint.sources.discovery import discover
 
 
 def columns_of(paths: list[Path], specs: list[str]) -> list[Column]:

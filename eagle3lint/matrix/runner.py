@@ -21,12 +21,12 @@ from typing import Any
 
 from eagle3lint.contract.reader import read_contract
 from eagle3lint.engine import CheckOptions, discover_for
+from eagle3lint.errors import UsageError
 from eagle3lint.index.cache import SummaryCache, default_cache_dir
 from eagle3lint.index.project import ProjectIndex
 from eagle3lint.matrix.releases import Column
 from eagle3lint.matrix.status import ReleaseProgress
 from eagle3lint.report.model import Report
-from eagle3lint.sources.discovery import UsageError
 from eagle3lint.sources.download import COMPLETE, fetch_release, release_dir
 from eagle3lint.targets import registered_architectures
 

@@ -14,7 +14,7 @@ import struct
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from eagle3lint.sources.discovery import UsageError
+from eagle3lint.errors import UsageError
 from eagle3lint.sources.files import (
     MAX_CONFIG_BYTES,
     UnreadableSource,

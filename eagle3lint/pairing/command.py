@@ -14,11 +14,11 @@ from rich.console import Console
 from rich.table import Table
 
 from eagle3lint.engine import CheckOptions, run_check
+from eagle3lint.errors import UsageError
 from eagle3lint.findings import Severity
 from eagle3lint.pairing.analysis import Analysis
 from eagle3lint.pairing.draft import DraftPairing
 from eagle3lint.report.model import Report
-from eagle3lint.sources.discovery import UsageError
 
 TAPS_RULE = "forward-taps"
 

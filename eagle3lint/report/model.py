@@ -7,7 +7,8 @@ from pathlib import Path
 
 from eagle3lint import __version__
 from eagle3lint.contract.model import Contract
-from eagle3lint.findings import Finding, InputError, Severity
+from eagle3lint.errors import EXIT_FINDINGS, EXIT_INPUT, EXIT_OK, InputError
+from eagle3lint.findings import Finding, Severity
 
 
 @dataclass
@@ -95,10 +96,10 @@ class Report:
     def exit_code(self, exit_zero: bool = False) -> int:
         """ruff's convention: 2 when some input was not analysed, 1 for error findings."""
         if self.errors:
-            return 2
+            return EXIT_INPUT
         if exit_zero:
-            return 0
-        return 1 if self.has_errors else 0
+            return EXIT_OK
+        return EXIT_FINDINGS if self.has_errors else EXIT_OK
 
     def to_json(self) -> dict[str, object]:
         return {

@@ -7,12 +7,9 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from eagle3lint.errors import UsageError as UsageError  # re-exported for older imports
 from eagle3lint.sources.download import fetch_release
 from eagle3lint.sources.walk import Excluder, python_files
-
-
-class UsageError(Exception):
-    """Bad command-line input: exit code 2 with this message."""
 
 
 @dataclass

@@ -28,8 +28,8 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 from eagle3lint import trust
-from eagle3lint.cachedir import touch
-from eagle3lint.index.cache import default_cache_dir
+from eagle3lint.cachedir import default_cache_dir, touch
+from eagle3lint.errors import DownloadError
 
 VERSION = re.compile(r"^\d{1,6}(\.\d{1,6}){1,3}([a-z]{1,5}\d{0,6})?(\.post\d{1,6})?$")
 COMPLETE = ".complete"
@@ -47,10 +47,6 @@ MAX_RATIO = 200
 """Largest size / compressed size of an entry; source code compresses 3 to 10 times."""
 MAX_NAME_BYTES = 255
 MAX_PATH_BYTES = 1024
-
-
-class DownloadError(Exception):
-    """The release could not be fetched; the message says why and what to do."""
 
 
 def check_version(version: str) -> None:

@@ -15,6 +15,12 @@ import tokenize
 from pathlib import Path
 
 from eagle3lint import trust
+from eagle3lint.errors import (
+    SourceNotFound,
+    SourceSyntaxError,
+    TooDeeplyNested,
+    UnreadableSource,
+)
 
 MAX_FILE_BYTES = 2 * 1024 * 1024
 """Larger files are reported rather than parsed. libcst needs about a second and a few hundred
@@ -54,51 +60,6 @@ _TOKEN = re.compile(
 _INDENT_FORM_FEED = re.compile(r"^[ \t\f]*\f", re.MULTILINE)
 _WORD = re.compile(r"\w+")
 _ELIF = re.compile(r"^[ \t]*elif\b", re.MULTILINE)
-
-
-class UnreadableSource(Exception):
-    """A file that cannot be analysed; the message says why, in words for the user."""
-
-    code = "EAG902"
-    """The input-error code it is reported under."""
-
-    def __init__(
-        self,
-        message: str,
-        path: Path | None = None,
-        code: str | None = None,
-        line: int | None = None,
-    ) -> None:
-        super().__init__(message)
-        self.path = path
-        """The file, when the reader knows it."""
-        if code is not None:
-            self.code = code
-        self.line = line
-        """The line at fault, when there is one (a syntax error)."""
-
-    def __reduce__(
-        self,
-    ) -> tuple[type[UnreadableSource], tuple[str, Path | None, str, int | None]]:
-        # Raised in worker processes too: the path must survive pickling.
-        return type(self), (str(self), self.path, self.code, self.line)
-
-
-class TooDeeplyNested(UnreadableSource):
-    """A file the parser cannot take safely: reported like a syntax error."""
-
-    code = "EAG901"
-
-
-class SourceSyntaxError(UnreadableSource):
-    """A file that does not parse."""
-
-    code = "EAG901"
-
-
-class SourceNotFound(UnreadableSource):
-    """A file that is not there: callers probing for optional files tell it from one that is
-    there but cannot be read."""
 
 
 _KINDS = (
