@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 from eagle3lint.errors import InputError as InputError  # re-exported for older imports
+from eagle3lint.repairs import Repair
 
 
 class Severity(StrEnum):
@@ -14,27 +15,6 @@ class Severity(StrEnum):
     ERROR = "error"
     WARNING = "warning"
     INFO = "info"
-
-
-@dataclass(frozen=True, slots=True)
-class Repair:
-    """A request to the codemod: which transformation, in which file, with which parameters.
-
-    Parameters are kept as sorted key/value pairs so repairs are hashable and can be
-    de-duplicated when several targets need the same edit (DeepseekV3 and Kimi both need
-    DeepseekV2 tapped once).
-    """
-
-    kind: str
-    path: str
-    params: tuple[tuple[str, str], ...] = ()
-
-    @classmethod
-    def make(repair_cls, kind: str, path: str, **params: str) -> Repair:
-        return repair_cls(kind, path, tuple(sorted(params.items())))
-
-    def get(self, key: str, default: str = "") -> str:
-        return dict(self.params).get(key, default)
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,7 +13,6 @@ import os
 import stat
 import sys
 import tempfile
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
@@ -21,11 +20,7 @@ from typing import BinaryIO
 import libcst as cst
 
 from eagle3lint.codemod.errors import CodemodRefused
-from eagle3lint.codemod.gate import add_gate_entry
-from eagle3lint.codemod.methods import add_aux_methods, add_delegating_methods, rename_method
-from eagle3lint.codemod.proposer import add_proposer_branch
-from eagle3lint.codemod.protocol import add_base
-from eagle3lint.codemod.taps import add_forward_taps, add_mixin_taps
+from eagle3lint.codemod.registry import apply_repair, edit_order
 from eagle3lint.codemod.verify import render_checked
 from eagle3lint.engine import CheckOptions, run_check
 from eagle3lint.findings import Repair, Severity
@@ -42,28 +37,6 @@ from eagle3lint.sources.files import (
 MAX_PASSES = 3
 """Fixing a base class can make a subclass fixable: passes until nothing changes, at most this."""
 
-Transform = Callable[[cst.Module, Repair, bool], cst.Module]
-"""A codemod for one repair; the flag says whether the file sits beside `interfaces.py`, so
-that an import it adds is relative (`from .interfaces`) or absolute."""
-
-TRANSFORMS: dict[str, Transform] = {
-    "add-protocol-base": lambda m, r, rel: add_base(m, r.get("cls"), relative=rel),
-    "add-aux-methods": lambda m, r, _: add_aux_methods(
-        m, r.get("cls"), getter_name=r.get("getter"), inner_attr=r.get("inner", "model")
-    ),
-    "add-delegating-methods": lambda m, r, _: add_delegating_methods(
-        m, r.get("cls"), getter_name=r.get("getter")
-    ),
-    "add-forward-taps": lambda m, r, _: add_forward_taps(m, r.get("cls"), enumerate_start=True),
-    "add-mixin-taps": lambda m, r, rel: add_mixin_taps(
-        m, r.get("cls"), enumerate_start=True, relative=rel
-    ),
-    "rename-method": lambda m, r, _: rename_method(m, r.get("cls"), r.get("old"), r.get("new")),
-    "add-gate-entry": lambda m, r, _: add_gate_entry(m, r.get("model_type")),
-    "add-proposer-branch": lambda m, r, _: add_proposer_branch(m, r.get("cls"), r.get("attribute")),
-}
-"""Repair kind → codemod. The order is the order edits are applied within one file."""
-
 
 @dataclass
 class FileEdit:
@@ -79,13 +52,12 @@ class FileEdit:
 
 
 def plan_repairs(repairs: list[Repair]) -> dict[Path, list[Repair]]:
-    """Unique repairs grouped by file, in `TRANSFORMS` order."""
-    order = list(TRANSFORMS)
+    """Unique repairs grouped by file, in the codemod registry's order."""
     by_file: dict[Path, list[Repair]] = {}
     for repair in dict.fromkeys(repairs):
         by_file.setdefault(Path(repair.path), []).append(repair)
     for items in by_file.values():
-        items.sort(key=lambda r: (order.index(r.kind) if r.kind in order else len(order), r.params))
+        items.sort(key=edit_order)
     return by_file
 
 
@@ -110,12 +82,8 @@ def rewrite(path: Path, repairs: list[Repair], interfaces_dir: Path | None = Non
         edit.refused = [(r, f"{path} does not parse: {exc}") for r in repairs]
         return edit
     for repair in repairs:
-        transform = TRANSFORMS.get(repair.kind)
-        if transform is None:
-            edit.refused.append((repair, f"no codemod for {repair.kind}"))
-            continue
         try:
-            module = transform(module, repair, relative)
+            module = apply_repair(module, repair, relative)
         except CodemodRefused as exc:
             edit.refused.append((repair, exc.reason))
             continue

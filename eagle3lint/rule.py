@@ -57,18 +57,37 @@ class Code:
 
 
 @dataclass(frozen=True, slots=True)
+class Expected:
+    """One finding an invalid example must produce: its code, and optionally the line it is
+    reported at (in the example's source) and a fragment of its message."""
+
+    code: str
+    line: int | None = None
+    message: str = ""
+
+
+@dataclass(frozen=True, slots=True)
 class Example:
     """Model code a rule is tested on (Fixit-style).
 
     `source` becomes a model file inside a fixture tree of contract era `era` (a folder under
-    `fixtures/eras/`); `expect` lists the codes this rule must report for the classes the file
-    defines (empty: the example is valid for this rule).
+    `fixtures/eras/`); `expect` lists what this rule must report for the classes the file
+    defines, as codes or `Expected` findings (empty: the example is valid for this rule).
+    `expected_replacement` is the file as `eagle3lint fix` must leave it (Fixit's
+    `Invalid(expected_replacement=...)`): an invalid example whose findings are fixable must
+    have one.
     """
 
     source: str
     era: str
-    expect: tuple[str, ...] = ()
+    expect: tuple[str | Expected, ...] = ()
     model_type: str | None = None
+    expected_replacement: str | None = None
+
+    @property
+    def expected(self) -> tuple[Expected, ...]:
+        """`expect` with every bare code as an `Expected` that pins only the code."""
+        return tuple(e if isinstance(e, Expected) else Expected(e) for e in self.expect)
 
 
 @dataclass
@@ -192,8 +211,40 @@ def declaration_problem(cls: object) -> str | None:
             return f"rule {slug} gives {code.code} a name or summary that is not text"
     if len({code.code for code in codes}) != len(codes):
         return f"rule {slug} declares a code twice"
+    declared = {code.code for code in codes}
+    for kind in ("valid", "invalid"):
+        examples = getattr(cls, kind, ())
+        if not isinstance(examples, tuple | list):
+            return f"rule {slug} gives {kind} examples as {_short(examples)}, not a tuple"
+        for i, example in enumerate(examples):
+            problem = _example_problem(example, kind == "invalid", declared)
+            if problem is not None:
+                return f"rule {slug}: {kind} example {i} {problem}"
     if cls.check is Rule.check:
         return f"rule {slug} has no check method"
+    return None
+
+
+def _example_problem(example: object, invalid: bool, codes: set[str]) -> str | None:
+    """What is wrong with one example a rule declares, or None."""
+    if not isinstance(example, Example):
+        return f"is {_short(example)}, not an Example"
+    for name in ("source", "era"):
+        if not isinstance(getattr(example, name), str) or not getattr(example, name):
+            return f"has no {name}"
+    if not isinstance(example.expect, tuple | list):
+        return f"expects {_short(example.expect)}, not a tuple of codes"
+    for expected in example.expect:
+        code = expected.code if isinstance(expected, Expected) else expected
+        if code not in codes:
+            return f"expects {_short(code)}, which the rule does not declare"
+    if invalid and not example.expect:
+        return "is invalid but expects no finding"
+    if not invalid and example.expect:
+        return "is valid but expects findings"
+    replacement = example.expected_replacement
+    if replacement is not None and (not invalid or not isinstance(replacement, str)):
+        return "has an expected_replacement, which only an invalid example's text can be"
     return None
 
 

@@ -14,7 +14,7 @@ from functools import cached_property
 
 from eagle3lint.contract.model import KNOWN_GETTERS, REGISTRY, Contract
 from eagle3lint.contract.reader import PP_RELAY_FLAG
-from eagle3lint.index.model import DictLiteral, InitAssign, MethodSummary
+from eagle3lint.index.model import DictLiteral, ForwardSummary, InitAssign, MethodSummary
 from eagle3lint.index.project import ClassRef, ExternalRef, ProjectIndex
 
 MODELS_PACKAGE = "vllm.model_executor.models"
@@ -165,6 +165,21 @@ class Target:
             if isinstance(entry, ClassRef) and name in entry.cls.methods:
                 return entry, entry.cls.methods[name]
         return None
+
+    def classes_of(self, ref: ClassRef) -> list[ClassRef]:
+        """The analysed classes in the MRO of `ref` (a class this target reaches, such as its
+        inner decoder), nearest first; bases outside the analysed trees are left out."""
+        return [e for e in self.index.mro(ref) if isinstance(e, ClassRef)]
+
+    def forward_of(self, ref: ClassRef) -> tuple[ClassRef, ForwardSummary] | None:
+        """The `forward` that `ref` runs, its own or the nearest inherited one, with the class
+        that defines it."""
+        return self.index.forward_of(ref)
+
+    def imported_class(self, name: str) -> ClassRef | None:
+        """The analysed class that `name`, imported into this target's file, resolves to."""
+        found = self.index.resolve(self.ref.file.module, name)
+        return found if isinstance(found, ClassRef) else None
 
     def init_assign(self, attr: str) -> tuple[ClassRef, InitAssign] | None:
         for entry in self.mro:

@@ -4,10 +4,23 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from eagle3lint.findings import Finding, Repair, Severity
-from eagle3lint.index.project import ClassRef
-from eagle3lint.rule import Code, Example, Explanation, Rule, RuleContext
-from eagle3lint.targets import Target
+from eagle3lint.api import (
+    AddAuxMethods,
+    AddDelegatingMethods,
+    AddMixinTaps,
+    ClassRef,
+    Code,
+    Example,
+    Expected,
+    Explanation,
+    Finding,
+    RenameMethod,
+    Repair,
+    Rule,
+    RuleContext,
+    Severity,
+    Target,
+)
 
 _UNPACK_ERROR = (
     "```text\nValueError: too many values to unpack (expected 2)\n```\nraised by the runner's "
@@ -173,17 +186,33 @@ class Methods2ForCausalLM(nn.Module, SupportsEagle3):
     invalid = (
         Example(
             era="e2_stub",
-            expect=("EAG201", "EAG201"),
+            expect=(
+                Expected("EAG201", line=3, message="set_aux_hidden_state_layers()"),
+                Expected("EAG201", line=3, message="get_eagle3_aux_hidden_state_layers()"),
+            ),
             source="""
 from torch import nn
 from .interfaces import SupportsEagle3
 class StubsForCausalLM(nn.Module, SupportsEagle3):
     pass
 """,
+            expected_replacement="""
+from torch import nn
+from .interfaces import SupportsEagle3
+class StubsForCausalLM(nn.Module, SupportsEagle3):
+    pass
+
+    def set_aux_hidden_state_layers(self, layers: tuple[int, ...]) -> None:
+        self.model.aux_hidden_state_layers = layers
+
+    def get_eagle3_aux_hidden_state_layers(self) -> tuple[int, ...]:
+        num_layers = len(self.model.layers)
+        return (2, num_layers // 2, num_layers - 3)
+""",
         ),
         Example(
             era="e3_mixin",
-            expect=("EAG203",),
+            expect=(Expected("EAG203", line=6, message="is never called by this vLLM release"),),
             source="""
 from torch import nn
 from .interfaces import SupportsEagle3
@@ -191,6 +220,15 @@ class OldNameForCausalLM(nn.Module, SupportsEagle3):
     def set_aux_hidden_state_layers(self, layers):
         self.model.aux_hidden_state_layers = layers
     def get_eagle3_aux_hidden_state_layers(self):
+        return (2, 4, 6)
+""",
+            expected_replacement="""
+from torch import nn
+from .interfaces import SupportsEagle3
+class OldNameForCausalLM(nn.Module, SupportsEagle3):
+    def set_aux_hidden_state_layers(self, layers):
+        self.model.aux_hidden_state_layers = layers
+    def get_eagle3_default_aux_hidden_state_layers(self):
         return (2, 4, 6)
 """,
         ),
@@ -247,8 +285,7 @@ class OldNameForCausalLM(nn.Module, SupportsEagle3):
                 target.ref.cls.line,
                 target.ref.cls.column,
                 hint=f"Define {name} on {owner.ref.name}, as the release's llama.py does.",
-                repair=Repair.make(
-                    "add-aux-methods",
+                repair=AddAuxMethods(
                     owner_path,
                     cls=owner.ref.name,
                     getter=contract.getter,
@@ -263,7 +300,7 @@ class OldNameForCausalLM(nn.Module, SupportsEagle3):
         inner = target.decoder_owner.inner_model
         if inner is None:
             return
-        inner_mro = {e.qualname for e in target.index.mro(inner) if isinstance(e, ClassRef)}
+        inner_mro = {e.qualname for e in target.classes_of(inner)}
         needs_mixin = name == contract.setter and contract.mixin is not None
         if needs_mixin and contract.mixin not in inner_mro:
             yield self.report(
@@ -279,8 +316,7 @@ class OldNameForCausalLM(nn.Module, SupportsEagle3):
                 repair=self._mixin_repair(target, inner, ctx),
             )
         has_layers = any(
-            isinstance(e, ClassRef) and (e.cls.assigns_layers or "layers" in e.cls.attrs)
-            for e in target.index.mro(inner)
+            e.cls.assigns_layers or "layers" in e.cls.attrs for e in target.classes_of(inner)
         )
         if name == contract.getter and not has_layers:
             yield self.report(
@@ -295,16 +331,14 @@ class OldNameForCausalLM(nn.Module, SupportsEagle3):
     def _mixin_repair(self, target: Target, inner: ClassRef, ctx: RuleContext) -> Repair:
         """An untapped decoder becomes a mixin (the release's own style); one with a custom tap
         keeps it and the model overrides the setter instead, as DeepseekV2 does upstream."""
-        found = target.index.forward_of(inner)
+        found = target.forward_of(inner)
         tapped = found is not None and any(loop.taps for loop in found[1].loops)
         if not tapped:
             # The class that defines the forward gets the mixin; subclasses inherit both.
             where = found[0] if found is not None else inner
-            return Repair.make("add-mixin-taps", ctx.path(where), cls=where.name)
+            return AddMixinTaps(ctx.path(where), cls=where.name)
         owner = target.repair_owner()
-        return Repair.make(
-            "add-aux-methods", ctx.path(owner.ref), cls=owner.ref.name, getter=ctx.contract.getter
-        )
+        return AddAuxMethods(ctx.path(owner.ref), cls=owner.ref.name, getter=ctx.contract.getter)
 
     def _wrapper(self, target: Target, ctx: RuleContext) -> Iterator[Finding]:
         contract = ctx.contract
@@ -334,9 +368,7 @@ class OldNameForCausalLM(nn.Module, SupportsEagle3):
                 target.ref.cls.line,
                 target.ref.cls.column,
                 hint="Delegate to self.language_model, as vLLM 0.18's Kimi-K2.5 wrapper does.",
-                repair=Repair.make(
-                    "add-delegating-methods", path, cls=target.ref.name, getter=contract.getter
-                ),
+                repair=AddDelegatingMethods(path, cls=target.ref.name, getter=contract.getter),
             )
 
     def _dead_overrides(self, target: Target, ctx: RuleContext) -> Iterator[Finding]:
@@ -366,9 +398,7 @@ class OldNameForCausalLM(nn.Module, SupportsEagle3):
                         method.line,
                         method.column,
                         hint=f"Rename it to {contract.getter}.",
-                        repair=Repair.make(
-                            "rename-method", path, cls=entry.name, old=name, new=contract.getter
-                        )
+                        repair=RenameMethod(path, cls=entry.name, old=name, new=contract.getter)
                         if can_rename
                         else None,
                     )

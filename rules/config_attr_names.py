@@ -6,10 +6,19 @@ import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from eagle3lint.findings import Finding, Repair, Severity
-from eagle3lint.index.project import ClassRef
-from eagle3lint.rule import Code, Example, Explanation, Rule, RuleContext
-from eagle3lint.targets import Target
+from eagle3lint.api import (
+    AddProposerBranch,
+    ClassRef,
+    Code,
+    Example,
+    Expected,
+    Explanation,
+    Finding,
+    Rule,
+    RuleContext,
+    Severity,
+    Target,
+)
 
 CONFIGS_PACKAGE = "vllm.transformers_utils.configs"
 IMAGE_TOKEN_ATTR = re.compile(r"^(image|media|img|vision)\w*(token|placeholder)\w*(id|index)$")
@@ -26,13 +35,12 @@ def json_has(config: Mapping[str, Any], dotted: str) -> bool:
 
 def config_classes(target: Target) -> list[ClassRef]:
     """Config classes (from vLLM's transformers_utils/configs) the model's file imports."""
-    index = target.index
     found: dict[str, ClassRef] = {}
     for local, ref in target.ref.file.imports.items():
         if not ref.module.startswith(CONFIGS_PACKAGE) or not ref.name:
             continue
-        resolved = index.resolve(target.ref.file.module, local)
-        if isinstance(resolved, ClassRef) and resolved.name.endswith("Config"):
+        resolved = target.imported_class(local)
+        if resolved is not None and resolved.name.endswith("Config"):
             found[resolved.qualname] = resolved
     return list(found.values())
 
@@ -62,10 +70,9 @@ def model_config(target: Target, contract_configs: frozenset[str]) -> ClassRef |
 
 def config_attributes(target: Target, ref: ClassRef) -> set[str]:
     names: set[str] = set()
-    for entry in target.index.mro(ref):
-        if isinstance(entry, ClassRef):
-            names.update(entry.cls.init_assigns)
-            names.update(entry.cls.attrs)
+    for entry in target.classes_of(ref):
+        names.update(entry.cls.init_assigns)
+        names.update(entry.cls.attrs)
     return names
 
 
@@ -167,7 +174,7 @@ class GoodVLForConditionalGeneration(nn.Module, SupportsMultiModal):
     invalid = (
         Example(
             era="e2_stub",
-            expect=("EAG401",),
+            expect=(Expected("EAG401", line=4, message="KimiLikeConfig has no image_token_index"),),
             source="""
 from torch import nn
 from vllm.transformers_utils.configs.kimi_like import KimiLikeConfig
@@ -232,9 +239,7 @@ class MediaVLForConditionalGeneration(nn.Module, SupportsMultiModal):
                 cls.line,
                 cls.column,
                 hint=hint,
-                repair=Repair.make(
-                    "add-proposer-branch", mapping.path, cls=name, attribute=alternative[0]
-                )
+                repair=AddProposerBranch(mapping.path, cls=name, attribute=alternative[0])
                 if alternative
                 else None,
             )

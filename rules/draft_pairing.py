@@ -9,12 +9,21 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from eagle3lint.contract.drafter import IDS_KEY
-from eagle3lint.findings import Finding, Severity
-from eagle3lint.pairing.analysis import Analysis, analyse, relays_over_pp
-from eagle3lint.pairing.draft import SPECULATORS, DraftPairing
-from eagle3lint.rule import Code, Example, Explanation, Rule, RuleContext
-from eagle3lint.targets import Target
+from eagle3lint.api import (
+    DRAFT_IDS_KEY,
+    SPECULATORS_FORMAT,
+    Code,
+    DraftPairing,
+    Example,
+    Explanation,
+    Finding,
+    PairingAnalysis,
+    Rule,
+    RuleContext,
+    Severity,
+    Target,
+    analyse_pairing,
+)
 
 Locate = Callable[[str], tuple[str, int]]
 """A key of the draft config → where a finding about it is reported (its config.json line)."""
@@ -293,7 +302,7 @@ class DraftPairingRule(Rule):
         pairing: DraftPairing | None = ctx.pairing
         if pairing is None or not ctx.contract.root:
             return
-        analysis = analyse(pairing, target, ctx.index, ctx.contract)
+        analysis = analyse_pairing(pairing, target)
         pairing.analysis = analysis
         draft = pairing.draft
         path = str(draft.path)
@@ -306,12 +315,12 @@ class DraftPairingRule(Rule):
         yield from self._layer_ids(analysis, pairing, target, ctx, at)
         yield from self._vocabulary(analysis, pairing, at)
         yield from self._norm_flags(analysis, pairing, at)
-        if draft.format == SPECULATORS:
+        if draft.format == SPECULATORS_FORMAT:
             yield from self._verifier(pairing, target, at)
         if pairing.pipeline_size > 1:
             yield from self._pipeline(pairing, target, ctx)
 
-    def _registration(self, analysis: Analysis, at: Locate) -> Iterator[Finding]:
+    def _registration(self, analysis: PairingAnalysis, at: Locate) -> Iterator[Finding]:
         arch = analysis.translated.architecture
         facts = analysis.facts
         if arch is None:
@@ -320,7 +329,9 @@ class DraftPairingRule(Rule):
             yield self.report(
                 "EAG601",
                 f"vLLM {analysis.release} cannot build this drafter: {reason} ({where}).",
-                *at("architectures" if analysis.draft_format != SPECULATORS else "model_type"),
+                *at(
+                    "architectures" if analysis.draft_format != SPECULATORS_FORMAT else "model_type"
+                ),
             )
             return
         renamed = f"{analysis.declared_arch} → {arch}" if arch != analysis.declared_arch else arch
@@ -344,7 +355,9 @@ class DraftPairingRule(Rule):
                 *at("architectures"),
             )
 
-    def _widths(self, analysis: Analysis, pairing: DraftPairing, at: Locate) -> Iterator[Finding]:
+    def _widths(
+        self, analysis: PairingAnalysis, pairing: DraftPairing, at: Locate
+    ) -> Iterator[Finding]:
         hidden = analysis.target_hidden
         width = analysis.draft_width
         config = analysis.translated.config
@@ -397,7 +410,7 @@ class DraftPairingRule(Rule):
 
     def _layer_ids(
         self,
-        analysis: Analysis,
+        analysis: PairingAnalysis,
         pairing: DraftPairing,
         target: Target,
         ctx: RuleContext,
@@ -423,7 +436,7 @@ class DraftPairingRule(Rule):
                 f"The draft config holds layer ids {places}, but {reads}: "
                 f"{'the target' if first else 'with that runner the target'} taps {default} "
                 "instead, with only an info log.",
-                *at(next(iter(analysis.id_places), IDS_KEY).rsplit(".", 1)[-1]),
+                *at(next(iter(analysis.id_places), DRAFT_IDS_KEY).rsplit(".", 1)[-1]),
                 hint="Put the ids at the top level as eagle_aux_hidden_state_layer_ids.",
             )
         requested = analysis.requests[0].ids if analysis.requests else None
@@ -471,7 +484,7 @@ class DraftPairingRule(Rule):
             )
 
     def _vocabulary(
-        self, analysis: Analysis, pairing: DraftPairing, at: Locate
+        self, analysis: PairingAnalysis, pairing: DraftPairing, at: Locate
     ) -> Iterator[Finding]:
         checkpoint = pairing.checkpoint
         draft, target = analysis.draft_vocab, analysis.target_vocab
@@ -508,7 +521,7 @@ class DraftPairingRule(Rule):
             )
 
     def _norm_flags(
-        self, analysis: Analysis, pairing: DraftPairing, at: Locate
+        self, analysis: PairingAnalysis, pairing: DraftPairing, at: Locate
     ) -> Iterator[Finding]:
         facts = analysis.drafter_facts
         if facts is None:
@@ -517,7 +530,7 @@ class DraftPairingRule(Rule):
         set_flags: list[tuple[str, str]] = []
         holders: list[tuple[Any, str]] = [(draft.data, "")]
         holders.append((draft.data.get("eagle_config"), "eagle_config"))
-        if draft.format == SPECULATORS:
+        if draft.format == SPECULATORS_FORMAT:
             holders.append((draft.layer_config(), "transformer_layer_config"))
         for holder, where in holders:
             if isinstance(holder, dict):
@@ -526,7 +539,7 @@ class DraftPairingRule(Rule):
             read_from = facts.flag_sources(name)
             if where == "transformer_layer_config":
                 honoured = "" in read_from
-            elif draft.format == SPECULATORS and where == "":
+            elif draft.format == SPECULATORS_FORMAT and where == "":
                 honoured = name in analysis.translated.passed and "" in read_from
             else:
                 honoured = where in read_from
@@ -536,7 +549,7 @@ class DraftPairingRule(Rule):
                 why = (
                     f"{analysis.drafter.cls if analysis.drafter else 'the drafter'} never reads it"
                 )
-            elif draft.format == SPECULATORS and where == "":
+            elif draft.format == SPECULATORS_FORMAT and where == "":
                 why = "the speculators translation does not pass it on to the drafter"
             else:
                 places = ", ".join(s or "the top level" for s in read_from)
@@ -577,7 +590,7 @@ class DraftPairingRule(Rule):
                 "this release has no way to relay aux hidden states between pipeline ranks: "
                 "those captured on non-last ranks are dropped"
             )
-        elif not relays_over_pp(target, ctx.index):
+        elif not target.pp_aux_relay:
             why = (
                 f"{ref.name} does not declare supports_aux_hidden_states_over_pp = True, so "
                 "model runner v2 refuses the pair and nothing relays the aux states captured on "

@@ -5,11 +5,21 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any, ClassVar
 
-from eagle3lint.findings import Finding, Repair, Severity
-from eagle3lint.index.model import ForwardSummary
-from eagle3lint.index.project import ClassRef
-from eagle3lint.rule import Code, Example, Explanation, Rule, RuleContext
-from eagle3lint.targets import Target
+from eagle3lint.api import (
+    AddForwardTaps,
+    AddMixinTaps,
+    ClassRef,
+    Code,
+    Example,
+    Expected,
+    Explanation,
+    Finding,
+    ForwardSummary,
+    Rule,
+    RuleContext,
+    Severity,
+    Target,
+)
 
 AUX_ATTR = "aux_hidden_state_layers"
 
@@ -302,15 +312,44 @@ class TapForCausalLM(nn.Module, SupportsEagle3):
     invalid = (
         Example(
             era="e2_stub",
-            expect=("EAG301",),
+            expect=(Expected("EAG301", line=8, message="never collects aux hidden states"),),
             source="""
 from itertools import islice
 from torch import nn
 from .interfaces import SupportsEagle3
 class NoTapModel(nn.Module):
+    def __init__(self):
+        super().__init__()
     def forward(self, hidden_states, residual):
         for layer in islice(self.layers, self.start_layer, self.end_layer):
             hidden_states, residual = layer(hidden_states, residual)
+        return hidden_states
+class NoTapForCausalLM(nn.Module, SupportsEagle3):
+    def __init__(self):
+        self.model = NoTapModel()
+""",
+            expected_replacement="""
+from itertools import islice
+from torch import nn
+from .interfaces import SupportsEagle3
+class NoTapModel(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+        self.aux_hidden_state_layers = tuple[int, ...]()
+    def forward(self, hidden_states, residual):
+        aux_hidden_states = []
+        for idx, layer in enumerate(
+            islice(self.layers, self.start_layer, self.end_layer),
+            start=self.start_layer,
+        ):
+            if idx in self.aux_hidden_state_layers:
+                aux_hidden_states.append(
+                    hidden_states + residual if residual is not None else hidden_states
+                )
+            hidden_states, residual = layer(hidden_states, residual)
+        if len(aux_hidden_states) > 0:
+            return hidden_states, aux_hidden_states
         return hidden_states
 class NoTapForCausalLM(nn.Module, SupportsEagle3):
     def __init__(self):
@@ -347,7 +386,7 @@ class NoTapForCausalLM(nn.Module, SupportsEagle3):
                 owner.ref.cls.column,
             )
             return
-        found = owner.index.forward_of(inner)
+        found = owner.forward_of(inner)
         loops = found[1].loops if found else []
         if found is None or not loops:
             where = found[0] if found else inner
@@ -379,8 +418,10 @@ class NoTapForCausalLM(nn.Module, SupportsEagle3):
         loop = forward.loops[0]
         # Where the release has EagleModelMixin, a new tap uses it (the protocol defaults then
         # work without overrides); older releases get the explicit tap of their llama.py.
-        kind = "add-mixin-taps" if ctx.contract.mixin else "add-forward-taps"
-        repair = Repair.make(kind, path, cls=where.name)
+        tap: type[AddMixinTaps | AddForwardTaps] = (
+            AddMixinTaps if ctx.contract.mixin else AddForwardTaps
+        )
+        repair = tap(path, cls=where.name)
         if not taps:
             yield self.report(
                 "EAG301",
@@ -395,7 +436,7 @@ class NoTapForCausalLM(nn.Module, SupportsEagle3):
                 repair=repair,
             )
             return
-        mro = [e for e in owner.index.mro(inner) if isinstance(e, ClassRef)]
+        mro = owner.classes_of(inner)
         initialised = any(AUX_ATTR in e.cls.init_assigns or AUX_ATTR in e.cls.attrs for e in mro)
         if not initialised and any(t.style == "explicit" for t in taps):
             yield self.report(

@@ -4,9 +4,18 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from eagle3lint.findings import Finding, Repair, Severity
-from eagle3lint.rule import Code, Example, Explanation, Rule, RuleContext
-from eagle3lint.targets import Target
+from eagle3lint.api import (
+    AddProtocolBase,
+    Code,
+    Example,
+    Expected,
+    Explanation,
+    Finding,
+    Rule,
+    RuleContext,
+    Severity,
+    Target,
+)
 
 RUNNER_ERROR = "Model does not support EAGLE3 interface but aux_hidden_state_outputs was requested"
 
@@ -174,7 +183,7 @@ class GoodForCausalLM(nn.Module, SupportsEagle3):
     invalid = (
         Example(
             era="e2_stub",
-            expect=("EAG101",),
+            expect=(Expected("EAG101", line=3, message="implements only SupportsEagle"),),
             source="""
 from torch import nn
 from .interfaces import SupportsEagle
@@ -213,9 +222,7 @@ class OnlyEagleForCausalLM(nn.Module, SupportsEagle):
                     hint="Add SupportsEagle3 to the wrapper's bases and delegate the aux-layer "
                     "methods to self.language_model.",
                     # Only a chain that can end with a tapped decoder is worth starting.
-                    repair=Repair.make("add-protocol-base", path, cls=cls.name)
-                    if target.has_layer_loop
-                    else None,
+                    repair=AddProtocolBase(path, cls=cls.name) if target.has_layer_loop else None,
                 )
             else:
                 owner = target.repair_owner()
@@ -233,7 +240,7 @@ class OnlyEagleForCausalLM(nn.Module, SupportsEagle):
                     cls.column,
                     hint=f"Add SupportsEagle3 to the bases of {owner.ref.name}, with the aux-layer "
                     "methods and the forward taps it needs.",
-                    repair=Repair.make("add-protocol-base", ctx.path(owner.ref), cls=owner.ref.name)
+                    repair=AddProtocolBase(ctx.path(owner.ref), cls=owner.ref.name)
                     if target.has_layer_loop
                     else None,
                 )
@@ -248,7 +255,7 @@ class OnlyEagleForCausalLM(nn.Module, SupportsEagle):
                 lm.cls.line,
                 lm.cls.column,
                 hint=f"Make {owner.ref.name} a SupportsEagle3.",
-                repair=Repair.make("add-protocol-base", ctx.path(owner.ref), cls=owner.ref.name)
+                repair=AddProtocolBase(ctx.path(owner.ref), cls=owner.ref.name)
                 if language_model.has_layer_loop
                 else None,
             )

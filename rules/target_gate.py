@@ -4,9 +4,18 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from eagle3lint.findings import Finding, Repair, Severity
-from eagle3lint.rule import Code, Example, Explanation, Rule, RuleContext
-from eagle3lint.targets import Target
+from eagle3lint.api import (
+    AddGateEntry,
+    Code,
+    Example,
+    Expected,
+    Explanation,
+    Finding,
+    Rule,
+    RuleContext,
+    Severity,
+    Target,
+)
 
 _EAG501 = Explanation(
     runtime="When the speculative config is built, before any weight is loaded, "
@@ -76,7 +85,7 @@ class TargetGate(Rule):
         Example(
             era="e2_stub",
             model_type="kimi_k2",
-            expect=("EAG501",),
+            expect=(Expected("EAG501", line=4, message="model_type 'kimi_k2' matches none of"),),
             source="from torch import nn\n\n\nclass KimiForCausalLM(nn.Module):\n    pass\n",
         ),
     )
@@ -115,7 +124,7 @@ class TargetGate(Rule):
             cls.line,
             cls.column,
             hint=f"Add {model_type!r} to {gate.variable or 'the allow-list'}.",
-            repair=Repair.make("add-gate-entry", gate.path, model_type=model_type),
+            repair=AddGateEntry(gate.path, model_type=model_type),
         )
 
 

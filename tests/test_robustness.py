@@ -23,8 +23,9 @@ import pytest
 from typer.testing import CliRunner, Result
 from vllm_tree import ARCH, LLAMA, MODEL_FILE, write_vllm_tree
 
-from eagle3lint import engine, fixer
+from eagle3lint import engine
 from eagle3lint.cli import app
+from eagle3lint.codemod import registry
 from eagle3lint.engine import CheckOptions, run_check
 from eagle3lint.findings import Finding, Severity
 from eagle3lint.fixer import FileEdit, plan_edits, write_atomically
@@ -523,8 +524,8 @@ def test_fix_never_writes_a_rewrite_that_does_not_compile(
     def broken(module: cst.Module, *_: object) -> cst.Module:
         return module.with_changes(body=[*module.body, cst.SimpleStatementLine([cst.Return()])])
 
-    for kind in list(fixer.TRANSFORMS):
-        monkeypatch.setitem(fixer.TRANSFORMS, kind, broken)
+    everything_broken = ({repair: broken for repair in registry.BUILTIN}, ())
+    monkeypatch.setattr(registry, "load_codemods", lambda: everything_broken)
     before = snapshot(fixable.parent)
     result = fix(str(fixable))
     assert "the rewritten code does not compile" in result.stdout, result.output

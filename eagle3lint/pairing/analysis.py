@@ -18,10 +18,9 @@ from eagle3lint.contract.drafter import (
     RunnerIds,
     read_drafter_contract,
 )
-from eagle3lint.contract.model import Contract
 from eagle3lint.contract.source_text import function_named
 from eagle3lint.index.model import DictEntry
-from eagle3lint.index.project import ClassRef, ProjectIndex
+from eagle3lint.index.project import ProjectIndex
 from eagle3lint.pairing.draft import SUB_CONFIG, DraftPairing, Translated, translate
 from eagle3lint.sources.files import UnreadableSource, read_source_bytes
 from eagle3lint.targets import REGISTRY, Target
@@ -158,10 +157,9 @@ def speculative_entries(index: ProjectIndex) -> dict[str, DictEntry]:
     return {}
 
 
-def analyse(
-    pairing: DraftPairing, target: Target, index: ProjectIndex, contract: Contract
-) -> Analysis:
-    """The pair as this release builds it."""
+def analyse(pairing: DraftPairing, target: Target) -> Analysis:
+    """The pair as the target's release builds it."""
+    index, contract = target.index, target.contract
     entries = speculative_entries(index)
     modules = sorted({e.module.rsplit(".", 1)[-1] for k, e in entries.items() if "Eagle3" in k})
     facts = read_drafter_contract(Path(contract.root), modules, index.cache)
@@ -251,17 +249,6 @@ def _pre_layer_taps(target: Target, index: ProjectIndex) -> bool | None:
     forward = found[1]
     taps = [t for loop in forward.loops for t in loop.taps] + forward.pre_loop_taps
     return all(t.before_layer for t in taps) if taps else None
-
-
-def relays_over_pp(target: Target, index: ProjectIndex) -> bool:
-    """The target's decoder declares `supports_aux_hidden_states_over_pp = True`."""
-    inner = target.decoder_owner.inner_model
-    if inner is None:
-        return False
-    for entry in index.mro(inner):
-        if isinstance(entry, ClassRef) and PP_RELAY_FLAG in entry.cls.attrs:
-            return entry.cls.attrs[PP_RELAY_FLAG].value == "True"
-    return False
 
 
 def default_layers(

@@ -1,0 +1,80 @@
+"""The public surface for rule authors: everything a rule may import from eagle3lint.
+
+A rule pack imports from here and nowhere else in eagle3lint; the built-in rules do the same.
+What is listed in `__all__` keeps its meaning across minor releases; anything else in the
+package may change without notice. `docs/writing-rules.md` walks through writing a pack.
+
+- `Rule`, `Code`, `Explanation`, `Example`, `Expected`: declaring a rule, its codes and its
+  examples (with the findings they pin and the source `fix` must make of them).
+- `Target`: one architecture as vLLM would build it, and what a rule may ask of it (its MRO,
+  the methods and `__init__` assignments it resolves, its decoder and language model, its
+  forward, the classes its file imports). `RuleContext`: the run's contract, model type and
+  options, and `ctx.path(ref)` for the path a finding shows.
+- `ClassRef` (with the read-only `ClassSummary`, `MethodSummary`, `ForwardSummary` it holds):
+  a class of the analysed trees. `Contract`: the vLLM contract read from the analysed tree.
+- `Finding`, `Severity`: what `Rule.report` returns.
+- `Repair` and the built-in repair types: what a finding asks `eagle3lint fix` to do. A pack
+  adds a repair type by subclassing `Repair` and registering its codemod under the
+  `eagle3lint.repairs` entry-point group (see `eagle3lint.codemod.registry`).
+- `DraftPairing`, `PairingAnalysis`, `analyse_pairing`: the draft `eagle3lint pair` checks
+  (`ctx.pairing`, None in `check`) and how the target's release builds the pair.
+"""
+
+from __future__ import annotations
+
+from eagle3lint.contract.drafter import IDS_KEY as DRAFT_IDS_KEY
+from eagle3lint.contract.model import Contract, Gate, ImageTokenMap
+from eagle3lint.findings import Finding, Severity
+from eagle3lint.index.model import ClassSummary, ForwardSummary, MethodSummary
+from eagle3lint.index.project import ClassRef, ExternalRef
+from eagle3lint.pairing.analysis import Analysis as PairingAnalysis
+from eagle3lint.pairing.analysis import analyse as analyse_pairing
+from eagle3lint.pairing.draft import SPECULATORS as SPECULATORS_FORMAT
+from eagle3lint.pairing.draft import DraftPairing
+from eagle3lint.repairs import (
+    AddAuxMethods,
+    AddDelegatingMethods,
+    AddForwardTaps,
+    AddGateEntry,
+    AddMixinTaps,
+    AddProposerBranch,
+    AddProtocolBase,
+    RenameMethod,
+    Repair,
+)
+from eagle3lint.rule import Code, Example, Expected, Explanation, Rule, RuleContext
+from eagle3lint.targets import Target
+
+__all__ = [
+    "DRAFT_IDS_KEY",
+    "SPECULATORS_FORMAT",
+    "AddAuxMethods",
+    "AddDelegatingMethods",
+    "AddForwardTaps",
+    "AddGateEntry",
+    "AddMixinTaps",
+    "AddProposerBranch",
+    "AddProtocolBase",
+    "ClassRef",
+    "ClassSummary",
+    "Code",
+    "Contract",
+    "DraftPairing",
+    "Example",
+    "Expected",
+    "Explanation",
+    "ExternalRef",
+    "Finding",
+    "ForwardSummary",
+    "Gate",
+    "ImageTokenMap",
+    "MethodSummary",
+    "PairingAnalysis",
+    "RenameMethod",
+    "Repair",
+    "Rule",
+    "RuleContext",
+    "Severity",
+    "Target",
+    "analyse_pairing",
+]
