@@ -15,7 +15,8 @@ package may change without notice. `docs/writing-rules.md` walks through writing
 - `Finding`, `Severity`: what `Rule.report` returns.
 - `Repair` and the built-in repair types: what a finding asks `eagle3lint fix` to do. A pack
   adds a repair type by subclassing `Repair` and registering its codemod under the
-  `eagle3lint.repairs` entry-point group (see `eagle3lint.codemod.registry`).
+  `eagle3lint.repairs` entry-point group (see `eagle3lint.codemod.registry`); the codemod
+  raises `CodemodRefused` for code it cannot rewrite safely.
 - `DraftPairing`, `PairingAnalysis`, `analyse_pairing`: the draft `eagle3lint pair` checks
   (`ctx.pairing`, None in `check`) and how the target's release builds the pair.
 """
@@ -24,6 +25,7 @@ from __future__ import annotations
 
 from eagle3lint.contract.drafter import IDS_KEY as DRAFT_IDS_KEY
 from eagle3lint.contract.model import Contract, Gate, ImageTokenMap
+from eagle3lint.errors import CodemodRefused
 from eagle3lint.findings import Finding, Severity
 from eagle3lint.index.model import ClassSummary, ForwardSummary, MethodSummary
 from eagle3lint.index.project import ClassRef, ExternalRef
@@ -58,6 +60,7 @@ __all__ = [
     "ClassRef",
     "ClassSummary",
     "Code",
+    "CodemodRefused",
     "Contract",
     "DraftPairing",
     "Example",

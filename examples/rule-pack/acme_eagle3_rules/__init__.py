@@ -1,0 +1,1 @@
+"""ACME's house rules for EAGLE-3 targets, as an eagle3lint rule pack."""
