@@ -11,65 +11,40 @@ import json
 from functools import cache
 from importlib.resources import files
 
-from eagle3lint.contract.model import Contract, ImageTokenBranch, ImageTokenMap
+from eagle3lint.contract.model import Contract
+from eagle3lint.index.model import from_json, to_json
+
+NEWEST_FIELDS = (
+    "version",
+    "interfaces_module",
+    "protocol",
+    "protocol_members",
+    "default_methods",
+    "getter",
+    "runtime_check",
+    "unguarded_aux_calls",
+    "mixin",
+    "mixin_pp_relay",
+    "multimodal_protocol",
+    "image_tokens",
+)
+"""The facts `newest.json` keeps: what applies to a model file wherever the tree is (not the
+gate, whose file a model file never edits, nor where this copy was read)."""
 
 
 def contract_from_json(data: dict) -> Contract:
     tokens = data.get("image_tokens")
-    return Contract(
-        version=data["version"],
-        source="newest known",
-        root="",
-        interfaces_module=data["interfaces_module"],
-        protocol=data["protocol"],
-        protocol_members=tuple(data["protocol_members"]),
-        default_methods=frozenset(data["default_methods"]),
-        getter=data["getter"],
-        runtime_check=data["runtime_check"],
-        unguarded_aux_calls=data.get("unguarded_aux_calls", False),
-        mixin=data["mixin"],
-        mixin_pp_relay=data["mixin_pp_relay"],
-        multimodal_protocol=data["multimodal_protocol"],
-        image_tokens=None
-        if tokens is None
-        else ImageTokenMap(
-            "vllm/" + tokens["path"],
-            tokens["line"],
-            tuple(
-                ImageTokenBranch(tuple(b["classes"]), b["attribute"], b["line"])
-                for b in tokens["branches"]
-            ),
-            tokens["fallback"],
-        ),
-    )
+    if tokens is not None:
+        data = {**data, "image_tokens": {**tokens, "path": "vllm/" + tokens["path"]}}
+    return from_json(Contract, {**data, "source": "newest known", "root": ""})
 
 
 def contract_to_json(contract: Contract, vllm_root: str) -> dict:
-    tokens = contract.image_tokens
-    return {
-        "version": contract.version,
-        "interfaces_module": contract.interfaces_module,
-        "protocol": contract.protocol,
-        "protocol_members": list(contract.protocol_members),
-        "default_methods": sorted(contract.default_methods),
-        "getter": contract.getter,
-        "runtime_check": contract.runtime_check,
-        "unguarded_aux_calls": contract.unguarded_aux_calls,
-        "mixin": contract.mixin,
-        "mixin_pp_relay": contract.mixin_pp_relay,
-        "multimodal_protocol": contract.multimodal_protocol,
-        "image_tokens": None
-        if tokens is None
-        else {
-            "path": tokens.path.removeprefix(vllm_root).lstrip("/"),
-            "line": tokens.line,
-            "branches": [
-                {"classes": list(b.classes), "attribute": b.attribute, "line": b.line}
-                for b in tokens.branches
-            ],
-            "fallback": tokens.fallback,
-        },
-    }
+    data = to_json(contract)
+    tokens = data["image_tokens"]
+    if tokens is not None:
+        tokens["path"] = tokens["path"].removeprefix(vllm_root).lstrip("/")
+    return {name: data[name] for name in NEWEST_FIELDS}
 
 
 @cache

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from eagle3lint.index.model import to_json
+
 SETTER = "set_aux_hidden_state_layers"
 REGISTRY = "vllm.model_executor.models.registry"
 """The module holding the model registry: which architectures there are to check."""
@@ -132,33 +134,20 @@ class Contract:
         return ", ".join(parts)
 
     def to_json(self) -> dict[str, object]:
+        """The contract as the JSON report's `vllm.details` shows it (a public API): a view of
+        the one serialisation of the contract, `index.model.to_json`."""
+        data = to_json(self)
+        tokens = data["image_tokens"]
+        if tokens is not None:
+            by_class = {cls: b["attribute"] for b in tokens["branches"] for cls in b["classes"]}
+            tokens = {**tokens, "branches": by_class}
+        shown = ("source", "protocol", "protocol_members", "default_methods", "getter")
         return {
             "era": self.era,
-            "source": self.source,
-            "protocol": self.protocol,
-            "protocol_members": list(self.protocol_members),
-            "default_methods": sorted(self.default_methods),
-            "getter": self.getter,
-            "unguarded_aux_calls": self.unguarded_aux_calls,
-            "mixin": self.mixin,
-            "pp_relay": self.mixin_pp_relay,
-            "gate": None
-            if self.gate is None
-            else {
-                "path": self.gate.path,
-                "line": self.gate.line,
-                "variable": self.gate.variable,
-                "entries": list(self.gate.entries),
-                "methods": list(self.gate.methods),
-            },
-            "image_tokens": None
-            if self.image_tokens is None
-            else {
-                "path": self.image_tokens.path,
-                "line": self.image_tokens.line,
-                "branches": {
-                    cls: b.attribute for b in self.image_tokens.branches for cls in b.classes
-                },
-                "fallback": self.image_tokens.fallback,
-            },
+            **{name: data[name] for name in shown},
+            "unguarded_aux_calls": data["unguarded_aux_calls"],
+            "mixin": data["mixin"],
+            "pp_relay": data["mixin_pp_relay"],
+            "gate": data["gate"],
+            "image_tokens": tokens,
         }

@@ -192,13 +192,15 @@ class FileSummary:
 
 
 def to_json(obj: Any) -> Any:
-    """A summary as plain JSON data."""
+    """A summary (or any tree of dataclasses, such as the contract) as plain JSON data."""
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
         return {f.name: to_json(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
     if isinstance(obj, dict):
         return {k: to_json(v) for k, v in obj.items()}
     if isinstance(obj, list | tuple):
         return [to_json(v) for v in obj]
+    if isinstance(obj, frozenset):
+        return sorted(to_json(v) for v in obj)
     return obj
 
 
@@ -206,7 +208,8 @@ Builder = Callable[[Any], Any]
 
 
 def from_json(cls: type[T], data: Any) -> T:
-    """Rebuild a summary from `to_json` output, checking every field's type on the way."""
+    """Rebuild a summary (or the contract) from `to_json` output, checking every field's type
+    on the way."""
     return _builder(cls)(data)
 
 
@@ -222,6 +225,9 @@ def _builder(tp: Any) -> Builder:
         (inner,) = [a for a in typing.get_args(tp) if a is not type(None)]
         build_inner = _builder(inner)
         return lambda data: None if data is None else build_inner(data)
+    if origin is frozenset:
+        build_members = _builder(tuple[typing.get_args(tp)[0], ...])
+        return lambda data: frozenset(build_members(data))
     if origin in (tuple, list):
         item, *rest = typing.get_args(tp)
         if origin is tuple and rest != [Ellipsis]:
