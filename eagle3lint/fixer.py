@@ -52,13 +52,14 @@ class FileEdit:
 
 
 def plan_repairs(repairs: list[Repair]) -> dict[Path, list[Repair]]:
-    """Unique repairs grouped by file, in the codemod registry's order."""
+    """Unique repairs grouped by file (files in path order, so that `--diff` prints the same
+    thing every run), each file's in the codemod registry's order."""
     by_file: dict[Path, list[Repair]] = {}
     for repair in dict.fromkeys(repairs):
         by_file.setdefault(Path(repair.path), []).append(repair)
     for items in by_file.values():
         items.sort(key=edit_order)
-    return by_file
+    return dict(sorted(by_file.items()))
 
 
 def rewrite(path: Path, repairs: list[Repair], interfaces_dir: Path | None = None) -> FileEdit:
