@@ -286,6 +286,14 @@ class Target:
         found = self.index.forward_of(inner) if inner is not None else None
         return found is not None and bool(found[1].loops)
 
+    def other_variants(self) -> list[Target]:
+        """The classes its package would choose on other platforms, as targets, by platform."""
+        return [
+            Target(self.arch, ref, self.index, self.contract, variant=platform)
+            for platform, ref in sorted(self.variants.items())
+            if ref != self.ref
+        ]
+
     def repair_owner(self) -> Target:
         """The class to edit: the one in the MRO that builds the decoder (`self.model`), so that
         subclasses such as DeepseekV3ForCausalLM inherit the support, else the class itself."""

@@ -262,10 +262,8 @@ class OnlyEagleForCausalLM(nn.Module, SupportsEagle):
         yield from self._variants(target, ctx)
 
     def _variants(self, target: Target, ctx: RuleContext) -> Iterator[Finding]:
-        for platform, ref in sorted(target.variants.items()):
-            if ref == target.ref:
-                continue
-            variant = Target(target.arch, ref, target.index, target.contract, variant=platform)
+        for variant in target.other_variants():
+            platform, ref = variant.variant, variant.ref
             if variant.implements_eagle3 != target.implements_eagle3:
                 has = "is" if variant.implements_eagle3 else "is not"
                 main = "is" if target.implements_eagle3 else "is not"
