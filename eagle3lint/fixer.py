@@ -296,6 +296,12 @@ def run_fix(options: CheckOptions, diff: bool = False) -> int:
     release = first.workspace.vllm_dir
     # Out-of-tree files checked against a cached release may be fixed; the release itself not.
     cached = release.resolve() if options.vllm_version and release is not None else None
+    if cached is not None and not diff and not first.workspace.files:
+        raise UsageError(
+            f"--vllm {options.vllm_version} is a cached copy of a release, which is not yours "
+            "to edit: add --diff to see the changes, or run fix on a checkout or a copy of "
+            "the sources."
+        )
     interfaces_dir = release / "model_executor" / "models" if release is not None else None
     out = sys.stdout
     if diff:

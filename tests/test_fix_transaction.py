@@ -196,3 +196,42 @@ def test_the_lock_serialises_runs(tmp_path: Path) -> None:
         f"waiting for the fix run (pid {os.getpid()}) holding {tmp_path / storage.LOCK_NAME}"
     ]
     assert not (tmp_path / storage.LOCK_NAME).exists()
+
+
+PLUGIN = '''\
+"""A plugin model on DeepSeek-V2's decoder, which 0.16.0 does not tap."""
+
+from torch import nn
+
+from vllm.config import VllmConfig
+from vllm.model_executor.models.deepseek_v2 import DeepseekV2Model
+from vllm.model_executor.models.interfaces import SupportsEagle, SupportsPP
+from vllm.model_executor.models.utils import maybe_prefix
+
+
+class MyModelForCausalLM(nn.Module, SupportsPP, SupportsEagle):
+    def __init__(self, *, vllm_config: VllmConfig, prefix: str = "") -> None:
+        super().__init__()
+        self.model = DeepseekV2Model(vllm_config=vllm_config, prefix=maybe_prefix(prefix, "model"))
+
+    def forward(self, input_ids, positions, intermediate_tensors=None, inputs_embeds=None):
+        return self.model(input_ids, positions, intermediate_tensors, inputs_embeds)
+'''
+
+
+def test_a_repair_needing_a_cached_release_writes_nothing_and_names_the_file(
+    vllm_release: Callable[[str], Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The plugin's own file could take SupportsEagle3 and the methods, but the taps belong in
+    the release's deepseek_v2.py: half a repair would crash after the weights load."""
+    release = vllm_release("0.16.0")
+    plugin = tmp_path / "my_model.py"
+    plugin.write_text(PLUGIN)
+    monkeypatch.chdir(tmp_path)
+    before = snapshot(tmp_path)
+    result = fix(plugin.name, "--vllm", "0.16.0", "--require", "*")
+    assert result.exit_code == 1, result.output
+    decoder = release / "model_executor" / "models" / "deepseek_v2.py"
+    assert f"MyModelForCausalLM: its repair needs {decoder}, in a cached release" in result.stdout
+    assert "0 file(s) changed" in result.stdout
+    assert changed(before, tmp_path) == set()
