@@ -129,9 +129,8 @@ def _with_class(module: cst.Module, branch: cst.If, class_name: str, column: int
         hug=False,
         magic_comma=False,
     )
-    parsed = parse_statement(module, f"{header}\n{module.default_indent}pass")
-    assert isinstance(parsed, cst.If)
-    return branch.with_changes(test=parsed.test)
+    listed = cst.parse_expression(header[len("if ") : -len(":")], module.config_for_parsing)
+    return branch.with_changes(test=listed)
 
 
 def _dispatch_chain(module: cst.Module) -> tuple[cst.If, int]:
