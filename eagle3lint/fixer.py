@@ -7,6 +7,7 @@ Anything less and the file is left alone, with the reason reported.
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import os
 import stat
@@ -317,11 +318,14 @@ def run_fix(options: CheckOptions, diff: bool = False) -> int:
     def say(message: str) -> None:
         sys.stderr.write(f"{printable(message)}\n")
 
-    try:
-        with storage.tree_lock(_lock_root(first.workspace, cached), on_wait=say, on_stale=say):
-            return _fix_locked(options, first.report, interfaces_dir, cached)
-    except OSError as exc:
-        raise UsageError(f"cannot lock the tree to fix it: {exc.strerror or exc}") from exc
+    with contextlib.ExitStack() as held:
+        if any(f.repair for f in first.report.findings):  # else there is nothing to write
+            root = _lock_root(first.workspace, cached)
+            try:
+                held.enter_context(storage.tree_lock(root, on_wait=say, on_stale=say))
+            except OSError as exc:
+                raise UsageError(f"cannot lock {root} to fix it: {exc.strerror or exc}") from exc
+        return _fix_locked(options, first.report, interfaces_dir, cached)
 
 
 def _lock_root(workspace: Workspace, cached: Path | None) -> Path:

@@ -235,3 +235,26 @@ def test_a_repair_needing_a_cached_release_writes_nothing_and_names_the_file(
     assert f"MyModelForCausalLM: its repair needs {decoder}, in a cached release" in result.stdout
     assert "0 file(s) changed" in result.stdout
     assert changed(before, tmp_path) == set()
+
+
+def test_a_lock_planted_as_a_link_is_never_followed(tmp_path: Path) -> None:
+    victim = tmp_path / "precious.txt"
+    victim.write_text("keep me\n")
+    (tmp_path / storage.LOCK_NAME).symlink_to(victim)
+    with pytest.raises(OSError), storage.tree_lock(tmp_path, print, print):
+        pass
+    assert victim.read_text() == "keep me\n"
+
+
+def test_storage_keeps_an_existing_file_s_mode_and_leaves_no_temporary_file(
+    tmp_path: Path,
+) -> None:
+    target = tmp_path / "baseline.json"
+    target.write_text("old\n")
+    target.chmod(0o640)
+    storage.write_atomically(target, b"new\n")
+    storage.write_atomically(tmp_path / "entry.json", b"{}", private=True)
+    assert target.read_text() == "new\n"
+    assert target.stat().st_mode & 0o777 == 0o640
+    assert (tmp_path / "entry.json").stat().st_mode & 0o777 == 0o600
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["baseline.json", "entry.json"]
