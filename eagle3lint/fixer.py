@@ -286,8 +286,14 @@ def plan_edits(
             break
         refused.update(new)
     for arch, chain in chains:
-        for repair in chain & refused.keys():
-            skipped.append(f"{arch}: {repair.kind} in {repair.path} refused: {refused[repair]}")
+        # One line per reason: a file whose rewrite fails refuses each repair made in it.
+        reasons: dict[str, list[Repair]] = {}
+        for repair in sorted(chain & refused.keys(), key=lambda r: (r.path, r.kind)):
+            reasons.setdefault(refused[repair], []).append(repair)
+        for why, repairs in reasons.items():
+            where = ", ".join(dict.fromkeys(r.path for r in repairs))
+            kinds = ", ".join(dict.fromkeys(r.kind for r in repairs))
+            skipped.append(f"{arch}: {kinds} in {where} refused: {why}")
     return edits, skipped
 
 

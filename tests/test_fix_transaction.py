@@ -258,3 +258,13 @@ def test_storage_keeps_an_existing_file_s_mode_and_leaves_no_temporary_file(
     assert target.stat().st_mode & 0o777 == 0o640
     assert (tmp_path / "entry.json").stat().st_mode & 0o777 == 0o600
     assert sorted(p.name for p in tmp_path.iterdir()) == ["baseline.json", "entry.json"]
+
+
+def test_a_rewrite_reading_an_unbound_name_is_refused_with_its_reason(checkout: Path) -> None:
+    """StableLM's generated tap read `residual`, which its forward never binds: on 0.18.0
+    every forward raised UnboundLocalError, EAGLE-3 off too. Now no file changes."""
+    before = snapshot(checkout)
+    result = fix("vllm/model_executor/models/stablelm.py", "--require", "*")
+    assert result.exit_code == 1, result.output
+    assert "StableLMEpochModel.forward reads 'residual', which is defined nowhere" in result.stdout
+    assert changed(before, checkout) == set()
