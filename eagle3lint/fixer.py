@@ -170,7 +170,7 @@ def write_edits(edits: list[FileEdit]) -> str | None:
                 saved = current.read(MAX_FILE_BYTES + 1)
             if saved != edit.original:
                 # Written into the old file after the comparison: the user's save wins.
-                os.replace(storage.stage(path, saved, info), path)
+                storage.write_atomically(path, saved, like=info)
                 problem = f"{path} changed while it was being written; left as saved, run fix again"
                 break
             replaced.append((path, info, edit.original))
@@ -204,7 +204,7 @@ def _restore(replaced: list[tuple[Path, os.stat_result, bytes]]) -> str:
     lost = []
     for path, info, original in reversed(replaced):
         try:
-            os.replace(storage.stage(path, original, info), path)
+            storage.write_atomically(path, original, like=info)
         except OSError as exc:
             lost.append(f"{path} ({exc.strerror or exc})")
     if lost:

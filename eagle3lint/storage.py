@@ -50,13 +50,15 @@ def discard(tmp: str) -> None:
         os.unlink(tmp)
 
 
-def write_atomically(path: Path, data: bytes, private: bool = False) -> None:
+def write_atomically(
+    path: Path, data: bytes, private: bool = False, like: os.stat_result | None = None
+) -> None:
     """Replace (or create) `path` with `data` in one rename, keeping an existing file's
-    permissions and owner. Raises OSError; the temporary file never outlives a failure."""
-    try:
-        like: os.stat_result | None = os.stat(path)
-    except FileNotFoundError:
-        like = None
+    permissions and owner (those of `like` if given: the file as it was first read). Raises
+    OSError; the temporary file never outlives a failure."""
+    if like is None:
+        with contextlib.suppress(FileNotFoundError):
+            like = os.stat(path)
     tmp = stage(path, data, like, private)
     try:
         os.replace(tmp, path)
