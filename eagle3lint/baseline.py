@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,6 +21,7 @@ from eagle3lint.errors import UsageError
 from eagle3lint.findings import Finding
 from eagle3lint.report.fingerprint import fingerprint
 from eagle3lint.report.model import Report
+from eagle3lint.storage import write_atomically
 
 FORMAT = 1
 
@@ -86,15 +86,8 @@ def write_baseline(path: Path, report: Report) -> int:
             for c, a, fp, p, m in entries
         ],
     }
-    tmp: str | None = None
     try:
-        fd, tmp = tempfile.mkstemp(dir=root, prefix=".tmp-", suffix=".json")
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            json.dump(data, handle, indent=1)
-            handle.write("\n")
-        os.replace(tmp, path)
+        write_atomically(path, (json.dumps(data, indent=1) + "\n").encode())
     except OSError as exc:
-        if tmp is not None and os.path.exists(tmp):
-            os.unlink(tmp)
         raise UsageError(f"--write-baseline: cannot write {path}: {exc.strerror or exc}") from exc
     return len(entries)

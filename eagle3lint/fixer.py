@@ -12,13 +12,13 @@ import difflib
 import os
 import stat
 import sys
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
 import libcst as cst
 
+from eagle3lint import storage
 from eagle3lint.codemod.errors import CodemodRefused
 from eagle3lint.codemod.registry import apply_repair, edit_order
 from eagle3lint.codemod.verify import render_checked
@@ -26,7 +26,7 @@ from eagle3lint.engine import CheckOptions, run_check
 from eagle3lint.findings import Repair, Severity
 from eagle3lint.report.escape import printable
 from eagle3lint.report.model import Report
-from eagle3lint.sources.discovery import UsageError
+from eagle3lint.sources.discovery import UsageError, Workspace
 from eagle3lint.sources.files import (
     MAX_FILE_BYTES,
     UnreadableSource,
@@ -100,44 +100,87 @@ def rewrite(path: Path, repairs: list[Repair], interfaces_dir: Path | None = Non
     return edit
 
 
-def write_atomically(edit: FileEdit) -> str | None:
-    """Replace the file with `edit.new`; returns why it was not written, or None.
+def write_edits(edits: list[FileEdit]) -> str | None:
+    """Write every edit of a run or none of them; returns why none was written, or None.
 
-    A symlinked model file keeps its link: the file it points to is the one replaced, with its
-    permissions and owner. An edit saved meanwhile is never overwritten knowingly: the file is
-    compared with what was read as the last step before the rename (after the new content is
-    written and synced), and the old file, still open, is read again after it: a save that
-    went into it in between is put back. What remains is an editor that saves by renaming a
-    file of its own over this one in the microseconds between the comparison and the rename
-    (docs/security.md).
+    First every file is checked (writable, unchanged since it was read) and its new content
+    written and synced to a temporary file beside it, with its permissions and owner (a
+    symlinked model file keeps its link: the file it points to is the one replaced). Only then
+    are the files replaced, one rename each. If one of them cannot be, the ones already
+    replaced get their original content back, so the tree is never left between two states.
+
+    An edit saved meanwhile is never overwritten knowingly: each file is compared with what
+    was read as the last step before its rename, and the old file, still open, is read again
+    after it: a save that went into it in between is put back (and the run undone). What
+    remains is an editor that saves by renaming a file of its own over this one in the
+    microseconds between the comparison and the rename (docs/security.md).
     """
-    assert edit.new is not None
-    path = edit.path.resolve()
+    staged: list[tuple[FileEdit, Path, os.stat_result, str]] = []
+    replaced: list[tuple[Path, os.stat_result, bytes]] = []
+    problem: str | None = None
+    path = Path()
     try:
-        info = path.stat()
-        if not info.st_mode & stat.S_IWUSR or not os.access(path, os.W_OK):
-            return f"{path} is read-only"
-        tmp = _write_beside(path, edit.new, info)
-        try:
+        for edit in edits:
+            assert edit.new is not None
+            path = edit.path.resolve()
+            problem = _unwritable(path, edit.original)
+            if problem:
+                break
+            info = path.stat()
+            staged.append((edit, path, info, storage.stage(path, edit.new, info)))
+        for edit, path, info, tmp in [] if problem else staged:
             # Without blocking: the file may have been replaced by a FIFO meanwhile.
             with os.fdopen(os.open(path, os.O_RDONLY | os.O_NONBLOCK), "rb") as current:
                 if not _still(current, path, edit.original):
-                    os.unlink(tmp)
-                    return f"{path} changed on disk since it was read; run fix again"
+                    problem = f"{path} changed on disk since it was read; run fix again"
+                    break
                 os.replace(tmp, path)
                 current.seek(0)
                 saved = current.read(MAX_FILE_BYTES + 1)
             if saved != edit.original:
                 # Written into the old file after the comparison: the user's save wins.
-                os.replace(_write_beside(path, saved, info), path)
-                return f"{path} changed while it was being written; left as saved, run fix again"
-        except BaseException:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(tmp)
-            raise
+                storage.write_atomically(path, saved, like=info)
+                problem = f"{path} changed while it was being written; left as saved, run fix again"
+                break
+            replaced.append((path, info, edit.original))
+    except OSError as exc:
+        problem = f"cannot write {path}: {exc.strerror or exc}"
+    finally:
+        for _, _, _, tmp in staged:
+            storage.discard(tmp)
+    if problem is None:
+        return None
+    return problem + _restore(replaced)
+
+
+def _unwritable(path: Path, original: bytes) -> str | None:
+    """Why `path` cannot take its edit (read-only, unreadable, changed since read), or None."""
+    try:
+        info = path.stat()
+        if not info.st_mode & stat.S_IWUSR or not os.access(path, os.W_OK):
+            return f"{path} is read-only"
+        with os.fdopen(os.open(path, os.O_RDONLY | os.O_NONBLOCK), "rb") as current:
+            if not _still(current, path, original):
+                return f"{path} changed on disk since it was read; run fix again"
     except OSError as exc:
         return f"cannot write {path}: {exc.strerror or exc}"
     return None
+
+
+def _restore(replaced: list[tuple[Path, os.stat_result, bytes]]) -> str:
+    """Put the original content back into the files a failed run already replaced; the
+    sentence to add to the failure (which files were restored, or could not be)."""
+    lost = []
+    for path, info, original in reversed(replaced):
+        try:
+            storage.write_atomically(path, original, like=info)
+        except OSError as exc:
+            lost.append(f"{path} ({exc.strerror or exc})")
+    if lost:
+        return f"; COULD NOT RESTORE {', '.join(lost)}: restore them from version control"
+    if replaced:
+        return f"; restored {len(replaced)} file(s) already written, so no file changed"
+    return "; no file written"
 
 
 def _still(current: BinaryIO, path: Path, original: bytes) -> bool:
@@ -145,23 +188,6 @@ def _still(current: BinaryIO, path: Path, original: bytes) -> bool:
     if os.fstat(current.fileno()).st_ino != os.stat(path).st_ino:
         return False
     return current.read(MAX_FILE_BYTES + 1) == original
-
-
-def _write_beside(path: Path, data: bytes, info: os.stat_result) -> str:
-    """A synced temporary file holding `data` next to `path`, with its mode and owner."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".eagle3lint")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(tmp, stat.S_IMODE(info.st_mode))
-        if (info.st_uid, info.st_gid) != (os.getuid(), os.getgid()):
-            os.chown(tmp, info.st_uid, info.st_gid)
-    except BaseException:
-        os.unlink(tmp)
-        raise
-    return tmp
 
 
 def unified_diff(edit: FileEdit) -> str:
@@ -178,21 +204,37 @@ def unified_diff(edit: FileEdit) -> str:
 
 
 def plan_edits(
-    report: Report, interfaces_dir: Path | None = None
+    report: Report,
+    interfaces_dir: Path | None = None,
+    read_only: Path | None = None,
 ) -> tuple[list[FileEdit], list[str]]:
     """The edits to make, all or nothing per target.
 
-    A target gets its repairs only if every error blocking it is fixable and no codemod refuses
-    any of them: half a chain (SupportsEagle3 added, the taps refused) would turn vLLM's clear
-    refusal into a crash after the weights load. Repairs shared by several targets (one decoder
-    under DeepseekV3 and Kimi-K2.5) are applied once. Returns the edits and, for each target
-    left alone, why.
+    A target gets its repairs only if every error blocking it is fixable, every file they touch
+    may be edited (none under `read_only`, a cached release) and no codemod refuses any of
+    them: half a chain (SupportsEagle3 added, the taps refused) would turn vLLM's clear refusal
+    into a crash after the weights load. Drafts and pooling models are never made targets.
+    Repairs shared by several targets (one decoder under DeepseekV3 and Kimi-K2.5) are applied
+    once. Returns the edits and, for each target left alone, why.
     """
     skipped: list[str] = []
     chains: list[tuple[str, set[Repair]]] = []
     for target in report.targets:
         repairs = {f.repair for f in target.findings if f.repair is not None}
-        if not repairs:
+        if not repairs or not target.is_target:
+            continue
+        outside = sorted(
+            {
+                r.path
+                for r in repairs
+                if read_only is not None and Path(r.path).resolve().is_relative_to(read_only)
+            }
+        )
+        if outside:
+            skipped.append(
+                f"{target.arch}: its repair needs {', '.join(outside)}, in a cached release "
+                "that is not yours to edit: run fix on a checkout or a copy of the sources"
+            )
             continue
         unfixable = [
             f.code for f in target.findings if f.severity is Severity.ERROR and not f.fixable
@@ -213,8 +255,14 @@ def plan_edits(
             break
         refused.update(new)
     for arch, chain in chains:
-        for repair in chain & refused.keys():
-            skipped.append(f"{arch}: {repair.kind} in {repair.path} refused: {refused[repair]}")
+        # One line per reason: a file whose rewrite fails refuses each repair made in it.
+        reasons: dict[str, list[Repair]] = {}
+        for repair in sorted(chain & refused.keys(), key=lambda r: (r.path, r.kind)):
+            reasons.setdefault(refused[repair], []).append(repair)
+        for why, repairs in reasons.items():
+            where = ", ".join(dict.fromkeys(r.path for r in repairs))
+            kinds = ", ".join(dict.fromkeys(r.kind for r in repairs))
+            skipped.append(f"{arch}: {kinds} in {where} refused: {why}")
     return edits, skipped
 
 
@@ -222,20 +270,18 @@ def run_fix(options: CheckOptions, diff: bool = False) -> int:
     """The `fix` command; returns the exit code (ruff's convention for --diff)."""
     first = run_check(options)
     release = first.workspace.vllm_dir
-    if options.vllm_version and not diff and release is not None:
-        # Out-of-tree files checked against a release may be fixed; the release itself not.
-        repairs = [f.repair for f in first.report.findings if f.repair is not None]
-        cached = [r for r in repairs if Path(r.path).resolve().is_relative_to(release.resolve())]
-        if cached:
-            raise UsageError(
-                f"--vllm {options.vllm_version} is a cached copy of a release, which is not yours "
-                "to edit: add --diff to see the changes, or run fix on a checkout or a copy of "
-                "the sources."
-            )
+    # Out-of-tree files checked against a cached release may be fixed; the release itself not.
+    cached = release.resolve() if options.vllm_version and release is not None else None
+    if cached is not None and not diff and not first.workspace.files:
+        raise UsageError(
+            f"--vllm {options.vllm_version} is a cached copy of a release, which is not yours "
+            "to edit: add --diff to see the changes, or run fix on a checkout or a copy of "
+            "the sources."
+        )
     interfaces_dir = release / "model_executor" / "models" if release is not None else None
     out = sys.stdout
     if diff:
-        edits, skipped = plan_edits(first.report, interfaces_dir)
+        edits, skipped = plan_edits(first.report, interfaces_dir, cached)
         changed = [e for e in edits if e.changed]
         for edit in changed:
             out.write(unified_diff(edit))
@@ -244,23 +290,50 @@ def run_fix(options: CheckOptions, diff: bool = False) -> int:
         out.write(f"{len(changed)} file(s) would change\n")
         return 2 if first.report.errors else (1 if changed else 0)
 
-    report, written, failures = first.report, set(), []
+    def say(message: str) -> None:
+        sys.stderr.write(f"{printable(message)}\n")
+
+    with contextlib.ExitStack() as held:
+        if any(f.repair for f in first.report.findings):  # else there is nothing to write
+            root = _lock_root(first.workspace, cached)
+            try:
+                held.enter_context(storage.tree_lock(root, on_wait=say, on_stale=say))
+            except OSError as exc:
+                raise UsageError(f"cannot lock {root} to fix it: {exc.strerror or exc}") from exc
+        return _fix_locked(options, first.report, interfaces_dir, cached)
+
+
+def _lock_root(workspace: Workspace, cached: Path | None) -> Path:
+    """Where the lock of a `fix` run lives: the checkout holding the `vllm` folder, or for
+    out-of-tree files checked against a cached release, the folder holding them all."""
+    if workspace.import_root is not None and cached is None:
+        return workspace.import_root
+    folders = [p.resolve() for p in workspace.extra_roots] + [
+        f.resolve().parent for f in workspace.files
+    ]
+    return Path(os.path.commonpath(folders)) if folders else Path.cwd()
+
+
+def _fix_locked(
+    options: CheckOptions, report: Report, interfaces_dir: Path | None, cached: Path | None
+) -> int:
+    """Plan, write and check again, up to `MAX_PASSES` times; the exit code."""
+    out = sys.stdout
+    written: set[Path] = set()
+    failure: str | None = None
     for _ in range(MAX_PASSES):
-        edits, skipped = plan_edits(report, interfaces_dir)
+        edits, skipped = plan_edits(report, interfaces_dir, cached)
         changed = [e for e in edits if e.changed]
-        for edit in changed:
-            problem = write_atomically(edit)
-            if problem:
-                failures.append(problem)
-            else:
-                written.add(edit.path)
+        failure = write_edits(changed) if changed else None
+        if failure is None:
+            written.update(e.path for e in changed)
         report = run_check(options).report
-        if failures or not changed:
+        if failure or not changed:
             break
     for line in skipped:
         out.write(f"not fixed: {printable(line)}\n")
-    for problem in failures:
-        out.write(f"not written: {printable(problem)}\n")
+    if failure:
+        out.write(f"not written: {printable(failure)}\n")
     out.write(f"{len(written)} file(s) changed\n")
     blocked = [t for t in report.targets if t.has_errors]
     for target in blocked:
@@ -273,6 +346,6 @@ def run_fix(options: CheckOptions, diff: bool = False) -> int:
                 f"({finding.path}:{finding.line})"
             )
             out.write(f"{printable(line)}\n")
-    if report.errors or failures:
+    if report.errors or failure:
         return 2
     return 1 if blocked else 0

@@ -11,12 +11,10 @@ entry is not used. Runs that reported input errors are never stored.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import inspect
 import json
 import os
-import tempfile
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from functools import cache
@@ -33,6 +31,7 @@ from eagle3lint.sources.files import (
     read_regular,
     read_source_bytes,
 )
+from eagle3lint.storage import write_atomically
 from eagle3lint.trust import make_folders
 
 FORMAT = 1
@@ -132,17 +131,10 @@ class RunCache:
 
     def store(self, key: str, output: str, code: int, manifest: Manifest) -> None:
         entry = {"key": key, "output": output, "code": code, **asdict(manifest)}
-        tmp: str | None = None
         if not self.trusted:
             return
         try:
             make_folders(self.root)
-            fd, tmp = tempfile.mkstemp(dir=self.root, prefix=".tmp-", suffix=".json")
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                json.dump(entry, handle)
-            os.replace(tmp, self.root / f"{key}.json")
+            write_atomically(self.root / f"{key}.json", json.dumps(entry).encode(), private=True)
         except OSError:
-            # A cache that cannot be written only costs speed, never a result.
-            if tmp is not None:
-                with contextlib.suppress(OSError):
-                    os.unlink(tmp)
+            pass  # a cache that cannot be written only costs speed, never a result

@@ -563,8 +563,10 @@ def test_a_save_while_fix_syncs_its_new_file_is_kept(
         real_fsync(fd)
 
     monkeypatch.setattr(fixer.os, "fsync", save_meanwhile)
-    problem = fixer.write_atomically(planned_edit)
-    assert problem == f"{planned_edit.path} changed on disk since it was read; run fix again"
+    problem = fixer.write_edits([planned_edit])
+    assert problem == (
+        f"{planned_edit.path} changed on disk since it was read; run fix again; no file written"
+    )
     assert planned_edit.path.read_bytes() == users_version
     assert sorted(p.name for p in planned_edit.path.parent.glob(".*eagle3lint")) == []
 
@@ -588,9 +590,10 @@ def test_a_save_into_the_file_just_before_the_rename_is_put_back(
         real_replace(src, dst)
 
     monkeypatch.setattr(fixer.os, "replace", save_then_replace)
-    problem = fixer.write_atomically(planned_edit)
+    problem = fixer.write_edits([planned_edit])
     assert problem == (
         f"{planned_edit.path} changed while it was being written; left as saved, run fix again"
+        "; no file written"
     )
     assert planned_edit.path.read_bytes() == users_version
 

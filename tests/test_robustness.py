@@ -28,7 +28,7 @@ from eagle3lint.cli import app
 from eagle3lint.codemod import registry
 from eagle3lint.engine import CheckOptions, run_check
 from eagle3lint.findings import Finding, Severity
-from eagle3lint.fixer import FileEdit, plan_edits, write_atomically
+from eagle3lint.fixer import FileEdit, plan_edits, write_edits
 from eagle3lint.rule import Code, Rule, RuleContext, load_rules
 from eagle3lint.sources.files import (
     MAX_FILE_BYTES,
@@ -493,7 +493,9 @@ def test_fix_refuses_a_file_that_changed_since_it_was_read(fixable: Path) -> Non
     [edit] = [e for e in planned(fixable) if e.changed]
     users_version = edit.original + b"# saved by the user's editor meanwhile\n"
     edit.path.write_bytes(users_version)
-    assert write_atomically(edit) == f"{edit.path} changed on disk since it was read; run fix again"
+    assert write_edits([edit]) == (
+        f"{edit.path} changed on disk since it was read; run fix again; no file written"
+    )
     assert edit.path.read_bytes() == users_version
 
 
@@ -503,7 +505,7 @@ def test_fix_leaves_a_read_only_file_and_says_so(fixable: Path) -> None:
     before = snapshot(fixable.parent)
     result = fix(str(fixable))
     assert result.exit_code == 2
-    assert f"not written: {model} is read-only\n" in result.stdout
+    assert f"not written: {model} is read-only; no file written\n" in result.stdout
     assert snapshot(fixable.parent) == before
 
 

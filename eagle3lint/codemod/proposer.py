@@ -7,7 +7,15 @@ import re
 import libcst as cst
 import libcst.matchers as m
 
-from ._layout import INDENT, first_fitting, indented, parse_statement
+from ._layout import (
+    INDENT,
+    bracketed,
+    first_fitting,
+    indented,
+    insert_exploded,
+    one_per_line,
+    parse_statement,
+)
 from ._nodes import block_indent, locate, replace
 from .errors import CodemodRefused
 
@@ -50,6 +58,12 @@ def add_proposer_branch(module: cst.Module, class_name: str, attr: str) -> cst.M
     assert isinstance(chain.test, cst.Comparison) and isinstance(chain.test.left, cst.Call)
     model_name = module.code_for_node(chain.test.left)
     target_model = module.code_for_node(chain.test.left.args[0].value)
+    value = f"{target_model}.config.{attr}"
+    for branch in branches:
+        if _reads(module, branch, value):
+            # One branch per attribute, as vLLM writes it: the class joins its list.
+            at = column if branch is chain else column + len("el")
+            return replace(module, branch, _with_class(module, branch, class_name, at))
     comparison = f'{model_name} == "{class_name}"'
     header = first_fitting(
         column,
@@ -59,7 +73,6 @@ def add_proposer_branch(module: cst.Module, class_name: str, attr: str) -> cst.M
             f'elif (\n{INDENT}{model_name}\n{INDENT}== "{class_name}"\n):',
         ],
     )
-    value = f"{target_model}.config.{attr}"
     assignment = first_fitting(
         column + len(INDENT),
         [f"{assigned} = {value}", f"{assigned} = (\n{INDENT}{value}\n)"],
@@ -68,6 +81,56 @@ def add_proposer_branch(module: cst.Module, class_name: str, attr: str) -> cst.M
     branch = parse_statement(module, f"{header.removeprefix('el')}\n{indented(module, assignment)}")
     assert isinstance(branch, cst.If)
     return replace(module, last, last.with_changes(orelse=branch.with_changes(orelse=last.orelse)))
+
+
+def _reads(module: cst.Module, branch: cst.If, value: str) -> bool:
+    """Whether `branch` only assigns `value` (whatever its layout), for classes it names with
+    `== "X"` or `in [...]`."""
+    body = branch.body.body
+    if len(body) != 1 or not m.matches(
+        body[0], m.SimpleStatementLine(body=[m.Assign(targets=[m.AssignTarget()])])
+    ):
+        return False
+    assert isinstance(body[0], cst.SimpleStatementLine) and isinstance(body[0].body[0], cst.Assign)
+    written = module.code_for_node(body[0].body[0].value.with_changes(lpar=[], rpar=[]))
+    test = branch.test
+    named = isinstance(test, cst.Comparison) and len(test.comparisons) == 1
+    return named and "".join(written.split()) == value
+
+
+def _with_class(module: cst.Module, branch: cst.If, class_name: str, column: int) -> cst.If:
+    """`branch` testing for `class_name` as well: `== "X"` becomes `in ["X", "Y"]`, an existing
+    list gains the name at its end (one per line if it was)."""
+    test = branch.test
+    assert isinstance(test, cst.Comparison)
+    target = test.comparisons[0].comparator
+    if isinstance(target, cst.List):
+        new = cst.Element(cst.SimpleString(f'"{class_name}"'))
+        if one_per_line(target.lbracket.whitespace_after, target.elements):
+            elements = insert_exploded(
+                target.elements, len(target.elements), new, target.lbracket.whitespace_after
+            )
+            return branch.with_changes(
+                test=test.with_changes(
+                    comparisons=[
+                        test.comparisons[0].with_changes(
+                            comparator=target.with_changes(elements=elements)
+                        )
+                    ]
+                )
+            )
+    names = [module.code_for_node(s) for s in m.findall(target, m.SimpleString())]
+    model_name = module.code_for_node(test.left)
+    header = bracketed(
+        f"if {model_name} in [",
+        [*names, f'"{class_name}"'],
+        "]:",
+        column=column,
+        hug=False,
+        magic_comma=False,
+    )
+    listed = cst.parse_expression(header[len("if ") : -len(":")], module.config_for_parsing)
+    return branch.with_changes(test=listed)
 
 
 def _dispatch_chain(module: cst.Module) -> tuple[cst.If, int]:

@@ -1,20 +1,43 @@
-"""The last check before rewritten code is handed back for writing."""
+"""The last check before rewritten code is handed back for writing: what a reviewer would check.
+
+The new code must compile, and every function a codemod touched must read no name that is
+unbound on some path to the read (StableLM's generated tap read `residual`, which that forward
+never binds) and no name defined nowhere. Only problems the rewrite introduced count: a
+function that already read a name on a path that may not bind it is vLLM's, not ours.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping, Sequence
+
 import libcst as cst
+from libcst.metadata import (
+    Access,
+    ComprehensionScope,
+    FunctionScope,
+    MetadataWrapper,
+    Scope,
+    ScopeProvider,
+)
 
 from .errors import CodemodRefused
 
+MODULE_NAMES = frozenset(
+    {"__file__", "__name__", "__doc__", "__package__", "__spec__", "__loader__", "__path__"}
+)
+"""Names every module has, which libcst's builtin scope does not list."""
+
 
 def render_checked(original: str, new_module: cst.Module, path: str) -> str:
-    """The code of `new_module`, after checking that Python compiles it.
+    """The code of `new_module`, after checking it as a reviewer would.
 
     `original` is the text the module was parsed from: when the rewrite changed nothing it is
     returned as is, and when the rewrite does not compile the reason says whether the original
     compiled (a codemod bug) or did not either (the file was broken before).
 
-    Refuses when the new code does not compile.
+    Refuses when the new code does not compile, or when a function it changed reads a name
+    that is not bound on every path to the read, or that is defined nowhere, where the
+    original did not.
     """
     code = new_module.code
     if code == original:
@@ -32,4 +55,268 @@ def render_checked(original: str, new_module: cst.Module, path: str) -> str:
         raise CodemodRefused(
             f"{path}: the rewritten code does not compile: {error}{where}; {before}"
         ) from error
+    key = (original, code)
+    if key not in _INTRODUCED:
+        if len(_INTRODUCED) >= 256:
+            _INTRODUCED.clear()
+        _INTRODUCED[key] = _introduced(cst.parse_module(original), new_module)
+    problem = _INTRODUCED[key]
+    if problem is not None:
+        function, name, what = problem
+        raise CodemodRefused(
+            f"{path}: the rewritten {function} reads {name!r}, which {what}; this is a codemod bug"
+        )
     return code
+
+
+Problem = tuple[str, str, str]
+"""(function's qualified name, name read, what is wrong with it)."""
+
+_INTRODUCED: dict[tuple[str, str], Problem | None] = {}
+"""(original, rewritten code) → `_introduced`: `fix` rewrites each file again whenever a
+refusal elsewhere changes the plan, mostly to the same code."""
+
+
+def _introduced(before: cst.Module, after: cst.Module) -> Problem | None:
+    """A problem of a function the rewrite changed that the original did not have."""
+    was = {name: before.code_for_node(f) for name, f in _functions(before.body, "")}
+    touched = {
+        name
+        for name, function in _functions(after.body, "")
+        if was.get(name) != after.code_for_node(function)
+    }
+    if not touched:
+        return None
+    old = _problems(_reduced(before, touched))
+    new = sorted(_problems(_reduced(after, touched)) - old)
+    return new[0] if new else None
+
+
+def _problems(module: cst.Module) -> set[Problem]:
+    """Every name read before it is bound on some path, or defined nowhere, in every function
+    of `module`."""
+    wrapper = MetadataWrapper(module)
+    scopes = wrapper.resolve(ScopeProvider)
+    star_import = any(
+        isinstance(s, cst.SimpleStatementLine)
+        and any(
+            isinstance(i, cst.ImportFrom) and isinstance(i.names, cst.ImportStar) for i in s.body
+        )
+        for s in wrapper.module.body
+    )
+    inside = _comprehensions(scopes)
+    found: set[Problem] = set()
+    for qualname, function in _functions(wrapper.module.body, ""):
+        scope = scopes.get(function.body)
+        if not isinstance(scope, FunctionScope):
+            continue
+        reads = _local_reads(scope, inside)
+        flow = _Flow(scope, reads)
+        flow.block(function.body.body, _parameters(function))
+        found.update((qualname, name, "may be unbound on some path") for name in flow.unbound)
+        if star_import:
+            continue  # any name may come from the star
+        for access in _accesses_within(scope, inside):
+            name = access.node.value if isinstance(access.node, cst.Name) else None
+            if name and not access.referents and name not in MODULE_NAMES:
+                found.add((qualname, name, "is defined nowhere"))
+    return found
+
+
+def _reduced(module: cst.Module, keep: set[str]) -> cst.Module:
+    """`module` with the body of every function not in `keep` emptied: scope analysis of a
+    whole vLLM file takes seconds, and only the touched functions are checked."""
+    return module.visit(_Emptier(keep))
+
+
+class _Emptier(cst.CSTTransformer):
+    def __init__(self, keep: set[str]) -> None:
+        self.keep = keep
+        self.names: list[str] = []
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> bool:
+        self.names.append(node.name.value)
+        return True
+
+    def leave_ClassDef(self, original: cst.ClassDef, updated: cst.ClassDef) -> cst.ClassDef:
+        self.names.pop()
+        return updated
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+        self.names.append(node.name.value)
+        return ".".join(self.names) in self.keep
+
+    def leave_FunctionDef(
+        self, original: cst.FunctionDef, updated: cst.FunctionDef
+    ) -> cst.FunctionDef:
+        kept = ".".join(self.names) in self.keep
+        self.names.pop()
+        if kept:
+            return updated
+        return updated.with_changes(
+            body=cst.IndentedBlock([cst.SimpleStatementLine([cst.Expr(cst.Ellipsis())])])
+        )
+
+
+def _functions(body: Sequence[cst.CSTNode], prefix: str) -> Iterator[tuple[str, cst.FunctionDef]]:
+    """Every function and method, nested ones too, with its qualified name."""
+    for statement in body:
+        if isinstance(statement, cst.FunctionDef):
+            name = f"{prefix}{statement.name.value}"
+            yield name, statement
+            yield from _functions(statement.body.body, f"{name}.")
+        elif isinstance(statement, cst.ClassDef):
+            yield from _functions(statement.body.body, f"{prefix}{statement.name.value}.")
+        elif isinstance(statement, (cst.If, cst.Try)):
+            yield from _functions(statement.body.body, prefix)
+
+
+def _comprehensions(scopes: Mapping[cst.CSTNode, Scope | None]) -> dict[Scope, list[Scope]]:
+    """Each scope → the comprehension scopes directly inside it."""
+    inside: dict[Scope, list[Scope]] = {}
+    for scope in {id(s): s for s in scopes.values() if s is not None}.values():
+        if isinstance(scope, ComprehensionScope):
+            inside.setdefault(scope.parent, []).append(scope)
+    return inside
+
+
+def _accesses_within(scope: Scope, inside: dict[Scope, list[Scope]]) -> Iterator[Access]:
+    """The reads of `scope` and of the comprehensions inside it."""
+    yield from scope.accesses
+    for child in inside.get(scope, ()):
+        yield from _accesses_within(child, inside)
+
+
+def _local_reads(scope: Scope, inside: dict[Scope, list[Scope]]) -> dict[int, str]:
+    """`id()` of every Name node that reads a local of `scope` (its comprehensions included;
+    nested functions and lambdas run later, so their reads are not on this flow)."""
+    reads: dict[int, str] = {}
+    for access in _accesses_within(scope, inside):
+        if any(getattr(a, "scope", None) is scope for a in access.referents):
+            node = access.node
+            if isinstance(node, cst.Name):
+                reads[id(node)] = node.value
+    return reads
+
+
+def _parameters(function: cst.FunctionDef) -> set[str]:
+    params = function.params
+    every = [*params.posonly_params, *params.params, *params.kwonly_params]
+    for star in (params.star_arg, params.star_kwarg):
+        if isinstance(star, cst.Param):
+            every.append(star)
+    return {p.name.value for p in every}
+
+
+class _Flow:
+    """Which locals are bound on every path, statement by statement.
+
+    A block returns the names bound on every path through it, or None when no path leaves it
+    normally (it returns, raises, breaks or continues). Loops may run zero times, so what
+    their bodies bind does not count after them.
+    """
+
+    def __init__(self, scope: Scope, reads: dict[int, str]) -> None:
+        self.reads = reads
+        self.binds: dict[int, set[str]] = {}
+        """`id()` of each node that binds locals (a target name, an import, a def) → them."""
+        for assignment in scope.assignments:
+            node = getattr(assignment, "node", None)
+            if node is not None:
+                self.binds.setdefault(id(node), set()).add(assignment.name.split(".")[0])
+        self.unbound: set[str] = set()
+
+    def block(self, statements: Sequence[cst.BaseStatement], bound: set[str]) -> set[str] | None:
+        current: set[str] | None = set(bound)
+        for statement in statements:
+            if current is None:
+                return None  # unreachable: never read
+            current = self.statement(statement, current)
+        return current
+
+    def statement(self, node: cst.BaseStatement, bound: set[str]) -> set[str] | None:
+        if isinstance(node, cst.SimpleStatementLine):
+            for small in node.body:
+                bound = self.expression(small, bound)
+                if isinstance(small, (cst.Return, cst.Raise, cst.Continue, cst.Break)):
+                    return None
+            return bound
+        if isinstance(node, cst.If):
+            inside = self.expression(node.test, bound)
+            taken = self.block(node.body.body, inside)
+            if isinstance(node.orelse, cst.If):
+                other = self.statement(node.orelse, inside)
+            elif isinstance(node.orelse, cst.Else):
+                other = self.block(node.orelse.body.body, inside)
+            else:
+                other = inside
+            return _meet(taken, other)
+        if isinstance(node, cst.For):
+            before = self.expression(node.iter, bound)
+            self.block(node.body.body, self.expression(node.target, before))
+            return self._else(node.orelse, before)
+        if isinstance(node, cst.While):
+            before = self.expression(node.test, bound)
+            self.block(node.body.body, before)
+            return self._else(node.orelse, before)
+        if isinstance(node, cst.With):
+            for item in node.items:
+                bound = self.expression(item, bound)
+            return self.block(node.body.body, bound)
+        if isinstance(node, cst.Try):
+            return self._try(node, bound)
+        if isinstance(node, cst.Match):
+            subject = self.expression(node.subject, bound)
+            ends = [
+                self.block(case.body.body, self.expression(case.pattern, subject))
+                for case in node.cases
+            ]
+            return _meet(subject, *ends)
+        # def, class and anything newer: what they bind, after what they evaluate.
+        return self.expression(node, bound)
+
+    def _else(self, orelse: cst.Else | None, bound: set[str]) -> set[str] | None:
+        return self.block(orelse.body.body, bound) if orelse is not None else bound
+
+    def _try(self, node: cst.Try, bound: set[str]) -> set[str] | None:
+        body = self.block(node.body.body, bound)
+        ends = [self._else(node.orelse, body) if body is not None else None]
+        for handler in node.handlers:
+            caught = self.expression(handler.type, bound) if handler.type else bound
+            caught = self.expression(handler.name, caught) if handler.name else caught
+            ends.append(self.block(handler.body.body, caught))
+        after = _meet(*ends)
+        if node.finalbody is None:
+            return after
+        final = self.block(node.finalbody.body.body, bound)
+        return None if after is None or final is None else after | final
+
+    def expression(self, node: cst.CSTNode, bound: set[str]) -> set[str]:
+        """Check the reads in `node` against `bound`; the names bound after it."""
+        nodes = list(_nodes(node))
+        binds = {name for n in nodes for name in self.binds.get(id(n), ())}
+        # `(n := ...)` binds for the rest of the expression.
+        walrus = {
+            n.target.value
+            for n in nodes
+            if isinstance(n, cst.NamedExpr) and isinstance(n.target, cst.Name)
+        }
+        for n in nodes:
+            local = self.reads.get(id(n))
+            if local is not None and local not in bound and local not in walrus:
+                self.unbound.add(local)
+        return bound | binds
+
+
+def _meet(*ends: set[str] | None) -> set[str] | None:
+    """Names bound on every path that continues (None: none continues)."""
+    live = [end for end in ends if end is not None]
+    if not live:
+        return None
+    return set.intersection(*live)
+
+
+def _nodes(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    yield node
+    for child in node.children:
+        yield from _nodes(child)

@@ -8,12 +8,9 @@ an entry that does not load and validate is ignored and rebuilt, never trusted.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
-import os
 import sys
-import tempfile
 from functools import cache
 from pathlib import Path
 from typing import TypeVar
@@ -29,6 +26,7 @@ from eagle3lint.index.model import (
     to_json,
 )
 from eagle3lint.sources.files import MAX_CACHE_ENTRY_BYTES, UnreadableSource, read_regular
+from eagle3lint.storage import write_atomically
 from eagle3lint.trust import make_folders
 
 T = TypeVar("T")
@@ -123,17 +121,11 @@ class SummaryCache:
 
     def store(self, key: str, summary: object) -> None:
         path = self._path(key)
-        tmp: str | None = None
         if not self.trusted:
             return
+        entry = {"key": key, "summary": to_json(summary)}
         try:
             make_folders(path.parent)
-            fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                json.dump({"key": key, "summary": to_json(summary)}, handle, separators=(",", ":"))
-            os.replace(tmp, path)
+            write_atomically(path, json.dumps(entry, separators=(",", ":")).encode(), private=True)
         except OSError:
-            # A cache that cannot be written only costs speed, never a result.
-            if tmp is not None:
-                with contextlib.suppress(OSError):
-                    os.unlink(tmp)
+            pass  # a cache that cannot be written only costs speed, never a result

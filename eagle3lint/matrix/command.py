@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import datetime
-import os
 import shlex
 import sys
 from collections.abc import Callable
@@ -18,6 +17,7 @@ from eagle3lint.matrix.model import Matrix, build_matrix
 from eagle3lint.matrix.releases import Column, expand_specs
 from eagle3lint.matrix.runner import CheckJson, check_releases
 from eagle3lint.sources.discovery import discover
+from eagle3lint.storage import write_atomically
 
 
 def columns_of(paths: list[Path], specs: list[str]) -> list[Column]:
@@ -115,11 +115,8 @@ def write_output(text: str, output: Path | None) -> None:
         sys.stdout.write(text)
         sys.stdout.flush()
         return
-    staging = output.with_name(f".{output.name}.tmp")
     try:
         output.parent.mkdir(parents=True, exist_ok=True)
-        staging.write_text(text, encoding="utf-8")
-        os.replace(staging, output)
+        write_atomically(output, text.encode("utf-8"))
     except OSError as exc:
-        staging.unlink(missing_ok=True)
         raise UsageError(f"--output {output}: {exc.strerror or exc}") from exc

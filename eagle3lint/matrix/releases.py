@@ -22,6 +22,7 @@ from eagle3lint.errors import UsageError
 from eagle3lint.index.cache import default_cache_dir, trusted_folder
 from eagle3lint.sources.download import VERSION
 from eagle3lint.sources.files import MAX_CACHE_ENTRY_BYTES, UnreadableSource, read_regular
+from eagle3lint.storage import write_atomically
 from eagle3lint.trust import make_folders
 
 INDEX_TTL = 3600.0
@@ -103,9 +104,8 @@ def indexed_releases(cache_root: Path | None = None) -> list[str]:
         return versions
     try:
         make_folders(store.parent)
-        tmp = store.with_suffix(".tmp")
-        tmp.write_text(json.dumps({"fetched": time.time(), "versions": versions}))
-        tmp.replace(store)
+        data = json.dumps({"fetched": time.time(), "versions": versions})
+        write_atomically(store, data.encode(), private=True)
     except OSError:
         pass  # an unwritable cache only costs the next run a look-up
     return versions

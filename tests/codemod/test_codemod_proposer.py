@@ -64,12 +64,12 @@ def test_adds_the_branch_vllm_0_18_has_for_kimi_k25(assert_rewrites: RewriteChec
 
 def test_short_attribute_stays_on_the_assignment_line(assert_rewrites: RewriteCheck) -> None:
     assert_rewrites(
-        adding("Gemma3ForConditionalGeneration", "image_token_id"),
+        adding("Gemma3ForConditionalGeneration", "media_token_id"),
         proposer(),
         proposer(
             """\
             elif self.get_model_name(target_model) == "Gemma3ForConditionalGeneration":
-                self.model.config.image_token_index = target_model.config.image_token_id
+                self.model.config.image_token_index = target_model.config.media_token_id
             """
         ),
     )
@@ -102,9 +102,9 @@ def test_short_attribute_stays_on_the_assignment_line(assert_rewrites: RewriteCh
 def test_long_class_names_are_wrapped_like_ruff(
     assert_rewrites: RewriteCheck, class_name: str, header: str
 ) -> None:
-    body = "    self.model.config.image_token_index = target_model.config.image_token_id\n"
+    body = "    self.model.config.image_token_index = target_model.config.media_token_id\n"
     assert_rewrites(
-        adding(class_name, "image_token_id"),
+        adding(class_name, "media_token_id"),
         proposer(),
         proposer(textwrap.dedent(header) + body),
     )
@@ -112,13 +112,13 @@ def test_long_class_names_are_wrapped_like_ruff(
 
 def test_dotted_attribute(assert_rewrites: RewriteCheck) -> None:
     assert_rewrites(
-        adding("LlavaForConditionalGeneration", "vision_config.image_token_id"),
+        adding("LlavaForConditionalGeneration", "text_config.image_token_id"),
         proposer(),
         proposer(
             """\
             elif self.get_model_name(target_model) == "LlavaForConditionalGeneration":
                 self.model.config.image_token_index = (
-                    target_model.config.vision_config.image_token_id
+                    target_model.config.text_config.image_token_id
                 )
             """
         ),
@@ -191,3 +191,41 @@ def test_refuses_names_that_are_not_identifiers() -> None:
         add_proposer_branch(cst.parse_module(proposer()), 'X"', "image_token_id")
     with pytest.raises(CodemodRefused, match="not a class name and an attribute"):
         add_proposer_branch(cst.parse_module(proposer()), "X", "config..x")
+
+
+def test_a_second_class_reading_the_same_attribute_joins_its_branch(
+    assert_rewrites: RewriteCheck,
+) -> None:
+    """Fix-all on 0.16.0 added two identical adjacent branches for the two Kimi classes."""
+
+    def both(module: cst.Module) -> cst.Module:
+        module = adding("KimiK25ForConditionalGeneration", "media_placeholder_token_id")(module)
+        return adding("KimiVLForConditionalGeneration", "media_placeholder_token_id")(module)
+
+    assert_rewrites(
+        both,
+        proposer(),
+        proposer(
+            """\
+            elif self.get_model_name(target_model) in [
+                "KimiK25ForConditionalGeneration",
+                "KimiVLForConditionalGeneration",
+            ]:
+                self.model.config.image_token_index = (
+                    target_model.config.media_placeholder_token_id
+                )
+            """
+        ),
+    )
+
+
+def test_a_class_reading_a_listed_attribute_joins_the_list(
+    assert_rewrites: RewriteCheck,
+) -> None:
+    expected = proposer().replace(
+        '"Qwen3VLForConditionalGeneration",\n',
+        '"Qwen3VLForConditionalGeneration",\n                "Gemma3ForConditionalGeneration",\n',
+    )
+    assert_rewrites(
+        adding("Gemma3ForConditionalGeneration", "image_token_id"), proposer(), expected
+    )

@@ -45,9 +45,10 @@ def read(release_root: Release, version: str, path: str) -> cst.Module:
 
 def apply(module: cst.Module, path: str, *transforms: Transform) -> cst.Module:
     """Apply the transforms in turn, checking that the result compiles and is a fixed point."""
+    original = module.code
     for transform in transforms:
         module = transform(module)
-    code = render_checked("", module, path)
+    code = render_checked(original, module, path)
     again = module
     for transform in transforms:
         again = transform(again)

@@ -31,3 +31,80 @@ def test_says_when_the_original_was_already_broken() -> None:
     original = "def f():\n    nonlocal y\n"
     with pytest.raises(CodemodRefused, match="the original does not compile either"):
         render_checked(original, _breaking(cst.parse_module(original)), "m.py")
+
+
+FORWARD = """\
+import torch
+
+
+class Model:
+    def forward(self, hidden_states, layers):
+        aux = []
+        for idx, layer in enumerate(layers):
+{tap}            hidden_states = layer(hidden_states)
+        return hidden_states, aux
+"""
+
+
+def _tapped(tap: str) -> tuple[str, cst.Module]:
+    original = FORWARD.format(tap="")
+    return original, cst.parse_module(FORWARD.format(tap=tap))
+
+
+def test_refuses_a_tap_reading_a_name_the_forward_never_binds() -> None:
+    """StableLM's generated tap read `residual`, which its forward never binds."""
+    original, new = _tapped("            aux.append(hidden_states + residual)\n")
+    with pytest.raises(CodemodRefused, match=r"Model.forward reads 'residual', which is defined"):
+        render_checked(original, new, "m.py")
+
+
+def test_refuses_a_read_before_the_name_is_bound_on_every_path() -> None:
+    tap = (
+        "            if idx:\n"
+        "                residual = hidden_states\n"
+        "            aux.append(hidden_states + residual)\n"
+    )
+    original, new = _tapped(tap)
+    with pytest.raises(CodemodRefused, match=r"'residual', which may be unbound on some path"):
+        render_checked(original, new, "m.py")
+
+
+@pytest.mark.parametrize(
+    "tap",
+    [
+        pytest.param("            residual = None\n            aux.append(residual)\n", id="bound"),
+        pytest.param(
+            "            if idx:\n"
+            "                residual = hidden_states\n"
+            "            else:\n"
+            "                residual = None\n"
+            "            aux.append(residual)\n",
+            id="bound-on-both-branches",
+        ),
+        pytest.param(
+            "            if idx is None:\n"
+            "                raise ValueError(idx)\n"
+            "            else:\n"
+            "                residual = None\n"
+            "            aux.append(residual, torch, [i for i in aux if residual])\n",
+            id="the-other-branch-raises",
+        ),
+    ],
+)
+def test_accepts_names_bound_on_every_path(tap: str) -> None:
+    original, new = _tapped(tap)
+    assert render_checked(original, new, "m.py") == new.code
+
+
+def test_a_problem_the_original_already_had_is_not_the_rewrite_s() -> None:
+    """vLLM's own code may read a name bound only in an earlier loop; a rewrite elsewhere in
+    the same function is not refused for it."""
+    original = "def f(xs):\n    for x in xs:\n        last = x\n    return last\n"
+    new = cst.parse_module(original.replace("return last", "print(xs)\n    return last"))
+    assert render_checked(original, new, "m.py") == new.code
+
+
+def test_only_functions_the_rewrite_touched_are_checked() -> None:
+    original = "def f():\n    return undefined_name\n\n\nX = 1\n"
+    new = cst.parse_module(original.replace("X = 1", "X = 2"))
+    assert render_checked(original, new, "m.py") == new.code

@@ -1,0 +1,128 @@
+"""Writing files whole: every file eagle3lint writes (cache entries, baselines, matrix output,
+`fix`'s rewrites) is written to a temporary file beside it, synced, given the permissions the
+file had, and renamed over it, so no reader ever sees half a file; and the lock that
+serialises `fix` runs on one tree.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import os
+import secrets
+import stat
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+TEMP_SUFFIX = ".eagle3lint"
+"""Every temporary file ends so: `.NAME.RANDOM.eagle3lint`, hidden beside the file it will be."""
+
+
+def stage(
+    path: Path, data: bytes, like: os.stat_result | None = None, private: bool = False
+) -> str:
+    """A synced temporary file holding `data` beside `path`; returns its name.
+
+    It takes the mode and owner of `like` (the file it will replace). A new file gets mode
+    0600 if `private`, else what the umask leaves of 0666, as `open()` would give it.
+    """
+    tmp = os.path.join(path.parent, f".{path.name}.{secrets.token_hex(4)}{TEMP_SUFFIX}")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600 if private else 0o666)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        if like is not None:
+            os.chmod(tmp, stat.S_IMODE(like.st_mode))
+            if (like.st_uid, like.st_gid) != (os.getuid(), os.getgid()):
+                os.chown(tmp, like.st_uid, like.st_gid)
+    except BaseException:
+        discard(tmp)
+        raise
+    return tmp
+
+
+def discard(tmp: str) -> None:
+    """Remove a temporary file that will not be renamed into place (if it is still there)."""
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(tmp)
+
+
+def write_atomically(
+    path: Path, data: bytes, private: bool = False, like: os.stat_result | None = None
+) -> None:
+    """Replace (or create) `path` with `data` in one rename, keeping an existing file's
+    permissions and owner (those of `like` if given: the file as it was first read). Raises
+    OSError; the temporary file never outlives a failure."""
+    if like is None:
+        with contextlib.suppress(FileNotFoundError):
+            like = os.stat(path)
+    tmp = stage(path, data, like, private)
+    try:
+        os.replace(tmp, path)
+    except BaseException:
+        discard(tmp)
+        raise
+
+
+LOCK_NAME = ".eagle3lint-fix.lock"
+
+
+@contextlib.contextmanager
+def tree_lock(
+    root: Path, on_wait: Callable[[str], None], on_stale: Callable[[str], None]
+) -> Iterator[None]:
+    """Hold `root/.eagle3lint-fix.lock` for the block: one `fix` at a time on a tree.
+
+    The lock is an `flock` on the file, which the kernel releases when its holder dies, so a
+    lock is never left held; the file names the holder's pid. A file still naming a pid when
+    the lock is free was left by a run that died: it is taken over, and `on_stale` says so.
+    `on_wait` is told once when another run holds the lock and this one waits for it.
+    """
+    path = root / LOCK_NAME
+    while True:
+        # Never through a link: a planted one would have us truncate the file it points to.
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError as exc:
+                if exc.errno not in (errno.EWOULDBLOCK, errno.EACCES):
+                    raise
+                on_wait(f"waiting for the fix run (pid {_holder(fd) or '?'}) holding {path}")
+                fcntl.flock(fd, fcntl.LOCK_EX)
+            # The holder before us unlinks the file as it releases it: a lock on that unlinked
+            # file serialises nothing, so start again on the current one.
+            if os.fstat(fd).st_ino != _inode(path):
+                os.close(fd)
+                continue
+        except BaseException:
+            os.close(fd)
+            raise
+        break
+    try:
+        stale = _holder(fd)
+        if stale is not None and stale != os.getpid():
+            on_stale(f"took over the lock {path} left by fix run pid {stale}, which is not running")
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        yield
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(path)
+        os.close(fd)
+
+
+def _holder(fd: int) -> int | None:
+    """The pid written in the lock file, if any."""
+    text = os.pread(fd, 32, 0).decode("ascii", "replace").strip()
+    return int(text) if text.isdigit() else None
+
+
+def _inode(path: Path) -> int | None:
+    try:
+        return os.stat(path).st_ino
+    except FileNotFoundError:
+        return None

@@ -1,0 +1,270 @@
+"""`fix` writes a target's whole repair or nothing: on a copy of real vLLM 0.16.0, from the one
+file the pre-commit hook passes, with a file of the chain read-only, with a rename that fails
+halfway, and with two runs on one tree."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import threading
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner, Result
+
+from eagle3lint import storage
+from eagle3lint.cli import app
+from eagle3lint.engine import CheckOptions, run_check
+from eagle3lint.fixer import plan_edits
+
+REPO = Path(__file__).resolve().parent.parent
+KIMI_CONFIG = REPO / "examples" / "kimi-k2.5" / "config.json"
+KIMI = "KimiK25ForConditionalGeneration"
+KIMI_FILE = "vllm/model_executor/models/kimi_k25.py"
+CHAIN = {
+    KIMI_FILE,
+    "vllm/model_executor/models/deepseek_v2.py",
+    "vllm/config/speculative.py",
+    "vllm/v1/spec_decode/eagle.py",
+}
+
+
+@pytest.fixture
+def checkout(
+    vllm_release: Callable[[str], Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Path:
+    """A writable copy of vLLM 0.16.0 (`<checkout>/vllm`), the working directory."""
+    root = tmp_path / "checkout"
+    shutil.copytree(vllm_release("0.16.0"), root / "vllm")
+    monkeypatch.chdir(root)
+    return root
+
+
+def snapshot(root: Path) -> dict[str, bytes]:
+    """Every file under `root`, temporary ones too."""
+    return {str(p.relative_to(root)): p.read_bytes() for p in root.rglob("*") if p.is_file()}
+
+
+def changed(before: dict[str, bytes], root: Path) -> set[str]:
+    after = snapshot(root)
+    return {name for name in before.keys() | after.keys() if before.get(name) != after.get(name)}
+
+
+def fix(*args: str) -> Result:
+    result = CliRunner().invoke(app, ["fix", *args])
+    assert "Traceback" not in result.output, result.output
+    return result
+
+
+def kimi_verdict(root: Path) -> dict[str, object]:
+    """Kimi-K2.5's verdict on a whole-tree check of `root`."""
+    result = CliRunner().invoke(
+        app, ["check", str(root / "vllm"), "--hf-config", str(KIMI_CONFIG), "--format", "json"]
+    )
+    [target] = [t for t in json.loads(result.stdout)["targets"] if t["arch"] == KIMI]
+    return target
+
+
+def test_fixing_the_one_file_pre_commit_passes_repairs_the_whole_chain(checkout: Path) -> None:
+    """Item 5's acceptance: from kimi_k25.py alone, the decoder in deepseek_v2.py, the gate
+    and the proposer are repaired too, and a whole-tree check finds Kimi-K2.5 ready. The code
+    written stays ruff-formatted and adds no undefined or unused name."""
+    before = snapshot(checkout)
+    result = fix(KIMI_FILE, "--hf-config", str(KIMI_CONFIG))
+    assert result.exit_code == 0, result.output
+    assert changed(before, checkout) == CHAIN
+    assert "4 file(s) changed" in result.stdout
+    assert kimi_verdict(checkout)["eagle3_ready"] is True
+    ruff = shutil.which("ruff")
+    assert ruff is not None, "ruff (in the test extra) checks the generated code"
+    for name in sorted(CHAIN):
+        original, path = before[name].decode(), checkout / name
+        assert _ruff(ruff, "format", "--line-length", "88", "-", text=original) == (0, original)
+        assert _ruff(ruff, "format", "--line-length", "88", "-", text=path.read_text()) == (
+            0,
+            path.read_text(),
+        )
+        lint = ("check", "--select", "F821,F841", "--output-format", "concise", "-q", "-")
+        assert _ruff(ruff, *lint, text=path.read_text())[0] == _ruff(ruff, *lint, text=original)[0]
+
+
+def _ruff(ruff: str, *args: str, text: str) -> tuple[int, str]:
+    done = subprocess.run(
+        [ruff, *args[:1], "--isolated", *args[1:]], input=text, capture_output=True, text=True
+    )
+    return done.returncode, done.stdout
+
+
+def test_a_read_only_file_of_the_chain_leaves_every_file_unchanged(checkout: Path) -> None:
+    """Before, the other three files were written and the run exited 2 with the tree between
+    states: Kimi-K2.5 passed supports_eagle3() and crashed after the weights load."""
+    decoder = checkout / "vllm/model_executor/models/deepseek_v2.py"
+    decoder.chmod(0o444)
+    before = snapshot(checkout)
+    result = fix(KIMI_FILE, "--hf-config", str(KIMI_CONFIG))
+    assert result.exit_code == 2, result.output
+    assert f"not written: {decoder} is read-only; no file written" in result.stdout
+    assert "0 file(s) changed" in result.stdout
+    assert changed(before, checkout) == set()
+
+
+def test_a_rename_that_fails_halfway_is_undone(
+    checkout: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The third rename of four fails: the two files already replaced get their original
+    content back, and no temporary file is left."""
+    before = snapshot(checkout)
+    real_replace = os.replace
+    renames: list[str] = []
+
+    def failing_third(src: str, dst: str) -> None:
+        if Path(dst).is_relative_to(checkout):  # not the cache's entries
+            renames.append(str(dst))
+            if len(renames) == 3:
+                raise OSError(28, "No space left on device")
+        real_replace(src, dst)
+
+    monkeypatch.setattr(storage.os, "replace", failing_third)
+    result = fix(KIMI_FILE, "--hf-config", str(KIMI_CONFIG))
+    assert result.exit_code == 2, result.output
+    assert "No space left on device; restored 2 file(s) already written" in result.stdout
+    assert len(renames) == 5  # four tried, the third failed, two put back
+    assert changed(before, checkout) == set()
+
+
+def test_drafts_and_pooling_models_are_never_made_targets(checkout: Path) -> None:
+    """The same repairs, asked for by a target whose role is pooling (a reward model's forward
+    would return a tuple its pooler cannot take), are not planned."""
+    options = CheckOptions(paths=[checkout / KIMI_FILE], hf_config=KIMI_CONFIG)
+    report = run_check(options).report
+    [kimi] = [t for t in report.targets if t.arch == KIMI]
+    assert {e.path.name for e in plan_edits(report)[0] if e.changed} == {
+        Path(name).name for name in CHAIN
+    }
+    for role in ("pooling", "draft"):
+        kimi.role = role
+        assert [e for e in plan_edits(report)[0] if e.changed] == []
+
+
+def test_a_stale_lock_is_taken_over_with_a_message(checkout: Path) -> None:
+    """A run that died left the lock file naming it (above any pid Linux hands out)."""
+    lock = checkout / storage.LOCK_NAME
+    lock.write_text("999999999\n")
+    result = CliRunner().invoke(app, ["fix", KIMI_FILE, "--hf-config", str(KIMI_CONFIG), "--diff"])
+    assert result.exit_code == 1  # --diff takes no lock
+    assert lock.exists()
+    result = fix(KIMI_FILE, "--hf-config", str(KIMI_CONFIG))
+    assert result.exit_code == 0, result.output
+    assert f"took over the lock {lock} left by fix run pid 999999999" in result.stderr
+    assert not lock.exists()
+
+
+def test_the_lock_serialises_runs(tmp_path: Path) -> None:
+    """A second run waits, with a message naming the holder, until the first is done."""
+    messages: list[str] = []
+    order: list[str] = []
+    first_holds = threading.Event()
+    release_first = threading.Event()
+
+    def first() -> None:
+        with storage.tree_lock(tmp_path, messages.append, messages.append):
+            order.append("first in")
+            first_holds.set()
+            release_first.wait(30)
+            order.append("first out")
+
+    def second() -> None:
+        first_holds.wait(30)
+        with storage.tree_lock(tmp_path, messages.append, messages.append):
+            order.append("second in")
+
+    threads = [threading.Thread(target=first), threading.Thread(target=second)]
+    for thread in threads:
+        thread.start()
+    first_holds.wait(30)
+    # The second run is waiting once it has said so.
+    while not messages:
+        threading.Event().wait(0.01)
+    release_first.set()
+    for thread in threads:
+        thread.join(30)
+    assert order == ["first in", "first out", "second in"]
+    assert messages == [
+        f"waiting for the fix run (pid {os.getpid()}) holding {tmp_path / storage.LOCK_NAME}"
+    ]
+    assert not (tmp_path / storage.LOCK_NAME).exists()
+
+
+PLUGIN = '''\
+"""A plugin model on DeepSeek-V2's decoder, which 0.16.0 does not tap."""
+
+from torch import nn
+
+from vllm.config import VllmConfig
+from vllm.model_executor.models.deepseek_v2 import DeepseekV2Model
+from vllm.model_executor.models.interfaces import SupportsEagle, SupportsPP
+from vllm.model_executor.models.utils import maybe_prefix
+
+
+class MyModelForCausalLM(nn.Module, SupportsPP, SupportsEagle):
+    def __init__(self, *, vllm_config: VllmConfig, prefix: str = "") -> None:
+        super().__init__()
+        self.model = DeepseekV2Model(vllm_config=vllm_config, prefix=maybe_prefix(prefix, "model"))
+
+    def forward(self, input_ids, positions, intermediate_tensors=None, inputs_embeds=None):
+        return self.model(input_ids, positions, intermediate_tensors, inputs_embeds)
+'''
+
+
+def test_a_repair_needing_a_cached_release_writes_nothing_and_names_the_file(
+    vllm_release: Callable[[str], Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The plugin's own file could take SupportsEagle3 and the methods, but the taps belong in
+    the release's deepseek_v2.py: half a repair would crash after the weights load."""
+    release = vllm_release("0.16.0")
+    plugin = tmp_path / "my_model.py"
+    plugin.write_text(PLUGIN)
+    monkeypatch.chdir(tmp_path)
+    before = snapshot(tmp_path)
+    result = fix(plugin.name, "--vllm", "0.16.0", "--require", "*")
+    assert result.exit_code == 1, result.output
+    decoder = release / "model_executor" / "models" / "deepseek_v2.py"
+    assert f"MyModelForCausalLM: its repair needs {decoder}, in a cached release" in result.stdout
+    assert "0 file(s) changed" in result.stdout
+    assert changed(before, tmp_path) == set()
+
+
+def test_a_lock_planted_as_a_link_is_never_followed(tmp_path: Path) -> None:
+    victim = tmp_path / "precious.txt"
+    victim.write_text("keep me\n")
+    (tmp_path / storage.LOCK_NAME).symlink_to(victim)
+    with pytest.raises(OSError), storage.tree_lock(tmp_path, print, print):
+        pass
+    assert victim.read_text() == "keep me\n"
+
+
+def test_storage_keeps_an_existing_file_s_mode_and_leaves_no_temporary_file(
+    tmp_path: Path,
+) -> None:
+    target = tmp_path / "baseline.json"
+    target.write_text("old\n")
+    target.chmod(0o640)
+    storage.write_atomically(target, b"new\n")
+    storage.write_atomically(tmp_path / "entry.json", b"{}", private=True)
+    assert target.read_text() == "new\n"
+    assert target.stat().st_mode & 0o777 == 0o640
+    assert (tmp_path / "entry.json").stat().st_mode & 0o777 == 0o600
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["baseline.json", "entry.json"]
+
+
+def test_a_rewrite_reading_an_unbound_name_is_refused_with_its_reason(checkout: Path) -> None:
+    """StableLM's generated tap read `residual`, which its forward never binds: on 0.18.0
+    every forward raised UnboundLocalError, EAGLE-3 off too. Now no file changes."""
+    before = snapshot(checkout)
+    result = fix("vllm/model_executor/models/stablelm.py", "--require", "*")
+    assert result.exit_code == 1, result.output
+    assert "StableLMEpochModel.forward reads 'residual', which is defined nowhere" in result.stdout
+    assert changed(before, checkout) == set()
