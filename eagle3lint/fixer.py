@@ -54,9 +54,11 @@ TRANSFORMS: dict[str, Transform] = {
     "add-delegating-methods": lambda m, r, _: add_delegating_methods(
         m, r.get("cls"), getter_name=r.get("getter")
     ),
-    "add-forward-taps": lambda m, r, _: add_forward_taps(m, r.get("cls"), enumerate_start=True),
+    "add-forward-taps": lambda m, r, _: add_forward_taps(
+        m, r.get("cls"), stream=r.get("stream") == "yes"
+    ),
     "add-mixin-taps": lambda m, r, rel: add_mixin_taps(
-        m, r.get("cls"), enumerate_start=True, relative=rel
+        m, r.get("cls"), stream=r.get("stream") == "yes", relative=rel
     ),
     "rename-method": lambda m, r, _: rename_method(m, r.get("cls"), r.get("old"), r.get("new")),
     "add-gate-entry": lambda m, r, _: add_gate_entry(m, r.get("model_type")),

@@ -59,6 +59,7 @@ def extractor_fingerprint() -> str:
         "contract/model.py",
         "contract/drafter.py",
         "contract/source_text.py",
+        *sorted(f"shapes/{path.name}" for path in (package / "shapes").glob("*.py")),
     ):
         digest.update((package / module).read_bytes())
     return digest.hexdigest()
