@@ -14,8 +14,9 @@ from functools import cached_property
 
 from eagle3lint.contract.model import KNOWN_GETTERS, REGISTRY, Contract
 from eagle3lint.contract.reader import PP_RELAY_FLAG
-from eagle3lint.index.model import DictLiteral, InitAssign, MethodSummary
+from eagle3lint.index.model import DictLiteral, ForwardSummary, InitAssign, MethodSummary
 from eagle3lint.index.project import ClassRef, ExternalRef, ProjectIndex
+from eagle3lint.shapes.plan import TapPlan, plan_tap
 from eagle3lint.shapes.residual import LayerConvention
 
 MODELS_PACKAGE = "vllm.model_executor.models"
@@ -458,4 +459,18 @@ def _convention(index: ProjectIndex, module: str, name: str) -> LayerConvention 
             if isinstance(e, ClassRef) and e.cls.layer_convention is not None
         ),
         None,
+    )
+
+
+def decoder_tap_plan(
+    index: ProjectIndex, inner: ClassRef, where: ClassRef, forward: ForwardSummary, *, mixin: bool
+) -> TapPlan:
+    """How `fix` taps the decoder `inner`, whose forward (defined on `where`) is `forward`."""
+    return plan_tap(
+        [each.shape for each in forward.loops],
+        layer_conventions(index, inner),
+        loop_helper=forward.loop_helper,
+        ends_with_return_name=forward.ends_with_return_name,
+        mixin=mixin,
+        has_init="__init__" in where.cls.methods,
     )

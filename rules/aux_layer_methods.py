@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from eagle3lint.findings import Finding, Repair, Severity
 from eagle3lint.index.project import ClassRef
 from eagle3lint.rule import Code, Example, Explanation, Rule, RuleContext
-from eagle3lint.targets import Target
+from eagle3lint.targets import Target, decoder_tap_plan
 
 _UNPACK_ERROR = (
     "```text\nValueError: too many values to unpack (expected 2)\n```\nraised by the runner's "
@@ -292,15 +292,29 @@ class OldNameForCausalLM(nn.Module, SupportsEagle3):
                 hint=f"Override {name} on {target.ref.name}.",
             )
 
-    def _mixin_repair(self, target: Target, inner: ClassRef, ctx: RuleContext) -> Repair:
-        """An untapped decoder becomes a mixin (the release's own style); one with a custom tap
-        keeps it and the model overrides the setter instead, as DeepseekV2 does upstream."""
+    def _mixin_repair(self, target: Target, inner: ClassRef, ctx: RuleContext) -> Repair | None:
+        """An untapped decoder becomes a mixin (the release's own style) where `fix` can tap it;
+        one with a custom tap keeps it and the model overrides the setter instead, as DeepseekV2
+        does upstream (a wrapper delegates it to its language model)."""
         found = target.index.forward_of(inner)
         tapped = found is not None and any(loop.taps for loop in found[1].loops)
         if not tapped:
+            if found is None:
+                return None
             # The class that defines the forward gets the mixin; subclasses inherit both.
-            where = found[0] if found is not None else inner
-            return Repair.make("add-mixin-taps", ctx.path(where), cls=where.name)
+            where, forward = found
+            plan = decoder_tap_plan(target.index, inner, where, forward, mixin=True)
+            if plan.refusal is not None:
+                return None
+            stream = "yes" if plan.stream else "no"
+            return Repair.make("add-mixin-taps", ctx.path(where), cls=where.name, stream=stream)
+        if target.language_model is not None:
+            return Repair.make(
+                "add-delegating-methods",
+                ctx.path(target.ref),
+                cls=target.ref.name,
+                getter=ctx.contract.getter,
+            )
         owner = target.repair_owner()
         return Repair.make(
             "add-aux-methods", ctx.path(owner.ref), cls=owner.ref.name, getter=ctx.contract.getter

@@ -10,9 +10,8 @@ from eagle3lint.index.model import ForwardSummary
 from eagle3lint.index.project import ClassRef
 from eagle3lint.rule import Code, Example, Explanation, Rule, RuleContext
 from eagle3lint.shapes.names import AUX_LAYERS_ATTR as AUX_ATTR
-from eagle3lint.shapes.plan import plan_tap
 from eagle3lint.shapes.residual import STREAM
-from eagle3lint.targets import Target, layer_conventions
+from eagle3lint.targets import Target, decoder_tap_plan, layer_conventions
 
 _TAP_RUNTIME = (
     "With aux layers requested, the runner unpacks the target's output as `hidden_states, "
@@ -500,13 +499,8 @@ class StreamForCausalLM(nn.Module, SupportsEagle3):
         loop = forward.loops[0]
         conventions = layer_conventions(owner.index, inner)
         if not taps:
-            plan = plan_tap(
-                [each.shape for each in forward.loops],
-                conventions,
-                loop_helper=forward.loop_helper,
-                ends_with_return_name=forward.ends_with_return_name,
-                mixin=bool(ctx.contract.mixin),
-                has_init="__init__" in where.cls.methods,
+            plan = decoder_tap_plan(
+                owner.index, inner, where, forward, mixin=bool(ctx.contract.mixin)
             )
             # Where the release has EagleModelMixin, a new tap uses it (the protocol defaults
             # then work without overrides); older releases get the explicit tap of llama.py.
