@@ -31,6 +31,7 @@ from eagle3lint.index.model import (
     TapSummary,
 )
 from eagle3lint.shapes.loop import LayerLoop, layer_loops
+from eagle3lint.shapes.names import AUX_LAYERS_ATTR
 from eagle3lint.shapes.residual import classify
 from eagle3lint.shapes.syntax import (
     assigned_names,
@@ -42,7 +43,7 @@ from eagle3lint.shapes.syntax import (
     statements,
     string_value,
 )
-from eagle3lint.shapes.taps import Tap, taps_in
+from eagle3lint.shapes.taps import Tap, dict_captures, taps_in
 
 _MODULE_NAME = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*$")
 _CONFIG_READ = re.compile(r"\b(?:config|hf_config|text_config)\.([A-Za-z_]\w*)")
@@ -640,7 +641,8 @@ def _forward(
         if id(stmt) in shapes:
             assert isinstance(stmt, cst.For)
             forward.loops.append(_loop(stmt, shapes[id(stmt)], position, bound(stmt)))
-            aux_names.update(t.collects_into for t in _loop_taps(stmt) if t.collects_into)
+            shape = shapes[id(stmt)]
+            aux_names.update(t.collects_into for t in _loop_taps(stmt, shape) if t.collects_into)
             phase = "after" if stmt is last else "between"
             continue
         if phase == "before" and stmt is not first:
@@ -734,8 +736,16 @@ def _block_binds(block: cst.BaseSuite) -> set[str]:
     return names
 
 
-def _loop_taps(loop: cst.For) -> list[Tap]:
-    return [tap for stmt in statements(loop.body) for tap in taps_in(stmt)]
+def _loop_taps(loop: cst.For, shape: LayerLoop) -> list[Tap]:
+    found = [tap for stmt in statements(loop.body) for tap in taps_in(stmt)]
+    for stmt in loop.body.body if _captures_by_id(loop, shape) else ():
+        found += dict_captures(stmt, shape.index or "")
+    return found
+
+
+def _captures_by_id(loop: cst.For, shape: LayerLoop) -> bool:
+    """A loop that hands the aux layer test on and may store results by layer id."""
+    return shape.index is not None and AUX_LAYERS_ATTR in code(loop.body)
 
 
 def _loop(
@@ -748,9 +758,11 @@ def _loop(
     if call_at is None:
         call_at = next((i for i, stmt in enumerate(body) if _calls_layer(stmt)), None)
     in_body = None if bound is None else bound | {n for n in (shape.index, shape.layer) if n}
+    by_id = _captures_by_id(loop, shape)
     for i, stmt in enumerate(body):
         before = call_at is None or i < call_at
-        for tap in taps_in(stmt):
+        found = taps_in(stmt) + (dict_captures(stmt, shape.index or "") if by_id else [])
+        for tap in found:
             tap_line, tap_col = position(stmt)
             summary.taps.append(_tap_summary(tap, tap_line, tap_col, before, in_body))
         if in_body is not None:
@@ -766,7 +778,7 @@ def _tap_summary(
         line,
         column,
         tap.style,
-        tap.value if tap.style == "explicit" else "",
+        tap.value if tap.style != "helper" else "",
         guarded or tap.residual_guarded,
         before,
         adds_residual=tap.adds_residual,
@@ -783,14 +795,19 @@ def _aux_list_facts(
     body: list[cst.BaseStatement], aux_names: set[str], forward: ForwardSummary
 ) -> None:
     """Whether the aux list is initialised and returned as `(hidden_states, aux)`."""
+    aux_names = set(aux_names)
     for stmt in body:
         if not isinstance(stmt, cst.SimpleStatementLine):
             continue
         for small in stmt.body:
             if isinstance(small, cst.Assign):
+                derived = aux_names & names_in(small.value)
                 for target in small.targets:
                     if isinstance(target.target, cst.Name) and target.target.value in aux_names:
                         forward.aux_list_initialised = True
+                    elif isinstance(target.target, cst.Name) and derived:
+                        # Built from what the taps collected (`aux = [by_id[i] for i in ...]`).
+                        aux_names.add(target.target.value)
             elif isinstance(small, cst.AnnAssign) and isinstance(small.target, cst.Name):
                 if small.target.value in aux_names and small.value is not None:
                     forward.aux_list_initialised = True

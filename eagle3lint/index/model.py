@@ -83,7 +83,8 @@ class TapSummary:
     line: int
     column: int
     style: str
-    """`explicit` (`if idx in self.aux_hidden_state_layers: aux.append(v)`) or `helper`."""
+    """`explicit` (`if idx in self.aux_hidden_state_layers: aux.append(v)`), `helper` or `dict`
+    (`captured[idx] = v` in a loop handing the aux test on)."""
     value_expr: str
     """The captured value's source (empty for the helper, which guards `residual` itself)."""
     residual_guarded: bool

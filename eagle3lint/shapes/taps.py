@@ -5,7 +5,10 @@ Two spellings exist:
 * explicit: `if idx in self.aux_hidden_state_layers: aux.append(value)`, also through a local
   temporary (`t = hidden_states + residual` then `aux.append(t)`);
 * helper: `self._maybe_add_hidden_state(aux, idx, hidden_states, residual)` (`EagleModelMixin`,
-  vLLM 0.18+), which adds the residual when it is not None.
+  vLLM 0.18+), which adds the residual when it is not None;
+* dict capture: a layer loop that passes `idx in self.aux_hidden_state_layers` on and stores
+  what comes back by layer id, `captured[idx] = value` (DeepseekV41), from which the forward
+  later builds its aux list.
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from .names import AUX_LAYERS_ATTR, TAP_HELPER
-from .syntax import code, dotted, statements
+from .syntax import code, dotted, statements, statements_of
 
 
 @dataclass(frozen=True, slots=True)
@@ -23,7 +26,7 @@ class Tap:
     """One tap found in a statement."""
 
     style: str
-    """`explicit` or `helper`."""
+    """`explicit`, `helper` or `dict`."""
     collects_into: str
     """The list it appends to ("" when that is not a plain name)."""
     value: str
@@ -40,6 +43,37 @@ def taps_in(stmt: cst.BaseStatement) -> list[Tap]:
     """The taps a statement makes: an explicit `if ... in self.aux_hidden_state_layers:` block
     or a helper call (bare or assigned)."""
     return [*_explicit(stmt), *_helper(stmt)]
+
+
+def dict_captures(stmt: cst.BaseStatement, index: str) -> list[Tap]:
+    """`name[<index expression>] = value` anywhere in a statement of a layer loop whose index is
+    `index`; only meaningful in a loop that reads `self.aux_hidden_state_layers`."""
+    taps = []
+    for inner in (stmt, *statements_of(stmt)):
+        if not isinstance(inner, cst.SimpleStatementLine):
+            continue
+        for small in inner.body:
+            if not isinstance(small, cst.Assign) or len(small.targets) != 1:
+                continue
+            target = small.targets[0].target
+            if (
+                isinstance(target, cst.Subscript)
+                and isinstance(target.value, cst.Name)
+                and len(target.slice) == 1
+                and isinstance(target.slice[0].slice, cst.Index)
+                and index in _reads(target.slice[0].slice.value)
+            ):
+                taps.append(
+                    Tap(
+                        style="dict",
+                        collects_into=target.value.value,
+                        value=code(small.value),
+                        reads=_reads(small.value),
+                        residual_guarded=_guards_residual(small.value),
+                        adds_residual=_adds(small.value),
+                    )
+                )
+    return taps
 
 
 def tests_aux_membership(test: cst.BaseExpression) -> bool:
