@@ -16,8 +16,8 @@ from eagle3lint.contract.model import KNOWN_GETTERS, REGISTRY, Contract
 from eagle3lint.contract.reader import PP_RELAY_FLAG
 from eagle3lint.index.model import DictLiteral, ForwardSummary, InitAssign, MethodSummary
 from eagle3lint.index.project import ClassRef, ExternalRef, ProjectIndex
+from eagle3lint.shapes.model import LayerConvention
 from eagle3lint.shapes.plan import TapPlan, plan_tap
-from eagle3lint.shapes.residual import LayerConvention
 
 MODELS_PACKAGE = "vllm.model_executor.models"
 ENTRY_CLASS = re.compile(r"(ForCausalLM|ForConditionalGeneration|LMHeadModel)$")

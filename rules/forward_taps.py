@@ -9,8 +9,8 @@ from eagle3lint.findings import Finding, Repair, Severity
 from eagle3lint.index.model import ForwardSummary
 from eagle3lint.index.project import ClassRef
 from eagle3lint.rule import Code, Example, Explanation, Rule, RuleContext
+from eagle3lint.shapes.model import STREAM
 from eagle3lint.shapes.names import AUX_LAYERS_ATTR as AUX_ATTR
-from eagle3lint.shapes.residual import STREAM
 from eagle3lint.targets import Target, decoder_tap_plan, layer_conventions
 
 _TAP_RUNTIME = (

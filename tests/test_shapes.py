@@ -9,7 +9,8 @@ import pytest
 
 from eagle3lint.index.extract import summarize
 from eagle3lint.shapes.loop import running_loops
-from eagle3lint.shapes.residual import DELTA, STREAM, UNKNOWN, classify
+from eagle3lint.shapes.model import DELTA, STREAM, UNKNOWN
+from eagle3lint.shapes.residual import classify
 
 
 def _function(source: str) -> cst.FunctionDef:

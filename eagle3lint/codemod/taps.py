@@ -24,9 +24,11 @@ from dataclasses import dataclass
 import libcst as cst
 import libcst.matchers as m
 
-from eagle3lint.shapes.loop import INDEX_NAMES, LayerCall, LayerLoop, running_loops
+from eagle3lint.shapes.loop import running_loops
+from eagle3lint.shapes.model import INDEX_NAMES, LayerCall, LayerLoop
 from eagle3lint.shapes.names import AUX_LAYERS_ATTR, AUX_LIST, MIXIN, TAP_HELPER
 from eagle3lint.shapes.plan import loop_refusal
+from eagle3lint.shapes.syntax import returns_name
 
 from ._layout import BLANK_LINE, bracketed, indented, parse_statement
 from ._nodes import block_indent, find_class, find_method, locate, replace, with_body
@@ -213,7 +215,7 @@ def _layer_loop(
     refusal = loop_refusal(
         [shape for _, shape in found],
         loop_helper=None,
-        ends_with_return_name=bool(top) and _returns_name(top[-1]),
+        ends_with_return_name=bool(top) and returns_name(top[-1]),
         mixin=mixin,
         has_init=has_init,
     )
@@ -239,10 +241,6 @@ def _layer_loop(
         inner_column=column + block_indent(module, loop.body),
         residual="None" if stream or call.residual is None else call.residual,
     )
-
-
-def _returns_name(stmt: cst.BaseStatement) -> bool:
-    return m.matches(stmt, m.SimpleStatementLine(body=[m.Return(value=m.Name())]))
 
 
 def _enumerating_header(

@@ -55,6 +55,7 @@ def extractor_fingerprint() -> str:
         "index/extract.py",
         "index/model.py",
         "index/locate.py",
+        "index/modules.py",
         "contract/config_files.py",
         "contract/model.py",
         "contract/drafter.py",

@@ -30,6 +30,7 @@ from eagle3lint.index.model import (
     PlatformImport,
     TapSummary,
 )
+from eagle3lint.index.modules import module_name_for, resolve_relative
 from eagle3lint.shapes.loop import LayerLoop, layer_loops
 from eagle3lint.shapes.names import AUX_LAYERS_ATTR
 from eagle3lint.shapes.residual import classify
@@ -38,6 +39,7 @@ from eagle3lint.shapes.syntax import (
     code,
     dotted,
     names_in,
+    returns_name,
     self_assignments,
     self_calls,
     statements,
@@ -48,26 +50,6 @@ from eagle3lint.shapes.taps import Tap, dict_captures, taps_in
 _MODULE_NAME = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*$")
 _CONFIG_READ = re.compile(r"\b(?:config|hf_config|text_config)\.([A-Za-z_]\w*)")
 _DOTTED = re.compile(r"(?<![\w.])([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)")
-
-
-def module_name_for(relpath: str) -> tuple[str, bool]:
-    """Dotted module name of a path relative to the import root, and whether it is a package."""
-    parts = relpath.removesuffix(".py").split("/")
-    is_package = parts[-1] == "__init__"
-    if is_package:
-        parts = parts[:-1]
-    return ".".join(parts), is_package
-
-
-def resolve_relative(module: str, is_package: bool, level: int, target: str | None) -> str:
-    parts = module.split(".") if module else []
-    if not is_package:
-        parts = parts[:-1]
-    if level > 1:
-        parts = parts[: len(parts) - (level - 1)] if level - 1 <= len(parts) else []
-    if target:
-        parts.append(target)
-    return ".".join(parts)
 
 
 def summarize(source: str, relpath: str) -> FileSummary:
@@ -612,7 +594,7 @@ def _forward(
     calls = [c for s in body for c in self_calls(s)]
     forward.delegates_to = next((c for c in calls if c in summary.init_assigns), None)
     top = func.body.body if isinstance(func.body, cst.IndentedBlock) else ()
-    forward.ends_with_return_name = bool(top) and _returns_name(top[-1])
+    forward.ends_with_return_name = bool(top) and returns_name(top[-1])
     loops = layer_loops(func.body)
     owner, owner_line, owner_column, owner_body = func, line, column, body
     running = [(node, shape) for node, shape in loops if shape.runs_layers]
@@ -664,14 +646,6 @@ def _forward(
                     aux_names.add(tap.collects_into)
     _aux_list_facts(owner_body if owner is func else [*body, *owner_body], aux_names, forward)
     return forward
-
-
-def _returns_name(stmt: cst.BaseStatement) -> bool:
-    return (
-        isinstance(stmt, cst.SimpleStatementLine)
-        and isinstance(stmt.body[0], cst.Return)
-        and isinstance(stmt.body[0].value, cst.Name)
-    )
 
 
 def _loop_helper(

@@ -16,8 +16,7 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import Any, TypeVar
 
-from eagle3lint.shapes.loop import LayerLoop
-from eagle3lint.shapes.residual import LayerConvention
+from eagle3lint.shapes.model import LayerConvention, LayerLoop
 
 T = TypeVar("T")
 

@@ -10,8 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .loop import LayerLoop
-from .residual import DELTA, STREAM, LayerConvention
+from .model import DELTA, STREAM, LayerConvention, LayerLoop
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,25 +11,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import libcst as cst
 
+from .model import DELTA, STREAM, UNKNOWN, LayerConvention
 from .syntax import assigned_names, statements_of
-
-DELTA = "delta"
-STREAM = "stream"
-UNKNOWN = "unknown"
-
-
-@dataclass(frozen=True, slots=True)
-class LayerConvention:
-    """The residual convention of one decoder layer class's forward."""
-
-    kind: str
-    """`delta`, `stream` or `unknown` (module constants)."""
-    reason: str
-    """What the classification rests on, or why it could not be made."""
 
 
 def classify(forward: cst.FunctionDef) -> LayerConvention:

@@ -123,3 +123,12 @@ def assigned_names(stmt: cst.BaseStatement) -> set[str]:
                 if isinstance(value, cst.Name):
                     bound.add(value.value)
     return bound
+
+
+def returns_name(stmt: cst.BaseStatement) -> bool:
+    """`return <name>`."""
+    return (
+        isinstance(stmt, cst.SimpleStatementLine)
+        and isinstance(stmt.body[0], cst.Return)
+        and isinstance(stmt.body[0].value, cst.Name)
+    )
