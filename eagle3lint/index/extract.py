@@ -595,7 +595,7 @@ def _forward(
     forward.delegates_to = next((c for c in calls if c in summary.init_assigns), None)
     top = func.body.body if isinstance(func.body, cst.IndentedBlock) else ()
     forward.ends_with_return_name = bool(top) and returns_name(top[-1])
-    loops = layer_loops(func.body)
+    loops = layer_loops(func.body, body)
     owner, owner_line, owner_column, owner_body = func, line, column, body
     running = [(node, shape) for node, shape in loops if shape.runs_layers]
     if not running:
@@ -605,7 +605,7 @@ def _forward(
             method = summary.methods[helper]
             owner_line, owner_column = method.line, method.column
             owner_body = list(statements(owner.body))
-            running = [(n, s) for n, s in layer_loops(owner.body) if s.runs_layers]
+            running = [(n, s) for n, s in layer_loops(owner.body, owner_body) if s.runs_layers]
             forward.loop_helper = helper
     if not running:
         running = loops

@@ -11,7 +11,7 @@ not a layer loop: the body must call the layer.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import libcst as cst
 
@@ -19,12 +19,15 @@ from .model import LayerCall, LayerLoop
 from .syntax import assigned_names, code, dotted, names_in, statements, statements_of
 
 
-def layer_loops(body: cst.BaseSuite) -> list[tuple[cst.For, LayerLoop]]:
+def layer_loops(
+    body: cst.BaseSuite, walked: Sequence[cst.BaseStatement] | None = None
+) -> list[tuple[cst.For, LayerLoop]]:
     """The loops over the layers of a function body (at any depth, not in nested defs),
-    described; `runs_layers` tells the layer loops from loops that only mention the layers."""
+    described; `runs_layers` tells the layer loops from loops that only mention the layers.
+    `walked`: the body's statements when the caller has already listed them (`statements`)."""
     top = set(map(id, body.body)) if isinstance(body, cst.IndentedBlock) else set()
     found = []
-    for stmt in statements(body):
+    for stmt in statements(body) if walked is None else walked:
         if isinstance(stmt, cst.For):
             loop = recognise(stmt, nested=id(stmt) not in top)
             if loop is not None:
