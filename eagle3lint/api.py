@@ -27,7 +27,7 @@ from eagle3lint.contract.drafter import IDS_KEY as DRAFT_IDS_KEY
 from eagle3lint.contract.model import Contract, Gate, ImageTokenMap
 from eagle3lint.errors import CodemodRefused
 from eagle3lint.findings import Finding, Severity
-from eagle3lint.index.model import ClassSummary, ForwardSummary, MethodSummary
+from eagle3lint.index.model import ClassSummary, ForwardSummary, MethodSummary, TapSummary
 from eagle3lint.index.project import ClassRef, ExternalRef
 from eagle3lint.pairing.analysis import Analysis as PairingAnalysis
 from eagle3lint.pairing.analysis import analyse as analyse_pairing
@@ -45,11 +45,15 @@ from eagle3lint.repairs import (
     Repair,
 )
 from eagle3lint.rule import Code, Example, Expected, Explanation, Rule, RuleContext
+from eagle3lint.shapes.model import STREAM, LayerConvention
+from eagle3lint.shapes.names import AUX_LAYERS_ATTR
 from eagle3lint.targets import Target
 
 __all__ = [
+    "AUX_LAYERS_ATTR",
     "DRAFT_IDS_KEY",
     "SPECULATORS_FORMAT",
+    "STREAM",
     "AddAuxMethods",
     "AddDelegatingMethods",
     "AddForwardTaps",
@@ -71,6 +75,7 @@ __all__ = [
     "ForwardSummary",
     "Gate",
     "ImageTokenMap",
+    "LayerConvention",
     "MethodSummary",
     "PairingAnalysis",
     "RenameMethod",
@@ -78,6 +83,7 @@ __all__ = [
     "Rule",
     "RuleContext",
     "Severity",
+    "TapSummary",
     "Target",
     "analyse_pairing",
 ]

@@ -216,6 +216,7 @@ def run_check(
             if target.role is Role.TARGET
             else None
         )
+        findings = whole_repairs(findings)
         required = asked.about(target)
         if not required and not target.claims_eagle3:
             findings = unclaimed_findings(target, findings)
@@ -294,6 +295,14 @@ class Intent:
     def about(self, target: Target) -> bool:
         names = {*self.archs, *self.hf_architectures, *self.require}
         return "*" in self.require or bool({target.arch, target.ref.name} & names)
+
+
+def whole_repairs(findings: list[Finding]) -> list[Finding]:
+    """`fix` repairs a target whole or not at all (`fixer.plan_edits`): when one of its errors
+    has no repair, none of its findings is fixable, and none says so."""
+    if all(f.fixable for f in findings if f.severity is Severity.ERROR):
+        return findings
+    return [replace(f, repair=None) if f.fixable else f for f in findings]
 
 
 def unclaimed_findings(target: Target, findings: list[Finding]) -> list[Finding]:

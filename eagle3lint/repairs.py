@@ -67,18 +67,21 @@ class AddDelegatingMethods(Repair):
 @dataclass(frozen=True, slots=True)
 class AddForwardTaps(Repair):
     """Collect aux hidden states in the layer loop of `cls.forward`, the explicit way of the
-    releases before EagleModelMixin (codemod: `codemod.taps.add_forward_taps`)."""
+    releases before EagleModelMixin (codemod: `codemod.taps.add_forward_taps`). `stream`: the
+    layers return the whole residual stream, so the tap captures `hidden_states` alone."""
 
     cls: str
+    stream: bool = False
     kind: ClassVar[str] = "add-forward-taps"
 
 
 @dataclass(frozen=True, slots=True)
 class AddMixinTaps(Repair):
     """Make decoder `cls` an EagleModelMixin and tap its layer loop with the mixin's helper
-    (codemod: `codemod.taps.add_mixin_taps`)."""
+    (codemod: `codemod.taps.add_mixin_taps`); `stream` as for `AddForwardTaps`."""
 
     cls: str
+    stream: bool = False
     kind: ClassVar[str] = "add-mixin-taps"
 
 

@@ -16,6 +16,8 @@ from eagle3lint.contract.model import KNOWN_GETTERS, REGISTRY, Contract
 from eagle3lint.contract.reader import PP_RELAY_FLAG
 from eagle3lint.index.model import DictLiteral, ForwardSummary, InitAssign, MethodSummary
 from eagle3lint.index.project import ClassRef, ExternalRef, ProjectIndex
+from eagle3lint.shapes.model import LayerConvention
+from eagle3lint.shapes.plan import TapPlan, plan_tap
 
 MODELS_PACKAGE = "vllm.model_executor.models"
 ENTRY_CLASS = re.compile(r"(ForCausalLM|ForConditionalGeneration|LMHeadModel)$")
@@ -175,6 +177,18 @@ class Target:
         """The `forward` that `ref` runs, its own or the nearest inherited one, with the class
         that defines it."""
         return self.index.forward_of(ref)
+
+    def layer_conventions(self, decoder: ClassRef) -> list[LayerConvention]:
+        """What the layers `decoder` (a class this target reaches) builds return: Llama-style
+        `(delta, residual)` or the whole stream (see `eagle3lint.shapes`)."""
+        return layer_conventions(self.index, decoder)
+
+    def tap_plan(
+        self, decoder: ClassRef, where: ClassRef, forward: ForwardSummary, *, mixin: bool
+    ) -> TapPlan:
+        """How `fix` would tap `decoder`, whose forward (defined on `where`) is `forward`, or
+        why it would refuse."""
+        return decoder_tap_plan(self.index, decoder, where, forward, mixin=mixin)
 
     def imported_class(self, name: str) -> ClassRef | None:
         """The analysed class that `name`, imported into this target's file, resolves to."""
@@ -438,3 +452,60 @@ def file_targets(
             ):
                 targets.append(target)
     return targets
+
+
+def layer_conventions(index: ProjectIndex, decoder: ClassRef) -> list[LayerConvention]:
+    """The residual conventions of the layer classes `decoder` builds into `self.layers`, read
+    from the nearest `__init__` in its MRO that assigns them (with the layer classes subclasses
+    pass up through `super().__init__`); empty when none can be followed to a forward."""
+    chosen: dict[str, str] = {}
+    for entry in index.mro(decoder):
+        if not isinstance(entry, ClassRef):
+            continue
+        if not entry.cls.layer_classes and not entry.cls.layer_params:
+            chosen = {**entry.cls.super_init_classes, **chosen}
+            continue
+        params = entry.cls.layer_params
+        names = [
+            *(chosen.get(param, default) for param, default in params.items()),
+            *entry.cls.layer_classes,
+        ]
+        module = entry.file.module
+        summary = index.summary(module)
+        found = []
+        for name in names:
+            maps = summary.class_maps if summary is not None else {}
+            for each in maps.get(name, [name]):
+                convention = _convention(index, module, each)
+                if convention is not None:
+                    found.append(convention)
+        return found
+    return []
+
+
+def _convention(index: ProjectIndex, module: str, name: str) -> LayerConvention | None:
+    layer = index.resolve_dotted(module, name)
+    if not isinstance(layer, ClassRef):
+        return None
+    return next(
+        (
+            e.cls.layer_convention
+            for e in index.mro(layer)
+            if isinstance(e, ClassRef) and e.cls.layer_convention is not None
+        ),
+        None,
+    )
+
+
+def decoder_tap_plan(
+    index: ProjectIndex, inner: ClassRef, where: ClassRef, forward: ForwardSummary, *, mixin: bool
+) -> TapPlan:
+    """How `fix` taps the decoder `inner`, whose forward (defined on `where`) is `forward`."""
+    return plan_tap(
+        [each.shape for each in forward.loops],
+        layer_conventions(index, inner),
+        loop_helper=forward.loop_helper,
+        ends_with_return_name=forward.ends_with_return_name,
+        mixin=mixin,
+        has_init="__init__" in where.cls.methods,
+    )

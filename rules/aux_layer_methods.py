@@ -328,15 +328,25 @@ class OldNameForCausalLM(nn.Module, SupportsEagle3):
                 hint=f"Override {name} on {target.ref.name}.",
             )
 
-    def _mixin_repair(self, target: Target, inner: ClassRef, ctx: RuleContext) -> Repair:
-        """An untapped decoder becomes a mixin (the release's own style); one with a custom tap
-        keeps it and the model overrides the setter instead, as DeepseekV2 does upstream."""
+    def _mixin_repair(self, target: Target, inner: ClassRef, ctx: RuleContext) -> Repair | None:
+        """An untapped decoder becomes a mixin (the release's own style) where `fix` can tap it;
+        one with a custom tap keeps it and the model overrides the setter instead, as DeepseekV2
+        does upstream (a wrapper delegates it to its language model)."""
         found = target.forward_of(inner)
         tapped = found is not None and any(loop.taps for loop in found[1].loops)
         if not tapped:
+            if found is None:
+                return None
             # The class that defines the forward gets the mixin; subclasses inherit both.
-            where = found[0] if found is not None else inner
-            return AddMixinTaps(ctx.path(where), cls=where.name)
+            where, forward = found
+            plan = target.tap_plan(inner, where, forward, mixin=True)
+            if plan.refusal is not None:
+                return None
+            return AddMixinTaps(ctx.path(where), cls=where.name, stream=plan.stream)
+        if target.language_model is not None:
+            return AddDelegatingMethods(
+                ctx.path(target.ref), cls=target.ref.name, getter=ctx.contract.getter
+            )
         owner = target.repair_owner()
         return AddAuxMethods(ctx.path(owner.ref), cls=owner.ref.name, getter=ctx.contract.getter)
 

@@ -6,6 +6,8 @@ from collections.abc import Iterator, Mapping
 from typing import Any, ClassVar
 
 from eagle3lint.api import (
+    AUX_LAYERS_ATTR,
+    STREAM,
     AddForwardTaps,
     AddMixinTaps,
     ClassRef,
@@ -15,13 +17,15 @@ from eagle3lint.api import (
     Explanation,
     Finding,
     ForwardSummary,
+    LayerConvention,
     Rule,
     RuleContext,
     Severity,
+    TapSummary,
     Target,
 )
 
-AUX_ATTR = "aux_hidden_state_layers"
+AUX_ATTR = AUX_LAYERS_ATTR
 
 
 _TAP_RUNTIME = (
@@ -215,6 +219,56 @@ def __init__(self, *, vllm_config, prefix=""):
 )
 
 
+_EAG309 = Explanation(
+    runtime="Aux index k is the residual stream entering decoder layer k. Llama-style layers "
+    "return `(delta, residual)` and leave the sum to the next layer's fused add-norm, so the "
+    "stream is `hidden_states + residual`. Layers that add the residual themselves "
+    "(`hidden_states = residual + hidden_states`; PhiMoE, Exaone4, Cohere, StableLM, "
+    "GraniteMoeHybrid) return the whole stream in `hidden_states`, and a loop that passes no "
+    "residual to its layers has the whole stream there too: adding `residual` again counts it "
+    "twice.",
+    error="None: the drafter receives states that differ from the ones it was trained on and "
+    "the acceptance rate collapses silently.",
+    releases="Every release, for decoders whose layers return the full residual stream.",
+    example="""\
+class MyDecoderLayer(nn.Module):
+    def forward(self, positions, hidden_states, residual):
+        residual = hidden_states
+        hidden_states = residual + self.self_attn(positions, hidden_states)
+        return hidden_states, residual
+...
+    if idx in self.aux_hidden_state_layers:
+        aux_hidden_states.append(hidden_states + residual)
+""",
+    fix="""\
+    if idx in self.aux_hidden_state_layers:
+        aux_hidden_states.append(hidden_states)
+""",
+)
+
+_EAG310 = Explanation(
+    runtime="A tap before the layer call runs before the first layer has bound anything. A "
+    "name the tap reads must be bound on every path to it: a parameter, or assigned before "
+    "the loop on every branch.",
+    error="```text\nUnboundLocalError: cannot access local variable 'residual' where it is not "
+    "associated with a value\n```\non the first forward, with EAGLE-3 off too when the tap's "
+    "guard reads the name first.",
+    releases="Every release.",
+    example="""\
+for idx, layer in enumerate(self.layers):
+    if idx in self.aux_hidden_state_layers:
+        aux_hidden_states.append(hidden_states + residual)
+    hidden_states, residual = layer(positions, hidden_states)
+""",
+    fix="""\
+for idx, layer in enumerate(self.layers):
+    if idx in self.aux_hidden_state_layers:
+        aux_hidden_states.append(hidden_states)
+    hidden_states, residual = layer(positions, hidden_states)
+""",
+)
+
+
 class ForwardTaps(Rule):
     slug = "forward-taps"
     codes = (
@@ -275,6 +329,20 @@ class ForwardTaps(Rule):
             Severity.WARNING,
             explain=_EAG308,
         ),
+        Code(
+            "EAG309",
+            "tap-double-counts-residual",
+            "The tap adds a residual its decoder layers have already added.",
+            Severity.ERROR,
+            explain=_EAG309,
+        ),
+        Code(
+            "EAG310",
+            "tap-reads-unbound-name",
+            "The tap reads a name that is not bound on every path to it.",
+            Severity.ERROR,
+            explain=_EAG310,
+        ),
     )
     option_help: ClassVar[Mapping[str, str]] = {
         "aux-layers": "The layer ids your drafters request (eagle_aux_hidden_state_layer_ids). "
@@ -312,14 +380,24 @@ class TapForCausalLM(nn.Module, SupportsEagle3):
     invalid = (
         Example(
             era="e2_stub",
-            expect=(Expected("EAG301", line=8, message="never collects aux hidden states"),),
+            expect=(Expected("EAG301", line=18, message="never collects aux hidden states"),),
             source="""
 from itertools import islice
 from torch import nn
 from .interfaces import SupportsEagle3
+class NoTapLayer(nn.Module):
+    def forward(self, hidden_states, residual):
+        if residual is None:
+            residual = hidden_states
+            hidden_states = self.input_layernorm(hidden_states)
+        else:
+            hidden_states, residual = self.input_layernorm(hidden_states, residual)
+        hidden_states = self.mlp(hidden_states)
+        return hidden_states, residual
 class NoTapModel(nn.Module):
     def __init__(self):
         super().__init__()
+        self.layers = nn.ModuleList([NoTapLayer() for _ in range(2)])
     def forward(self, hidden_states, residual):
         for layer in islice(self.layers, self.start_layer, self.end_layer):
             hidden_states, residual = layer(hidden_states, residual)
@@ -332,9 +410,19 @@ class NoTapForCausalLM(nn.Module, SupportsEagle3):
 from itertools import islice
 from torch import nn
 from .interfaces import SupportsEagle3
+class NoTapLayer(nn.Module):
+    def forward(self, hidden_states, residual):
+        if residual is None:
+            residual = hidden_states
+            hidden_states = self.input_layernorm(hidden_states)
+        else:
+            hidden_states, residual = self.input_layernorm(hidden_states, residual)
+        hidden_states = self.mlp(hidden_states)
+        return hidden_states, residual
 class NoTapModel(nn.Module):
     def __init__(self):
         super().__init__()
+        self.layers = nn.ModuleList([NoTapLayer() for _ in range(2)])
 
         self.aux_hidden_state_layers = tuple[int, ...]()
     def forward(self, hidden_states, residual):
@@ -354,6 +442,63 @@ class NoTapModel(nn.Module):
 class NoTapForCausalLM(nn.Module, SupportsEagle3):
     def __init__(self):
         self.model = NoTapModel()
+""",
+        ),
+        Example(
+            era="e2_stub",
+            expect=("EAG309",),
+            source="""
+from torch import nn
+from .interfaces import SupportsEagle3
+class SumLayer(nn.Module):
+    def forward(self, positions, hidden_states, residual):
+        residual = hidden_states
+        hidden_states = residual + self.mlp(hidden_states)
+        return hidden_states, residual
+class SumModel(nn.Module):
+    def __init__(self):
+        self.layers = nn.ModuleList([SumLayer() for _ in range(2)])
+        self.aux_hidden_state_layers = tuple[int, ...]()
+    def forward(self, positions, hidden_states):
+        residual = None
+        aux_hidden_states = []
+        for idx, layer in enumerate(self.layers):
+            if idx in self.aux_hidden_state_layers:
+                aux_hidden_states.append(
+                    hidden_states + residual if residual is not None else hidden_states
+                )
+            hidden_states, residual = layer(positions, hidden_states, residual)
+        if len(aux_hidden_states) > 0:
+            return hidden_states, aux_hidden_states
+        return hidden_states
+class SumForCausalLM(nn.Module, SupportsEagle3):
+    def __init__(self):
+        self.model = SumModel()
+""",
+        ),
+        Example(
+            era="e2_stub",
+            expect=("EAG309", "EAG310"),
+            source="""
+from torch import nn
+from .interfaces import SupportsEagle3
+class StreamModel(nn.Module):
+    def __init__(self):
+        self.aux_hidden_state_layers = tuple[int, ...]()
+    def forward(self, positions, hidden_states):
+        aux_hidden_states = []
+        for idx, layer in enumerate(self.layers):
+            if idx in self.aux_hidden_state_layers:
+                aux_hidden_states.append(
+                    hidden_states + residual if residual is not None else hidden_states
+                )
+            hidden_states, residual = layer(positions, hidden_states)
+        if len(aux_hidden_states) > 0:
+            return hidden_states, aux_hidden_states
+        return hidden_states
+class StreamForCausalLM(nn.Module, SupportsEagle3):
+    def __init__(self):
+        self.model = StreamModel()
 """,
         ),
     )
@@ -416,13 +561,17 @@ class NoTapForCausalLM(nn.Module, SupportsEagle3):
             *forward.post_loop_taps,
         ]
         loop = forward.loops[0]
-        # Where the release has EagleModelMixin, a new tap uses it (the protocol defaults then
-        # work without overrides); older releases get the explicit tap of their llama.py.
-        tap: type[AddMixinTaps | AddForwardTaps] = (
-            AddMixinTaps if ctx.contract.mixin else AddForwardTaps
-        )
-        repair = tap(path, cls=where.name)
+        conventions = owner.layer_conventions(inner)
         if not taps:
+            plan = owner.tap_plan(inner, where, forward, mixin=bool(ctx.contract.mixin))
+            # Where the release has EagleModelMixin, a new tap uses it (the protocol defaults
+            # then work without overrides); older releases get the explicit tap of llama.py.
+            tap: type[AddMixinTaps | AddForwardTaps] = (
+                AddMixinTaps if ctx.contract.mixin else AddForwardTaps
+            )
+            repair = None
+            if plan.refusal is None:
+                repair = tap(path, cls=where.name, stream=plan.stream)
             yield self.report(
                 "EAG301",
                 f"{where.name}.forward never collects aux hidden states in its layer loop: with "
@@ -436,6 +585,7 @@ class NoTapForCausalLM(nn.Module, SupportsEagle3):
                 repair=repair,
             )
             return
+        yield from self._tap_values(where, forward, conventions, taps, path)
         mro = owner.classes_of(inner)
         initialised = any(AUX_ATTR in e.cls.init_assigns or AUX_ATTR in e.cls.attrs for e in mro)
         if not initialised and any(t.style == "explicit" for t in taps):
@@ -464,8 +614,7 @@ class NoTapForCausalLM(nn.Module, SupportsEagle3):
                 hint="Return (hidden_states, aux_hidden_states) when the list is non-empty.",
             )
         for each in forward.loops:
-            uses_index = any(t.style == "explicit" for t in each.taps) or each.taps
-            if each.slices_layers and each.enumerate_start is None and uses_index:
+            if each.shape.slices_layers and each.shape.enumerate_start is None and each.taps:
                 yield self.report(
                     "EAG304",
                     f"{where.name}.forward enumerates only this pipeline rank's layers without "
@@ -504,6 +653,49 @@ class NoTapForCausalLM(nn.Module, SupportsEagle3):
                 taps[0].line,
                 taps[0].column,
             )
+
+    def _tap_values(
+        self,
+        where: ClassRef,
+        forward: ForwardSummary,
+        conventions: list[LayerConvention],
+        taps: list[TapSummary],
+        path: str,
+    ) -> Iterator[Finding]:
+        """EAG309/EAG310: taps whose value is not the stream entering the layer."""
+        loop = forward.loops[0].shape
+        stream = loop.call is not None and (
+            not loop.call.passes_residual
+            or (conventions and all(c.kind == STREAM for c in conventions))
+        )
+        for tap in taps:
+            if stream and tap.adds_residual:
+                why = (
+                    "its loop passes the layers no residual"
+                    if loop.call is not None and not loop.call.passes_residual
+                    else "its decoder layers return the whole stream (they add the residual)"
+                )
+                value = f"`{tap.value_expr}`" if tap.value_expr else "the residual"
+                yield self.report(
+                    "EAG309",
+                    f"{where.name}.forward's tap adds {value} to hidden_states, but {why}: "
+                    "the captured state counts the residual twice.",
+                    path,
+                    tap.line,
+                    tap.column,
+                    hint="Capture `hidden_states` alone (pass None as the mixin's residual).",
+                )
+            if tap.unbound:
+                names = ", ".join(tap.unbound)
+                yield self.report(
+                    "EAG310",
+                    f"{where.name}.forward's tap reads {names}, not bound on every path to it: "
+                    "the first forward raises UnboundLocalError.",
+                    path,
+                    tap.line,
+                    tap.column,
+                    hint="Capture only names bound before the tap.",
+                )
 
 
 RULES = [ForwardTaps]

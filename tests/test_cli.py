@@ -47,7 +47,7 @@ def run(*args: str, env: dict[str, str] | None = None) -> Result:
     [
         ("--select", "EAG999", "EAG9"),
         ("--select", "eag3", "EAG3"),
-        ("--ignore", "EAG31", "EAG3"),
+        ("--ignore", "EAG32", "EAG3"),
         ("--extend-select", "XYZ", None),
     ],
 )

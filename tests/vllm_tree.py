@@ -48,7 +48,7 @@ class LlamaModel(nn.Module):
     def __init__(self, *, vllm_config, prefix: str = "") -> None:
         super().__init__()
         config = vllm_config.model_config.hf_config
-        self.layers = nn.ModuleList(nn.Linear(4, 4) for _ in range(config.num_hidden_layers))
+        self.layers = nn.ModuleList(LlamaDecoderLayer() for _ in range(config.num_hidden_layers))
         self.norm = nn.LayerNorm(4)
 
     def forward(self, input_ids, positions, intermediate_tensors=None, inputs_embeds=None):
@@ -67,6 +67,14 @@ class {ARCH}(nn.Module):
 
     def forward(self, input_ids, positions, intermediate_tensors=None, inputs_embeds=None):
         return self.model(input_ids, positions, intermediate_tensors, inputs_embeds)
+
+
+class LlamaDecoderLayer(nn.Module):
+    def forward(self, positions, hidden_states, residual):
+        if residual is None:
+            residual = hidden_states
+        hidden_states = self.mlp(hidden_states)
+        return hidden_states, residual
 """
 
 FILES = {

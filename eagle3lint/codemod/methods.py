@@ -7,6 +7,8 @@ from collections.abc import Callable
 import libcst as cst
 import libcst.matchers as m
 
+from eagle3lint.shapes.names import SETTER
+
 from ._layout import BLANK_LINE, parse_statement
 from ._nodes import (
     class_body,
@@ -18,8 +20,6 @@ from ._nodes import (
     with_body,
 )
 from .errors import CodemodRefused
-
-SETTER = "set_aux_hidden_state_layers"
 
 
 def add_aux_methods(

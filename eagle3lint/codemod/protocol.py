@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import libcst as cst
 
+from eagle3lint.shapes.names import PROTOCOL
+
 from ._layout import (
     bracketed,
     has_magic_comma,
@@ -17,7 +19,7 @@ from .imports import ensure_interface_import
 
 
 def add_base(
-    module: cst.Module, class_name: str, base: str = "SupportsEagle3", *, relative: bool = True
+    module: cst.Module, class_name: str, base: str = PROTOCOL, *, relative: bool = True
 ) -> cst.Module:
     """Make `class_name` inherit from `base`, and import `base` from the interfaces module.
 

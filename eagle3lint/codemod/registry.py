@@ -57,11 +57,11 @@ def _delegating_methods(m: cst.Module, r: AddDelegatingMethods, _: bool) -> cst.
 
 
 def _forward_taps(m: cst.Module, r: AddForwardTaps, _: bool) -> cst.Module:
-    return add_forward_taps(m, r.cls, enumerate_start=True)
+    return add_forward_taps(m, r.cls, stream=r.stream)
 
 
 def _mixin_taps(m: cst.Module, r: AddMixinTaps, relative: bool) -> cst.Module:
-    return add_mixin_taps(m, r.cls, enumerate_start=True, relative=relative)
+    return add_mixin_taps(m, r.cls, stream=r.stream, relative=relative)
 
 
 def _rename(m: cst.Module, r: RenameMethod, _: bool) -> cst.Module:

@@ -24,7 +24,7 @@ from eagle3lint.contract.model import (
     ImageTokenBranch,
     ImageTokenMap,
 )
-from eagle3lint.index.extract import code, dotted, string_value
+from eagle3lint.shapes.syntax import code, dotted, string_value
 from eagle3lint.sources.files import (
     SourceNotFound,
     SourceSyntaxError,

@@ -9,20 +9,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from eagle3lint.index.model import to_json
+from eagle3lint.shapes.names import KNOWN_GETTERS, SETTER
 
-SETTER = "set_aux_hidden_state_layers"
 REGISTRY = "vllm.model_executor.models.registry"
 """The module holding the model registry: which architectures there are to check."""
 GATE_FILES = ("config/speculative.py", "config.py")
 """Where the model_type allow-list lives (`config.py` in 0.10's single-file config)."""
 PROPOSER_FILES = ("v1/spec_decode/llm_base_proposer.py", "v1/spec_decode/eagle.py")
 """Where the proposer's image-token mapping lives (moved in 0.20)."""
-KNOWN_GETTERS = (
-    "get_eagle3_aux_hidden_state_layers",
-    "get_eagle3_default_aux_hidden_state_layers",
-)
-"""Getter names vLLM's runners have called (≤ 0.17, ≥ 0.18): a method under the name the
-analysed release does not call is an override nobody reads."""
 
 
 @dataclass(frozen=True, slots=True)

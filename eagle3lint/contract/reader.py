@@ -27,6 +27,7 @@ from eagle3lint.contract.model import (
 )
 from eagle3lint.index.cache import content_key
 from eagle3lint.index.project import ClassRef, ProjectIndex
+from eagle3lint.shapes.names import MIXIN, PROTOCOL
 from eagle3lint.sources.files import (
     SourceNotFound,
     UnreadableSource,
@@ -134,8 +135,8 @@ def _find_class(index: ProjectIndex, name: str) -> ClassRef | None:
 
 
 def _read_protocol(index: ProjectIndex, contract: Contract) -> Contract:
-    protocol = _find_class(index, "SupportsEagle3")
-    mixin = _find_class(index, "EagleModelMixin")
+    protocol = _find_class(index, PROTOCOL)
+    mixin = _find_class(index, MIXIN)
     multimodal = _find_class(index, "SupportsMultiModal")
     if protocol is None:
         return contract

@@ -42,10 +42,12 @@ def extractor_fingerprint() -> str:
         "index/extract.py",
         "index/model.py",
         "index/locate.py",
+        "index/modules.py",
         "contract/config_files.py",
         "contract/model.py",
         "contract/drafter.py",
         "contract/source_text.py",
+        *sorted(f"shapes/{path.name}" for path in (package / "shapes").glob("*.py")),
     ):
         digest.update((package / module).read_bytes())
     return digest.hexdigest()

@@ -10,7 +10,7 @@ from __future__ import annotations
 import operator
 import re
 import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 
 import libcst as cst
 
@@ -30,57 +30,26 @@ from eagle3lint.index.model import (
     PlatformImport,
     TapSummary,
 )
+from eagle3lint.index.modules import module_name_for, resolve_relative
+from eagle3lint.shapes.loop import LayerLoop, layer_loops
+from eagle3lint.shapes.names import AUX_LAYERS_ATTR
+from eagle3lint.shapes.residual import classify
+from eagle3lint.shapes.syntax import (
+    assigned_names,
+    code,
+    dotted,
+    names_in,
+    returns_name,
+    self_assignments,
+    self_calls,
+    statements,
+    string_value,
+)
+from eagle3lint.shapes.taps import Tap, dict_captures, taps_in
 
-AUX_LAYERS_ATTR = "aux_hidden_state_layers"
-TAP_HELPER = "_maybe_add_hidden_state"
-_CODE = cst.Module(body=[])
 _MODULE_NAME = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*$")
 _CONFIG_READ = re.compile(r"\b(?:config|hf_config|text_config)\.([A-Za-z_]\w*)")
-
-
-def code(node: cst.CSTNode) -> str:
-    """Source text of a node, whitespace-normalised for comparisons."""
-    return " ".join(_CODE.code_for_node(node).split())
-
-
-def dotted(node: cst.BaseExpression) -> str | None:
-    """`a.b.c` for Name/Attribute chains, else None."""
-    if isinstance(node, cst.Name):
-        return node.value
-    if isinstance(node, cst.Attribute):
-        head = dotted(node.value)
-        return f"{head}.{node.attr.value}" if head else None
-    return None
-
-
-def string_value(node: cst.BaseExpression) -> str | None:
-    if isinstance(node, cst.SimpleString):
-        value = node.evaluated_value
-        return value if isinstance(value, str) else None
-    if isinstance(node, cst.ConcatenatedString):
-        value = node.evaluated_value
-        return value if isinstance(value, str) else None
-    return None
-
-
-def module_name_for(relpath: str) -> tuple[str, bool]:
-    """Dotted module name of a path relative to the import root, and whether it is a package."""
-    parts = relpath.removesuffix(".py").split("/")
-    is_package = parts[-1] == "__init__"
-    if is_package:
-        parts = parts[:-1]
-    return ".".join(parts), is_package
-
-
-def resolve_relative(module: str, is_package: bool, level: int, target: str | None) -> str:
-    parts = module.split(".") if module else []
-    if not is_package:
-        parts = parts[:-1]
-    if level > 1:
-        parts = parts[: len(parts) - (level - 1)] if level - 1 <= len(parts) else []
-    if target:
-        parts.append(target)
-    return ".".join(parts)
+_DOTTED = re.compile(r"(?<![\w.])([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)")
 
 
 def summarize(source: str, relpath: str) -> FileSummary:
@@ -240,6 +209,10 @@ class _FileBuilder:
                 literal.line = self.locator.find("", names[0], self._last_line)[0]
                 for name in names:
                     self.summary.registry_dicts[name] = literal
+            classes = [dotted(e.value) for e in value.elements if isinstance(e, cst.DictElement)]
+            if classes and all(classes):
+                for name in names:
+                    self.summary.class_maps[name] = [c for c in classes if c]
 
     def _lazy_exports(self, node: cst.Dict) -> None:
         """`{"Name": "pkg.module"}` maps, which a module `__getattr__` uses to import lazily."""
@@ -283,6 +256,7 @@ class _FileBuilder:
         if forward is not None:
             method = summary.methods["forward"]
             summary.forward = _forward(forward, method.line, method.column, summary, functions)
+            summary.layer_convention = classify(forward)
         return summary
 
     def _factory(self, node: cst.FunctionDef) -> None:
@@ -291,10 +265,10 @@ class _FileBuilder:
         params = [p.name.value for p in node.params.params]
         if not params:
             return
-        classes = {s.name.value: s for s in _statements(node.body) if isinstance(s, cst.ClassDef)}
+        classes = {s.name.value: s for s in statements(node.body) if isinstance(s, cst.ClassDef)}
         if not classes:
             return
-        for stmt in _statements(node.body):
+        for stmt in statements(node.body):
             if not isinstance(stmt, cst.SimpleStatementLine):
                 continue
             for small in stmt.body:
@@ -302,7 +276,7 @@ class _FileBuilder:
                 if not isinstance(returned, cst.Name) or returned.value not in classes:
                     continue
                 built = classes[returned.value]
-                mentioned = {n for arg in built.bases for n in _names_in(arg.value)}
+                mentioned = {n for arg in built.bases for n in names_in(arg.value)}
                 if mentioned & set(params):
                     cls = self._class(built)
                     self.summary.factories[node.name.value] = FactorySummary(params, cls)
@@ -316,20 +290,23 @@ class _FileBuilder:
         # libcst's position pass over the whole method, which costs more than the parse itself.
         init_line = summary.methods["__init__"].line
         helpers: list[str] = []
-        for stmt in _statements(init.body):
-            for target, value in _self_assignments(stmt):
+        for stmt in statements(init.body):
+            summary.super_init_classes.update(_super_init_classes(stmt))
+            for target, value in self_assignments(stmt):
                 if target == "layers" or target.endswith(".layers"):
                     summary.assigns_layers = True
+                    if target == "layers":
+                        _layer_candidates(init, value, summary)
                 if "." in target or target in summary.init_assigns:
                     continue
                 summary.init_assigns[target] = _init_assign(value, init_line)
-            helpers.extend(_self_calls(stmt))
+            helpers.extend(self_calls(stmt))
         for helper in helpers:
             func = functions.get(helper)
             if func is None:
                 continue
-            for stmt in _statements(func.body):
-                for target, value in _self_assignments(stmt):
+            for stmt in statements(func.body):
+                for target, value in self_assignments(stmt):
                     if target == "layers":
                         summary.assigns_layers = True
                     if target not in summary.init_assigns and "." not in target:
@@ -506,18 +483,18 @@ def _method(node: cst.FunctionDef, line: int, column: int) -> MethodSummary:
     method = MethodSummary(
         name=node.name.value, line=line, column=column, is_stub=_is_stub(node.body)
     )
-    statements = _body_without_docstring(node.body)
-    if len(statements) == 1 and isinstance(statements[0], cst.SimpleStatementLine):
-        small = statements[0].body[0]
+    own = _body_without_docstring(node.body)
+    if len(own) == 1 and isinstance(own[0], cst.SimpleStatementLine):
+        small = own[0].body[0]
         call = small.value if isinstance(small, cst.Return | cst.Expr) else None
         if isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute):
             owner = dotted(call.func.value) or ""
             if call.func.attr.value == method.name and owner.startswith("self."):
                 method.delegates_to = owner.removeprefix("self.")
-    for stmt in _statements(node.body):
-        for target, _ in _self_assignments(stmt):
+    for stmt in statements(node.body):
+        for target, _ in self_assignments(stmt):
             method.self_attr_assigns.append(target)
-        method.calls_self.extend(_self_calls(stmt))
+        method.calls_self.extend(self_calls(stmt))
         if method.returns_call is None and isinstance(stmt, cst.SimpleStatementLine):
             small = stmt.body[0]
             if isinstance(small, cst.Return) and isinstance(small.value, cst.Call):
@@ -540,60 +517,46 @@ def _class_attr(small: cst.BaseSmallStatement, summary: ClassSummary, class_line
         )
 
 
-def _statements(body: cst.BaseSuite) -> Iterator[cst.BaseStatement]:
-    """Statements of a function body, descending into if/with/try/for blocks, not into defs."""
-    for stmt in body.body if isinstance(body, cst.IndentedBlock) else ():
-        yield stmt
-        if isinstance(stmt, cst.If):
-            yield from _statements(stmt.body)
-            orelse = stmt.orelse
-            while orelse is not None:
-                yield from _statements(orelse.body)
-                orelse = orelse.orelse if isinstance(orelse, cst.If) else None
-        elif isinstance(stmt, cst.With | cst.For | cst.While):
-            yield from _statements(stmt.body)
-        elif isinstance(stmt, cst.Try):
-            yield from _statements(stmt.body)
-            for handler in stmt.handlers:
-                yield from _statements(handler.body)
+def _layer_candidates(init: cst.FunctionDef, value: cst.BaseExpression, cls: ClassSummary) -> None:
+    """Record what may name the decoder layer class in the value assigned to `self.layers`:
+    capitalised names in it (`lambda prefix: LlamaDecoderLayer(...)`, a module-level
+    `{type: class}` map), also inside a local function it passes (`get_layer`), and the
+    defaults of `__init__` parameters it calls (`layer_type: type = LlamaDecoderLayer`)."""
+    texts = [code(value)]
+    mentioned = names_in(value)
+    for stmt in init.body.body if isinstance(init.body, cst.IndentedBlock) else ():
+        if isinstance(stmt, cst.FunctionDef) and stmt.name.value in mentioned:
+            texts.append(code(stmt.body))
+            mentioned |= names_in(stmt.body)
+    defaults = {
+        p.name.value: dotted(p.default)
+        for p in (*init.params.params, *init.params.kwonly_params)
+        if p.default is not None and dotted(p.default)
+    }
+    cls.layer_params = {p: d for p, d in defaults.items() if p in mentioned and d}
+    found = {n for text in texts for n in _DOTTED.findall(text)}
+    cls.layer_classes = sorted(n for n in found if n.rpartition(".")[2][:1].isupper())
 
 
-def _self_assignments(stmt: cst.BaseStatement) -> Iterator[tuple[str, cst.BaseExpression]]:
+def _super_init_classes(stmt: cst.BaseStatement) -> dict[str, str]:
+    """`super().__init__(..., layer_type=Glm4DecoderLayer)`: keyword → class as written."""
     if not isinstance(stmt, cst.SimpleStatementLine):
-        return
+        return {}
+    found = {}
     for small in stmt.body:
-        targets: list[cst.BaseExpression] = []
-        value: cst.BaseExpression | None = None
-        if isinstance(small, cst.Assign):
-            value = small.value
-            for target in small.targets:
-                if isinstance(target.target, cst.Tuple):
-                    targets.extend(e.value for e in target.target.elements)
-                else:
-                    targets.append(target.target)
-        elif isinstance(small, cst.AnnAssign) and small.value is not None:
-            value = small.value
-            targets.append(small.target)
-        if value is None:
-            continue
-        for target in targets:
-            text = dotted(target)
-            if text and text.startswith("self."):
-                yield text.removeprefix("self."), value
-
-
-def _self_calls(stmt: cst.BaseStatement) -> list[str]:
-    """`self.name(...)` calls made at statement level (expression or assigned value)."""
-    if not isinstance(stmt, cst.SimpleStatementLine):
-        return []
-    calls = []
-    for small in stmt.body:
-        value = small.value if isinstance(small, cst.Expr | cst.Assign | cst.Return) else None
-        if isinstance(value, cst.Call):
-            name = dotted(value.func) or ""
-            if name.startswith("self.") and name.count(".") == 1:
-                calls.append(name.removeprefix("self."))
-    return calls
+        call = small.value if isinstance(small, cst.Expr) else None
+        if (
+            isinstance(call, cst.Call)
+            and isinstance(call.func, cst.Attribute)
+            and call.func.attr.value == "__init__"
+            and isinstance(call.func.value, cst.Call)
+            and dotted(call.func.value.func) == "super"
+        ):
+            for arg in call.args:
+                name = dotted(arg.value)
+                if arg.keyword is not None and name and name.rpartition(".")[2][:1].isupper():
+                    found[arg.keyword.value] = name
+    return found
 
 
 def _init_assign(value: cst.BaseExpression, line: int) -> InitAssign:
@@ -612,6 +575,9 @@ def _init_assign(value: cst.BaseExpression, line: int) -> InitAssign:
 # -- forward ------------------------------------------------------------------------------
 
 
+# -- forward ------------------------------------------------------------------------------
+
+
 HELPER_DEPTH = 2
 """How many `self.<method>(...)` calls deep a forward's layer loop is looked for."""
 
@@ -624,73 +590,62 @@ def _forward(
     functions: dict[str, cst.FunctionDef],
 ) -> ForwardSummary:
     forward = ForwardSummary(line=line, column=column)
-    calls = [c for s in _statements(func.body) for c in _self_calls(s)]
+    body = list(statements(func.body))
+    calls = [c for s in body for c in self_calls(s)]
     forward.delegates_to = next((c for c in calls if c in summary.init_assigns), None)
-    # The functions whose statements make up the forward: itself, and the helper running the
-    # layer loop when forward delegates it (`self._run_layers(...)`).
-    bodies = [(func, line, column)]
-    layer_loops = _layer_loops(func)
-    if not layer_loops:
+    top = func.body.body if isinstance(func.body, cst.IndentedBlock) else ()
+    forward.ends_with_return_name = bool(top) and returns_name(top[-1])
+    loops = layer_loops(func.body, body)
+    owner, owner_line, owner_column, owner_body = func, line, column, body
+    running = [(node, shape) for node, shape in loops if shape.runs_layers]
+    if not running:
         helper = _loop_helper(func, functions, HELPER_DEPTH, {"forward"})
         if helper is not None:
+            owner = functions[helper]
             method = summary.methods[helper]
-            bodies.append((functions[helper], method.line, method.column))
-            layer_loops = _layer_loops(functions[helper])
+            owner_line, owner_column = method.line, method.column
+            owner_body = list(statements(owner.body))
+            running = [(n, s) for n, s in layer_loops(owner.body, owner_body) if s.runs_layers]
             forward.loop_helper = helper
-    if not layer_loops:
-        layer_loops = [
-            s for s in _statements(func.body) if isinstance(s, cst.For) and _is_layer_loop(s)
-        ]
-    pre_loop = [s for s in _statements(func.body) if _helper_taps(s)]
-    if not layer_loops and not pre_loop:
+    if not running:
+        running = loops
+    if not running and not any(t.style == "helper" for s in body for t in taps_in(s)):
         return forward
-    positions = {id(f): function_positions(f, fline, fcol) for f, fline, fcol in bodies}
-    loop_owner = bodies[-1][0] if forward.loop_helper else func
-    position = positions[id(loop_owner)]
+    position = function_positions(owner, owner_line, owner_column)
+    bound = _surely_bound(owner)
     aux_names: set[str] = set()
-    for loop in layer_loops:
-        summary_loop = _loop(loop, position)
-        forward.loops.append(summary_loop)
-        aux_names.update(_aux_targets(loop))
-    first_loop = layer_loops[0] if layer_loops else None
-    last_loop = layer_loops[-1] if layer_loops else None
-    for stmt in _statements(loop_owner.body):
-        if stmt is first_loop:
-            break
-        for aux_name in _helper_taps(stmt):
-            tap_line, tap_col = position(stmt)
-            forward.pre_loop_taps.append(TapSummary(tap_line, tap_col, "helper", "", True, True))
-            aux_names.add(aux_name)
-    after = False
-    in_loops = {id(inner) for loop in layer_loops for inner in _statements(loop.body)}
-    for stmt in _statements(loop_owner.body):
-        if after and id(stmt) not in in_loops:
-            for value, owner in _explicit_taps(stmt):
-                tap_line, tap_col = position(stmt)
-                # After the loop the layers have set residual: adding it cannot fail.
-                tap = TapSummary(tap_line, tap_col, "explicit", code(value), True, False)
-                forward.post_loop_taps.append(tap)
-                aux_names.add(owner)
-        after = after or stmt is last_loop
-    for body, _, _ in bodies:
-        _aux_list_facts(body, aux_names, forward)
+    in_loops = {id(inner) for node, _ in running for inner in statements(node.body)}
+    first = running[0][0] if running else None
+    last = running[-1][0] if running else None
+    shapes = {id(node): shape for node, shape in running}
+    phase = "before"
+    for stmt in owner_body:
+        if id(stmt) in shapes:
+            assert isinstance(stmt, cst.For)
+            forward.loops.append(_loop(stmt, shapes[id(stmt)], position, bound(stmt)))
+            shape = shapes[id(stmt)]
+            aux_names.update(t.collects_into for t in _loop_taps(stmt, shape) if t.collects_into)
+            phase = "after" if stmt is last else "between"
+            continue
+        if phase == "before" and stmt is not first:
+            for tap in taps_in(stmt):
+                if tap.style == "helper":
+                    tap_line, tap_col = position(stmt)
+                    forward.pre_loop_taps.append(
+                        _tap_summary(tap, tap_line, tap_col, True, bound(stmt), guarded=True)
+                    )
+                    aux_names.add(tap.collects_into)
+        elif phase == "after" and id(stmt) not in in_loops:
+            for tap in taps_in(stmt):
+                if tap.style == "explicit":
+                    tap_line, tap_col = position(stmt)
+                    # After the loop the layers have set residual: adding it cannot fail.
+                    forward.post_loop_taps.append(
+                        _tap_summary(tap, tap_line, tap_col, False, None, guarded=True)
+                    )
+                    aux_names.add(tap.collects_into)
+    _aux_list_facts(owner_body if owner is func else [*body, *owner_body], aux_names, forward)
     return forward
-
-
-def _layer_loops(func: cst.FunctionDef) -> list[cst.For]:
-    """Loops that call a decoder layer: `for layer in self.layers[...]: layer(...)` or
-    `for i in ids: self.layers[i](...)` (not a loop that only walks the layers' attributes)."""
-    return [s for s in _statements(func.body) if isinstance(s, cst.For) and _runs_layers(s)]
-
-
-def _runs_layers(loop: cst.For) -> bool:
-    body = " ".join(code(s) for s in _statements(loop.body) if not isinstance(s, cst.If | cst.For))
-    if re.search(r"self\.layers\[[^\]]*\]\s*\(", body):
-        return True
-    if "self.layers" not in code(loop.iter):
-        return False
-    names = {n for n in re.findall(r"[A-Za-z_]\w*", code(loop.target))}
-    return any(re.search(rf"(?<![\w.]){re.escape(n)}\s*\(", body) for n in names)
 
 
 def _loop_helper(
@@ -700,12 +655,12 @@ def _loop_helper(
     runs the layer loop."""
     if depth == 0:
         return None
-    calls = [c for s in _statements(func.body) for c in _self_calls(s)]
+    calls = [c for s in statements(func.body) for c in self_calls(s)]
     for name in dict.fromkeys(calls):
         helper = functions.get(name)
         if helper is None or name in seen:
             continue
-        if _layer_loops(helper):
+        if any(shape.runs_layers for _, shape in layer_loops(helper.body)):
             return name
         deeper = _loop_helper(helper, functions, depth - 1, seen | {name})
         if deeper is not None:
@@ -713,88 +668,96 @@ def _loop_helper(
     return None
 
 
-def _aux_list_facts(func: cst.FunctionDef, aux_names: set[str], forward: ForwardSummary) -> None:
-    """Whether the aux list is initialised and returned as `(hidden_states, aux)`."""
-    for stmt in _statements(func.body):
-        if not isinstance(stmt, cst.SimpleStatementLine):
-            continue
-        for small in stmt.body:
-            if isinstance(small, cst.Assign):
-                for target in small.targets:
-                    if isinstance(target.target, cst.Name) and target.target.value in aux_names:
-                        forward.aux_list_initialised = True
-            elif isinstance(small, cst.AnnAssign) and isinstance(small.target, cst.Name):
-                if small.target.value in aux_names and small.value is not None:
-                    forward.aux_list_initialised = True
-            elif isinstance(small, cst.Return) and small.value is not None:
-                value = small.value
-                if isinstance(value, cst.Tuple) and any(
-                    aux_names & _names_in(e.value) for e in value.elements
-                ):
-                    forward.returns_aux_tuple = True
+def _surely_bound(func: cst.FunctionDef) -> Callable[[cst.BaseStatement], set[str] | None]:
+    """For a top-level statement of `func`, the names bound on every path reaching it: the
+    parameters, and what earlier top-level statements bind (an `if` only when all its
+    branches, `else` included, bind the name). None for a nested statement (not worked out)."""
+    params = func.params
+    names = {p.name.value for p in (*params.posonly_params, *params.params, *params.kwonly_params)}
+    for star in (params.star_arg, params.star_kwarg):
+        if isinstance(star, cst.Param):
+            names.add(star.name.value)
+    before: dict[int, set[str]] = {}
+    for stmt in func.body.body if isinstance(func.body, cst.IndentedBlock) else ():
+        before[id(stmt)] = set(names)
+        names |= _binds_on_every_path(stmt)
+    return lambda stmt: before.get(id(stmt))
 
 
-def _names_in(node: cst.BaseExpression) -> set[str]:
-    return set(re.findall(r"[A-Za-z_]\w*", code(node)))
+def _binds_on_every_path(stmt: cst.BaseStatement) -> set[str]:
+    if isinstance(stmt, cst.SimpleStatementLine):
+        return assigned_names(stmt)
+    if isinstance(stmt, cst.If):
+        branches: list[cst.BaseSuite] = [stmt.body]
+        orelse: cst.If | cst.Else | None = stmt.orelse
+        while isinstance(orelse, cst.If):
+            branches.append(orelse.body)
+            orelse = orelse.orelse
+        if orelse is None:
+            return set()
+        branches.append(orelse.body)
+        bound = [_block_binds(b) for b in branches]
+        return set.intersection(*bound)
+    if isinstance(stmt, cst.With):
+        return _block_binds(stmt.body)
+    return set()
 
 
-def _is_layer_loop(loop: cst.For) -> bool:
-    iter_text = code(loop.iter)
-    if "self.layers" in iter_text:
-        return True
-    return iter_text.startswith("range(") and "self.layers[" in code(loop.body)
+def _block_binds(block: cst.BaseSuite) -> set[str]:
+    names: set[str] = set()
+    for stmt in block.body if isinstance(block, cst.IndentedBlock) else ():
+        names |= _binds_on_every_path(stmt)
+    return names
 
 
-def _loop(loop: cst.For, position) -> LoopSummary:
-    iter_node = loop.iter
-    index_var: str | None = None
-    start: str | None = None
-    inner = iter_node
-    if isinstance(iter_node, cst.Call) and dotted(iter_node.func) == "enumerate":
-        positional = [a for a in iter_node.args if a.keyword is None]
-        inner = positional[0].value if positional else iter_node
-        for i, arg in enumerate(iter_node.args):
-            if (arg.keyword is not None and arg.keyword.value == "start") or (
-                arg.keyword is None and i == 1
-            ):
-                start = code(arg.value)
-        if isinstance(loop.target, cst.Tuple) and loop.target.elements:
-            first = loop.target.elements[0].value
-            index_var = first.value if isinstance(first, cst.Name) else None
-    elif isinstance(iter_node, cst.Call) and dotted(iter_node.func) == "range":
-        index_var = loop.target.value if isinstance(loop.target, cst.Name) else None
-        args = [a for a in iter_node.args if a.keyword is None]
-        start = code(args[0].value) if len(args) >= 2 else None
-    inner_text = code(inner)
-    slices = inner_text.startswith("islice(") or (
-        "self.layers[" in inner_text and ":" in inner_text
-    )
+def _loop_taps(loop: cst.For, shape: LayerLoop) -> list[Tap]:
+    found = [tap for stmt in statements(loop.body) for tap in taps_in(stmt)]
+    for stmt in loop.body.body if _captures_by_id(loop, shape) else ():
+        found += dict_captures(stmt, shape.index or "")
+    return found
+
+
+def _captures_by_id(loop: cst.For, shape: LayerLoop) -> bool:
+    """A loop that hands the aux layer test on and may store results by layer id."""
+    return shape.index is not None and AUX_LAYERS_ATTR in code(loop.body)
+
+
+def _loop(
+    loop: cst.For, shape: LayerLoop, position: Callable, bound: set[str] | None
+) -> LoopSummary:
     line, column = position(loop)
-    summary = LoopSummary(
-        line=line,
-        column=column,
-        index_var=index_var,
-        enumerate_start=start,
-        slices_layers=slices,
-    )
-    layer_call_index = None
+    summary = LoopSummary(line=line, column=column, shape=shape)
     body = list(loop.body.body) if isinstance(loop.body, cst.IndentedBlock) else []
+    call_at = shape.call.position if shape.call is not None else None
+    if call_at is None:
+        call_at = next((i for i, stmt in enumerate(body) if _calls_layer(stmt)), None)
+    in_body = None if bound is None else bound | {n for n in (shape.index, shape.layer) if n}
+    by_id = _captures_by_id(loop, shape)
     for i, stmt in enumerate(body):
-        if layer_call_index is None and _calls_layer(stmt):
-            layer_call_index = i
-    for i, stmt in enumerate(body):
-        before = layer_call_index is None or i < layer_call_index
-        for value, _ in _explicit_taps(stmt):
+        before = call_at is None or i < call_at
+        found = taps_in(stmt) + (dict_captures(stmt, shape.index or "") if by_id else [])
+        for tap in found:
             tap_line, tap_col = position(stmt)
-            summary.taps.append(
-                TapSummary(
-                    tap_line, tap_col, "explicit", code(value), _guards_residual(value), before
-                )
-            )
-        for _ in _helper_taps(stmt):
-            tap_line, tap_col = position(stmt)
-            summary.taps.append(TapSummary(tap_line, tap_col, "helper", "", True, before))
+            summary.taps.append(_tap_summary(tap, tap_line, tap_col, before, in_body))
+        if in_body is not None:
+            in_body |= _binds_on_every_path(stmt)
     return summary
+
+
+def _tap_summary(
+    tap: Tap, line: int, column: int, before: bool, bound: set[str] | None, *, guarded: bool = False
+) -> TapSummary:
+    """`bound`: the names bound on every path to the tap, None when not worked out."""
+    return TapSummary(
+        line,
+        column,
+        tap.style,
+        tap.value if tap.style != "helper" else "",
+        guarded or tap.residual_guarded,
+        before,
+        adds_residual=tap.adds_residual,
+        unbound=[] if bound is None else [n for n in tap.reads if n not in bound],
+    )
 
 
 def _calls_layer(stmt: cst.BaseStatement) -> bool:
@@ -802,84 +765,29 @@ def _calls_layer(stmt: cst.BaseStatement) -> bool:
     return bool(re.search(r"\blayer\s*\(|self\.layers\[[^\]]*\]\s*\(", text))
 
 
-def _explicit_taps(stmt: cst.BaseStatement) -> list[tuple[cst.BaseExpression, str]]:
-    """`if i in self.aux_hidden_state_layers [and ...]: x.append(value)` → [(value, "x")].
-
-    A value appended through a local temporary (`t = hidden_states + residual` earlier in the
-    same block, then `x.append(t)`) is the expression the temporary was first bound to."""
-    if not isinstance(stmt, cst.If) or not _tests_aux_membership(stmt.test):
-        return []
-    taps = []
-    bound: dict[str, cst.BaseExpression] = {}
-    for inner in _statements(stmt.body):
-        if not isinstance(inner, cst.SimpleStatementLine):
+def _aux_list_facts(
+    body: list[cst.BaseStatement], aux_names: set[str], forward: ForwardSummary
+) -> None:
+    """Whether the aux list is initialised and returned as `(hidden_states, aux)`."""
+    aux_names = set(aux_names)
+    for stmt in body:
+        if not isinstance(stmt, cst.SimpleStatementLine):
             continue
-        for small in inner.body:
-            if isinstance(small, cst.Assign) and len(small.targets) == 1:
-                target = small.targets[0].target
-                if isinstance(target, cst.Name):
-                    bound.setdefault(target.value, small.value)
-            if (
-                isinstance(small, cst.Expr)
-                and isinstance(small.value, cst.Call)
-                and isinstance(small.value.func, cst.Attribute)
-                and small.value.func.attr.value == "append"
-                and small.value.args
-            ):
-                owner = dotted(small.value.func.value) or ""
-                value = small.value.args[0].value
-                if isinstance(value, cst.Name) and value.value in bound:
-                    value = bound[value.value]
-                taps.append((value, owner))
-    return taps
-
-
-def _tests_aux_membership(test: cst.BaseExpression) -> bool:
-    """`x in self.aux_hidden_state_layers`, alone or as the first operand of an `and`."""
-    if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
-        return _tests_aux_membership(test.left)
-    if not isinstance(test, cst.Comparison) or len(test.comparisons) != 1:
-        return False
-    comparison = test.comparisons[0]
-    return isinstance(comparison.operator, cst.In) and AUX_LAYERS_ATTR in code(
-        comparison.comparator
-    )
-
-
-def _helper_taps(stmt: cst.BaseStatement) -> list[str]:
-    """`self._maybe_add_hidden_state(aux, idx, h, r)` calls (bare or assigned): for each, the
-    name of the list it collects into ("" when that is not a plain name)."""
-    if not isinstance(stmt, cst.SimpleStatementLine):
-        return []
-    taps = []
-    for small in stmt.body:
-        value = small.value if isinstance(small, cst.Expr | cst.Assign) else None
-        if (
-            isinstance(value, cst.Call)
-            and dotted(value.func) == f"self.{TAP_HELPER}"
-            and len(value.args) >= 2
-        ):
-            first = value.args[0].value
-            name = first.value if isinstance(first, cst.Name) else None
-            if name is None and isinstance(small, cst.Assign):
-                target = small.targets[0].target
-                name = target.value if isinstance(target, cst.Name) else None
-            taps.append(name or "")
-    return taps
-
-
-def _aux_targets(loop: cst.For) -> set[str]:
-    """Names of the lists a loop's taps append to."""
-    names = set()
-    for stmt in _statements(loop.body):
-        names.update(owner for _, owner in _explicit_taps(stmt) if owner)
-        names.update(name for name in _helper_taps(stmt) if name)
-    return names
-
-
-def _guards_residual(value: cst.BaseExpression) -> bool:
-    """True unless the value adds a residual that is None on the first rank's first layer."""
-    text = code(value)
-    if "residual" not in text:
-        return True
-    return isinstance(value, cst.IfExp) or "is not None" in text or "is None" in text
+        for small in stmt.body:
+            if isinstance(small, cst.Assign):
+                derived = aux_names & names_in(small.value)
+                for target in small.targets:
+                    if isinstance(target.target, cst.Name) and target.target.value in aux_names:
+                        forward.aux_list_initialised = True
+                    elif isinstance(target.target, cst.Name) and derived:
+                        # Built from what the taps collected (`aux = [by_id[i] for i in ...]`).
+                        aux_names.add(target.target.value)
+            elif isinstance(small, cst.AnnAssign) and isinstance(small.target, cst.Name):
+                if small.target.value in aux_names and small.value is not None:
+                    forward.aux_list_initialised = True
+            elif isinstance(small, cst.Return) and small.value is not None:
+                value = small.value
+                if isinstance(value, cst.Tuple) and any(
+                    aux_names & names_in(e.value) for e in value.elements
+                ):
+                    forward.returns_aux_tuple = True

@@ -17,10 +17,11 @@ from functools import cache
 from typing import Any, TypeVar
 
 from eagle3lint.errors import SummaryFormatError
+from eagle3lint.shapes.model import LayerConvention, LayerLoop
 
 T = TypeVar("T")
 
-SUMMARY_FORMAT = 6
+SUMMARY_FORMAT = 7
 """Bumped whenever the shape or meaning of a summary changes: old cache entries are then ignored."""
 
 
@@ -82,12 +83,17 @@ class TapSummary:
     line: int
     column: int
     style: str
-    """`explicit` (`if idx in self.aux_hidden_state_layers: aux.append(v)`) or `helper`."""
+    """`explicit` (`if idx in self.aux_hidden_state_layers: aux.append(v)`), `helper` or `dict`
+    (`captured[idx] = v` in a loop handing the aux test on)."""
     value_expr: str
     """The captured value's source (empty for the helper, which guards `residual` itself)."""
     residual_guarded: bool
     """The captured value copes with `residual is None` (first pipeline rank, layer 0)."""
     before_layer: bool
+    adds_residual: bool = False
+    """The value adds a second name (the residual) to the hidden state."""
+    unbound: list[str] = field(default_factory=list)
+    """Names the value reads that are not bound on every path reaching the tap."""
 
 
 @dataclass(slots=True)
@@ -96,11 +102,8 @@ class LoopSummary:
 
     line: int
     column: int
-    index_var: str | None
-    enumerate_start: str | None
-    """Source text of enumerate's start (`self.start_layer`), None when not given."""
-    slices_layers: bool
-    """The loop walks only this rank's layers (`islice(self.layers, start, end)` or a slice)."""
+    shape: LayerLoop
+    """The loop as `eagle3lint.shapes.loop` reads it: spelling, index, layer call, rewritable."""
     taps: list[TapSummary] = field(default_factory=list)
 
 
@@ -118,6 +121,8 @@ class ForwardSummary:
     """`self.<attr>(...)` result returned as-is: the forward of that attribute does the work."""
     loop_helper: str | None = None
     """The method of the class that runs the layer loop when forward calls it (`_run_layers`)."""
+    ends_with_return_name: bool = False
+    """The last statement is `return <name>`: a final aux return can be put before it."""
 
 
 @dataclass(slots=True)
@@ -134,6 +139,15 @@ class ClassSummary:
     forward: ForwardSummary | None = None
     assigns_layers: bool = False
     """`__init__` sets `self.layers` (directly or by tuple unpacking)."""
+    layer_classes: list[str] = field(default_factory=list)
+    """Capitalised names (as written) in what `__init__` assigns to `self.layers`: the decoder
+    layer classes, or maps of them."""
+    layer_params: dict[str, str] = field(default_factory=dict)
+    """`__init__` parameters that pick the layer class there, with their defaults as written."""
+    super_init_classes: dict[str, str] = field(default_factory=dict)
+    """Class-valued keywords this `__init__` passes to `super().__init__` (`layer_type=X`)."""
+    layer_convention: LayerConvention | None = None
+    """What `forward` returns, read as a decoder layer's: its residual convention."""
 
 
 @dataclass(slots=True)
@@ -189,6 +203,8 @@ class FileSummary:
     """Attribute names the file reads from config objects (`config.x`, `hf_config.x`)."""
     factories: dict[str, FactorySummary] = field(default_factory=dict)
     """Class factories defined at module level, by function name."""
+    class_maps: dict[str, list[str]] = field(default_factory=dict)
+    """Module-level dicts whose values are all names (`{"attention": AttentionLayer, ...}`)."""
 
 
 def to_json(obj: Any) -> Any:

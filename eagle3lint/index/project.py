@@ -18,6 +18,7 @@ from pathlib import Path
 from eagle3lint.errors import InputError
 from eagle3lint.index.cache import SummaryCache, content_key, file_digest
 from eagle3lint.index.model import ClassSummary, FactorySummary, FileSummary, ForwardSummary
+from eagle3lint.index.modules import module_name_for
 from eagle3lint.sources.files import (
     UnreadableSource,
     check_syntax,
@@ -149,10 +150,7 @@ class ProjectIndex:
         for root in self.roots:
             if path.is_relative_to(root):
                 rel = path.relative_to(root).as_posix()
-                parts = rel.removesuffix(".py").split("/")
-                if parts[-1] == "__init__":
-                    parts = parts[:-1]
-                module = ".".join(parts)
+                module = module_name_for(rel)[0]
                 self._files.setdefault(module, SourceFile(path, rel))
                 return module
         return None

@@ -17,7 +17,7 @@ Transform = Callable[[cst.Module], cst.Module]
 
 def deepseek_v2_stub(module: cst.Module) -> cst.Module:
     """What vLLM 0.18 did to deepseek_v2.py by hand (with a None-safe tap)."""
-    module = add_forward_taps(module, "DeepseekV2Model", enumerate_start=True)
+    module = add_forward_taps(module, "DeepseekV2Model")
     module = add_base(module, "DeepseekV2ForCausalLM")
     return add_aux_methods(
         module, "DeepseekV2ForCausalLM", getter_name="get_eagle3_aux_hidden_state_layers"
@@ -31,7 +31,7 @@ def deepseek_v2_mixin(module: cst.Module) -> cst.Module:
 
 def mixtral_mixin(module: cst.Module) -> cst.Module:
     # From 0.18 the SupportsEagle3 defaults reach the decoder through the mixin: no methods.
-    module = add_mixin_taps(module, "MixtralModel", enumerate_start=True)
+    module = add_mixin_taps(module, "MixtralModel")
     return add_base(module, "MixtralForCausalLM")
 
 

@@ -98,7 +98,10 @@ def test_deepseek_v2_matches_upstream_0_18(release_root: Release, version: str) 
     ours = apply(
         read(release_root, version, path),
         path,
-        lambda module: add_forward_taps(module, "DeepseekV2Model", enumerate_start=True),
+        lambda module: add_forward_taps(
+            module,
+            "DeepseekV2Model",
+        ),
         lambda module: add_base(module, "DeepseekV2ForCausalLM"),
         lambda module: add_aux_methods(module, "DeepseekV2ForCausalLM", getter_name=GETTER),
     )
@@ -139,7 +142,10 @@ def test_deepseek_v2_mixin_taps_compile(release_root: Release, version: str) -> 
     ours = apply(
         read(release_root, version, path),
         path,
-        lambda module: add_mixin_taps(module, "DeepseekV2Model", enumerate_start=True),
+        lambda module: add_mixin_taps(
+            module,
+            "DeepseekV2Model",
+        ),
     )
     assert "class DeepseekV2Model(nn.Module, EagleModelMixin):" in ours.code
 

@@ -16,13 +16,13 @@ RewriteCheck = Callable[..., None]
 Transform = Callable[[cst.Module], cst.Module]
 
 
-def stub(*, enumerate_start: bool = False) -> Transform:
-    return lambda module: add_forward_taps(module, "Qwen2Model", enumerate_start=enumerate_start)
+def stub(*, stream: bool = False) -> Transform:
+    return lambda module: add_forward_taps(module, "Qwen2Model", stream=stream)
 
 
-def mixin(*, enumerate_start: bool = False, mixin_import: bool = True) -> Transform:
+def mixin(*, stream: bool = False, mixin_import: bool = True) -> Transform:
     return lambda module: add_mixin_taps(
-        module, "Qwen2Model", enumerate_start=enumerate_start, mixin_import=mixin_import
+        module, "Qwen2Model", stream=stream, mixin_import=mixin_import
     )
 
 
@@ -94,20 +94,21 @@ for layer in islice(self.layers, self.start_layer, self.end_layer):
 # --- stub style ---------------------------------------------------------------------------
 
 
-def test_stub_taps_islice_loop_like_llama_0_16(assert_rewrites: RewriteCheck) -> None:
+def test_stub_taps_the_stream_alone_for_layers_that_return_it(
+    assert_rewrites: RewriteCheck,
+) -> None:
     assert_rewrites(
-        stub(),
+        stub(stream=True),
         model(ISLICE_LOOP),
         stub_tapped(
             """\
             aux_hidden_states = []
             for idx, layer in enumerate(
-                islice(self.layers, self.start_layer, self.end_layer)
+                islice(self.layers, self.start_layer, self.end_layer),
+                start=self.start_layer,
             ):
                 if idx in self.aux_hidden_state_layers:
-                    aux_hidden_states.append(
-                        hidden_states + residual if residual is not None else hidden_states
-                    )
+                    aux_hidden_states.append(hidden_states)
                 hidden_states, residual = layer(positions, hidden_states, residual)
             """
         ),
@@ -118,7 +119,7 @@ def test_stub_taps_with_enumerate_start_like_deepseek_v2_0_18(
     assert_rewrites: RewriteCheck,
 ) -> None:
     assert_rewrites(
-        stub(enumerate_start=True),
+        stub(),
         model(ISLICE_LOOP),
         stub_tapped(
             """\
@@ -160,15 +161,24 @@ def test_stub_taps_with_enumerate_start_like_deepseek_v2_0_18(
         ),
         pytest.param(
             "for i, layer in enumerate(islice(self.layers, self.start_layer, self.end_layer)):",
-            "for i, layer in enumerate(islice(self.layers, self.start_layer, self.end_layer)):",
-            id="already-enumerated-kept",
+            """\
+            for i, layer in enumerate(
+                islice(self.layers, self.start_layer, self.end_layer),
+                start=self.start_layer,
+            ):""",
+            id="already-enumerated-gains-start",
+        ),
+        pytest.param(
+            "for _, layer in enumerate(self.layers):",
+            "for idx, layer in enumerate(self.layers):",
+            id="underscore-index-renamed",
         ),
     ],
 )
 def test_stub_taps_other_loop_headers(
     assert_rewrites: RewriteCheck, loop: str, header: str
 ) -> None:
-    index = "i" if "enumerate" in loop else "idx"
+    index = "i" if "for i," in loop else "idx"
     call = "    hidden_states, residual = layer(positions, hidden_states, residual)\n"
     tap = (
         f"    if {index} in self.aux_hidden_state_layers:\n"
@@ -177,11 +187,9 @@ def test_stub_taps_other_loop_headers(
         "        )\n"
     )
     assert_rewrites(
-        stub(enumerate_start=True),
+        stub(),
         model(f"{loop}\n{call}"),
         stub_tapped(f"aux_hidden_states = []\n{textwrap.dedent(header)}\n{tap}{call}"),
-        # ruff would split the already-enumerated header, which is kept as written.
-        formatted=index == "idx",
     )
 
 
@@ -199,11 +207,11 @@ def test_stub_taps_range_loop_keeps_its_absolute_index(assert_rewrites: RewriteC
             """\
             aux_hidden_states = []
             for i in range(self.start_layer, self.end_layer):
+                layer = self.layers[i]
                 if i in self.aux_hidden_state_layers:
                     aux_hidden_states.append(
                         hidden_states + residual if residual is not None else hidden_states
                     )
-                layer = self.layers[i]
                 hidden_states, residual = layer(positions, hidden_states, residual)
             """
         ),
@@ -223,7 +231,8 @@ def test_names_come_from_the_layer_call(assert_rewrites: RewriteCheck) -> None:
         # Run the decoder layers of this pipeline rank.
         aux_hidden_states = []
         for idx, block in enumerate(
-            islice(self.layers, self.start_layer, self.end_layer)
+            islice(self.layers, self.start_layer, self.end_layer),
+            start=self.start_layer,
         ):
             if idx in self.aux_hidden_state_layers:
                 aux_hidden_states.append(
@@ -243,7 +252,8 @@ def test_index_name_avoids_one_already_in_use(assert_rewrites: RewriteCheck) -> 
         """\
         aux_hidden_states = []
         for layer_idx, layer in enumerate(
-            islice(self.layers, self.start_layer, self.end_layer)
+            islice(self.layers, self.start_layer, self.end_layer),
+            start=self.start_layer,
         ):
             if layer_idx in self.aux_hidden_state_layers:
                 aux_hidden_states.append(
@@ -261,7 +271,8 @@ def test_stub_keeps_an_existing_aux_layers_attribute(assert_rewrites: RewriteChe
         """\
         aux_hidden_states = []
         for idx, layer in enumerate(
-            islice(self.layers, self.start_layer, self.end_layer)
+            islice(self.layers, self.start_layer, self.end_layer),
+            start=self.start_layer,
         ):
             if idx in self.aux_hidden_state_layers:
                 aux_hidden_states.append(
@@ -299,9 +310,12 @@ def test_mixin_taps_like_llama_0_18(assert_rewrites: RewriteCheck) -> None:
         model(ISLICE_LOOP),
         mixin_tapped(
             """\
-            aux_hidden_states = self._maybe_add_hidden_state([], 0, hidden_states, residual)
+            aux_hidden_states = self._maybe_add_hidden_state(
+                [], self.start_layer, hidden_states, residual
+            )
             for idx, layer in enumerate(
-                islice(self.layers, self.start_layer, self.end_layer)
+                islice(self.layers, self.start_layer, self.end_layer),
+                start=self.start_layer,
             ):
                 hidden_states, residual = layer(positions, hidden_states, residual)
                 self._maybe_add_hidden_state(
@@ -316,7 +330,7 @@ def test_mixin_taps_with_enumerate_start_record_the_first_layer_by_its_index(
     assert_rewrites: RewriteCheck,
 ) -> None:
     assert_rewrites(
-        mixin(enumerate_start=True),
+        mixin(),
         model(ISLICE_LOOP),
         mixin_tapped(
             """\
@@ -365,9 +379,12 @@ def test_mixin_taps_range_loop(assert_rewrites: RewriteCheck) -> None:
 def test_mixin_without_import(assert_rewrites: RewriteCheck) -> None:
     after = mixin_tapped(
         """\
-        aux_hidden_states = self._maybe_add_hidden_state([], 0, hidden_states, residual)
+        aux_hidden_states = self._maybe_add_hidden_state(
+            [], self.start_layer, hidden_states, residual
+        )
         for idx, layer in enumerate(
-            islice(self.layers, self.start_layer, self.end_layer)
+            islice(self.layers, self.start_layer, self.end_layer),
+            start=self.start_layer,
         ):
             hidden_states, residual = layer(positions, hidden_states, residual)
             self._maybe_add_hidden_state(
@@ -376,6 +393,89 @@ def test_mixin_without_import(assert_rewrites: RewriteCheck) -> None:
         """
     ).replace("EagleModelMixin, SupportsPP", "SupportsPP")
     assert_rewrites(mixin(mixin_import=False), model(ISLICE_LOOP), after)
+
+
+def test_layers_given_no_residual_are_tapped_on_the_stream(
+    assert_rewrites: RewriteCheck,
+) -> None:
+    # StableLM's loop: the layer receives the whole stream and binds a residual of its own,
+    # which does not exist before the first call (a tap reading it would be unbound).
+    loop = """\
+        for layer in islice(self.layers, self.start_layer, self.end_layer):
+            hidden_states, residual = layer(positions, hidden_states)
+        """
+    assert_rewrites(
+        mixin(stream=True),
+        model(loop),
+        mixin_tapped(
+            """\
+            aux_hidden_states = self._maybe_add_hidden_state(
+                [], self.start_layer, hidden_states, None
+            )
+            for idx, layer in enumerate(
+                islice(self.layers, self.start_layer, self.end_layer),
+                start=self.start_layer,
+            ):
+                hidden_states, residual = layer(positions, hidden_states)
+                self._maybe_add_hidden_state(
+                    aux_hidden_states, idx + 1, hidden_states, None
+                )
+            """
+        ),
+    )
+
+
+def test_pre_layer_statements_stay_before_the_tap(assert_rewrites: RewriteCheck) -> None:
+    # Solar's loop blends the residual before the layer: the tap must see the blended stream.
+    loop = """\
+        for i in range(self.start_layer, self.end_layer):
+            layer = self.layers[i]
+            if i in self.bskcn_layers:
+                residual = self.blend(residual)
+            hidden_states, residual = layer(positions, hidden_states, residual)
+        """
+    assert_rewrites(
+        stub(),
+        model(loop),
+        stub_tapped(
+            """\
+            aux_hidden_states = []
+            for i in range(self.start_layer, self.end_layer):
+                layer = self.layers[i]
+                if i in self.bskcn_layers:
+                    residual = self.blend(residual)
+                if i in self.aux_hidden_state_layers:
+                    aux_hidden_states.append(
+                        hidden_states + residual if residual is not None else hidden_states
+                    )
+                hidden_states, residual = layer(positions, hidden_states, residual)
+            """
+        ),
+    )
+    with pytest.raises(CodemodRefused, match="rebinds the hidden state before the layer call"):
+        add_mixin_taps(cst.parse_module(model(loop)), "Qwen2Model")
+
+
+def test_range_loop_calling_the_layer_by_index(assert_rewrites: RewriteCheck) -> None:
+    loop = """\
+        for i in range(self.start_layer, self.end_layer):
+            hidden_states, residual = self.layers[i](positions, hidden_states, residual)
+        """
+    assert_rewrites(
+        stub(),
+        model(loop),
+        stub_tapped(
+            """\
+            aux_hidden_states = []
+            for i in range(self.start_layer, self.end_layer):
+                if i in self.aux_hidden_state_layers:
+                    aux_hidden_states.append(
+                        hidden_states + residual if residual is not None else hidden_states
+                    )
+                hidden_states, residual = self.layers[i](positions, hidden_states, residual)
+            """
+        ),
+    )
 
 
 # --- refusals -------------------------------------------------------------------------------
@@ -418,16 +518,16 @@ def test_mixin_without_import(assert_rewrites: RewriteCheck) -> None:
             id="slice-step",
         ),
         pytest.param(
-            "for layer in self.layers:\n    hidden_states = layer(positions, hidden_states)\n",
-            "0 statements of the form `hidden_states, residual = layer",
-            id="no-residual",
+            "for layer in self.layers:\n    hidden_states = self.norm(layer(hidden_states))\n",
+            "no single `hidden_states, residual = layer",
+            id="no-layer-call",
         ),
     ],
 )
 def test_refusals_about_the_loop(loop: str, reason: str) -> None:
     module = cst.parse_module(model(loop))
     with pytest.raises(CodemodRefused, match=reason):
-        add_forward_taps(module, "Qwen2Model", enumerate_start=False)
+        add_forward_taps(module, "Qwen2Model")
     with pytest.raises(CodemodRefused, match=reason):
         add_mixin_taps(module, "Qwen2Model")
 
@@ -437,18 +537,18 @@ def test_refuses_forward_without_a_final_return_of_a_name() -> None:
         "        return hidden_states\n", "        return self.lm_head(hidden_states)\n"
     )
     with pytest.raises(CodemodRefused, match="does not end with `return <name>`"):
-        add_forward_taps(cst.parse_module(code), "Qwen2Model", enumerate_start=False)
+        add_forward_taps(cst.parse_module(code), "Qwen2Model")
 
 
 def test_refuses_missing_class_forward_or_init() -> None:
     with pytest.raises(CodemodRefused, match="no module-level class 'Qwen3Model'"):
-        add_forward_taps(cst.parse_module(model(ISLICE_LOOP)), "Qwen3Model", enumerate_start=False)
+        add_forward_taps(cst.parse_module(model(ISLICE_LOOP)), "Qwen3Model")
     no_forward = "class Qwen2Model(nn.Module):\n    def __init__(self):\n        pass\n"
     with pytest.raises(CodemodRefused, match="defines no forward method"):
         add_mixin_taps(cst.parse_module(no_forward), "Qwen2Model")
     no_init = model(ISLICE_LOOP).replace("def __init__", "def setup")
     with pytest.raises(CodemodRefused, match="has no __init__"):
-        add_forward_taps(cst.parse_module(no_init), "Qwen2Model", enumerate_start=False)
+        add_forward_taps(cst.parse_module(no_init), "Qwen2Model")
     # The mixin holds the attribute, so the mixin style does not need __init__.
     add_mixin_taps(cst.parse_module(no_init), "Qwen2Model")
 
@@ -458,4 +558,4 @@ def test_refuses_when_every_index_name_is_taken() -> None:
         "residual = None", "residual = None\n            idx = layer_idx = input_ids"
     )
     with pytest.raises(CodemodRefused, match="cannot name the layer index"):
-        add_forward_taps(cst.parse_module(code), "Qwen2Model", enumerate_start=False)
+        add_forward_taps(cst.parse_module(code), "Qwen2Model")

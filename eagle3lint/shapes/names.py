@@ -1,0 +1,22 @@
+"""vLLM's EAGLE-3 contract names, spelled once: everything else imports them from here."""
+
+from __future__ import annotations
+
+PROTOCOL = "SupportsEagle3"
+"""The protocol an EAGLE-3 target class declares (`interfaces.SupportsEagle3`)."""
+MIXIN = "EagleModelMixin"
+"""The decoder mixin of vLLM 0.18+ that owns the aux list attribute and the tap helper."""
+AUX_LAYERS_ATTR = "aux_hidden_state_layers"
+"""The decoder attribute holding the layer ids whose input is collected."""
+AUX_LIST = "aux_hidden_states"
+"""The local list a forward collects aux hidden states into (as vLLM names it)."""
+TAP_HELPER = "_maybe_add_hidden_state"
+"""`EagleModelMixin`'s tap method: `(aux, layer_idx, hidden_states, residual) -> aux`."""
+SETTER = "set_aux_hidden_state_layers"
+"""The protocol method the runner calls with the requested layer ids."""
+KNOWN_GETTERS = (
+    "get_eagle3_aux_hidden_state_layers",
+    "get_eagle3_default_aux_hidden_state_layers",
+)
+"""Getter names vLLM's runners have called (≤ 0.17, ≥ 0.18): a method under the name the
+analysed release does not call is an override nobody reads."""

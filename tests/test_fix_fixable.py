@@ -1,0 +1,59 @@
+"""`[fixable]` means `fix` rewrites it: over every target of real releases, `fix` removes every
+finding marked fixable and refuses none of them (check and fix read the code the same way)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from eagle3lint.cli import app
+
+runner = CliRunner()
+
+
+def _findings(*args: str) -> list[tuple[str, str, bool]]:
+    result = runner.invoke(app, ["check", *args, "--format", "json"])
+    assert result.exit_code in (0, 1), result.output
+    report = json.loads(result.stdout)
+    return [(t["arch"], f["code"], f["fixable"]) for t in report["targets"] for f in t["findings"]]
+
+
+@pytest.mark.parametrize("version", ["0.16.0", "0.33.0"])
+def test_fix_removes_every_fixable_finding_and_refuses_none(
+    version: str, release_copy: Callable
+) -> None:
+    root = release_copy(version)
+    args = [str(root), "--require", "*"]
+    fixable = {(arch, code) for arch, code, can in _findings(*args) if can}
+    assert fixable
+    result = runner.invoke(app, ["fix", *args])
+    assert result.exit_code in (0, 1), result.output
+    assert "refused" not in result.output
+    assert "not fixed" not in result.output
+    left = {(arch, code) for arch, code, _ in _findings(*args)}
+    assert sorted(fixable & left) == []
+
+
+def test_range_indexed_loop_is_reported_and_rewritten(era_copy: Path) -> None:
+    model = era_copy / "vllm" / "model_executor" / "models" / "no_tap.py"
+    islice_loop = (
+        "        for layer in islice(self.layers, self.start_layer, self.end_layer):\n"
+        "            hidden_states, residual = layer(positions, hidden_states, residual)\n"
+    )
+    range_loop = (
+        "        for i in range(self.start_layer, self.end_layer):\n"
+        "            hidden_states, residual = self.layers[i](positions, hidden_states, residual)\n"
+    )
+    source = model.read_text()
+    assert islice_loop in source
+    model.write_text(source.replace(islice_loop, range_loop))
+    args = [".", "--arch", "NoTapForCausalLM"]
+    assert ("NoTapForCausalLM", "EAG301", True) in _findings(*args)
+    result = runner.invoke(app, ["fix", *args])
+    assert result.exit_code == 0, result.output
+    assert "if i in self.aux_hidden_state_layers:" in model.read_text()
+    assert not [f for f in _findings(*args) if f[1] == "EAG301"]
