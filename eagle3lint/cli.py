@@ -174,11 +174,12 @@ class RunArgs:
         from eagle3lint.codes import check_selectors
         from eagle3lint.config import config_start, load_config
         from eagle3lint.engine import CheckOptions
-        from eagle3lint.sources.download import check_version
 
         config = load_config(config_start(list(self.paths or [])))
         version = self.vllm if self.vllm is not None else config.vllm_version
         if version is not None:
+            from eagle3lint.sources.download import check_version
+
             check_version(version)
         for flag, values in (
             ("--select", self.select),
@@ -261,8 +262,7 @@ def _guard(debug: bool):
     """Turn expected failures into exit 2 with a message, and anything else into one line."""
     from contextlib import contextmanager
 
-    from eagle3lint.sources.discovery import UsageError
-    from eagle3lint.sources.download import DownloadError
+    from eagle3lint.errors import DownloadError, UsageError
 
     @contextmanager
     def guard():

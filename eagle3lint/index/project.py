@@ -109,33 +109,33 @@ def _parse_job(job: tuple[str, bytes, str]) -> ParseResult:
 class _Parses:
     """The cache misses of one `preload`, parsed by the index's worker processes or here.
 
-    The first misses start at once, one per worker, so that a worker parses (an edited file)
-    while this process still loads the cached summaries of the other files; the rest wait
-    until every miss is known, and go largest first so that one big file does not finish
-    last. Results come back in the order they always did: found order for a few, largest
-    first for many."""
+    The first misses start at once, one per worker; the rest wait until every miss is known,
+    and go largest first so that one big file does not finish last. Results come back in the
+    order they always did: the modules' order for a few, largest first for many."""
 
     def __init__(self, pool: Callable[[], ProcessPoolExecutor] | None, workers: int) -> None:
         self.pool = pool
         self.workers = workers
-        self.jobs: list[tuple[str, bytes, str]] = []
+        self.jobs: dict[str, tuple[int, tuple[str, bytes, str]]] = {}
         self.started: dict[str, Future[ParseResult]] = {}
 
-    def add(self, job: tuple[str, bytes, str]) -> None:
-        self.jobs.append(job)
+    def add(self, job: tuple[str, bytes, str], position: int) -> None:
+        self.jobs[job[0]] = (position, job)
         if self.pool is not None and len(self.started) < self.workers:
             self.started[job[0]] = self.pool().submit(_parse_job, job)
 
+    def has(self, relpath: str) -> bool:
+        return relpath in self.jobs
+
     def results(self) -> Iterator[ParseResult]:
-        if len(self.jobs) < INLINE_PARSE_LIMIT or self.pool is None:
-            # Too few to wait for a pool: what did not start there is parsed here meanwhile.
-            order = self.jobs
-        else:
-            order = sorted(self.jobs, key=lambda job: -len(job[1]))
+        order = [job for _, job in sorted(self.jobs.values(), key=lambda item: item[0])]
+        if len(order) >= INLINE_PARSE_LIMIT and self.pool is not None:
+            order = sorted(order, key=lambda job: -len(job[1]))
             pool = self.pool()
             for job in order:
                 if job[0] not in self.started:
                     self.started[job[0]] = pool.submit(_parse_job, job)
+        # Too few to wait for a pool: what did not start there is parsed here meanwhile.
         for job in order:
             started = self.started.get(job[0])
             yield started.result() if started is not None else _parse_job(job)
@@ -279,11 +279,12 @@ class ProjectIndex:
     def preload(self, modules: Iterable[str]) -> None:
         """Load the summaries of `modules`, parsing cache misses in parallel.
 
-        The first misses go to worker processes as soon as they are found, so that a worker
-        imports libcst and parses (an edited file) while this process still loads the cached
-        summaries of the other files."""
+        Files are read and their cache entries looked for first, so that the misses (after an
+        edit, the edited file) go to a worker at once and are parsed there, libcst imported,
+        while this process loads the cached summaries of the other files."""
         parses = _Parses(self._pool if self.jobs > 1 else None, self.jobs)
         pending: dict[str, str] = {}
+        found: list[tuple[str, tuple[str, bytes, str]]] = []
         for module in dict.fromkeys(modules):
             if module in self._by_module:
                 continue
@@ -298,15 +299,21 @@ class ProjectIndex:
                 continue
             self.digests[str(source.path)] = file_digest(data)
             self.texts[str(source.path)] = data
-            key = content_key(data, source.relpath)
-            cached = self.cache.load(key) if self.cache else None
-            if cached is not None:
-                self._by_module[module] = cached
-                if self.on_load:
-                    self.on_load()
-                continue
-            parses.add((source.relpath, data, key))
+            job = (source.relpath, data, content_key(data, source.relpath))
             pending[source.relpath] = module
+            found.append((module, job))
+            if self.cache is None or not self.cache.holds(job[2]):
+                parses.add(job, len(found))
+        for position, (module, job) in enumerate(found, 1):
+            if parses.has(job[0]):
+                continue
+            cached = self.cache.load(job[2]) if self.cache else None
+            if cached is None:
+                parses.add(job, position)  # an entry that does not load is a miss
+                continue
+            self._by_module[module] = cached
+            if self.on_load:
+                self.on_load()
         for relpath, summary, detail, line, code in parses.results():
             module = pending[relpath]
             if summary is None:
