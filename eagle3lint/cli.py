@@ -6,15 +6,20 @@ Heavy modules (libcst, the index, the rules) are imported inside the commands so
 
 from __future__ import annotations
 
+import dataclasses
+import functools
+import inspect
 import io
 import json
 import os
 import sys
 import traceback
-from dataclasses import asdict, dataclass
+import typing
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, replace
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -135,60 +140,108 @@ QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="Only error findin
 VerboseOpt = Annotated[bool, typer.Option("--verbose", "-v", help="Info findings too.")]
 
 
-def _options(
-    paths: list[Path] | None,
-    vllm: str | None,
-    arch: list[str] | None,
-    hf_config: Path | None,
-    model_type: str | None,
-    select: list[str] | None,
-    ignore: list[str] | None,
-    require: list[str] | None,
-    jobs: int | None,
-    no_cache: bool,
-    progress: bool,
-    extend_select: list[str] | None = None,
-    respect_gitignore: bool = True,
-    baseline: Path | None = None,
-) -> CheckOptions:
-    from eagle3lint.codes import check_selectors
-    from eagle3lint.config import config_start, load_config
-    from eagle3lint.engine import CheckOptions
-    from eagle3lint.sources.download import check_version
+BaselineOpt = Annotated[
+    Path | None,
+    typer.Option("--baseline", help="Do not report the findings recorded in this file."),
+]
 
-    # The repository's [tool.eagle3lint] supplies what the command line leaves out.
-    config = load_config(config_start(list(paths or [])))
-    version = vllm if vllm is not None else config.vllm_version
-    if version is not None:
-        check_version(version)
-    for flag, values in (
-        ("--select", select),
-        ("--ignore", ignore),
-        ("--extend-select", extend_select),
-    ):
-        check_selectors(_codes(values), flag)
-    chosen = _codes(select) or config.select
-    if extend_select:
-        chosen = [*(chosen or ["EAG"]), *_codes(extend_select)]
-    return CheckOptions(
-        paths=list(paths or []),
-        vllm_version=version,
-        archs=list(arch or []),
-        hf_config=hf_config or config.hf_config,
-        model_type=model_type,
-        select=chosen,
-        ignore=_codes(ignore) or config.ignore,
-        require=_codes(require) or config.require,
-        exclude=config.exclude,
-        exclude_root=config.path.parent if config.path else None,
-        respect_gitignore=respect_gitignore,
-        baseline=baseline or config.baseline,
-        rule_options=config.rule_options,
-        rule_timeout=config.rule_timeout,
-        jobs=jobs,
-        use_cache=not no_cache,
-        progress=progress,
-    )
+
+@dataclass
+class RunArgs:
+    """The options `check`, `fix`, `pair` and `matrix` share, as given on the command line.
+
+    A command declares the ones it takes with `@takes(...)` and receives them as one value;
+    `check_options` turns them, with the repository's configuration, into the engine's."""
+
+    paths: PathsArg = None
+    vllm: VllmOpt = None
+    arch: ArchOpt = None
+    hf_config: HfConfigOpt = None
+    model_type: ModelTypeOpt = None
+    select: SelectOpt = None
+    extend_select: ExtendSelectOpt = None
+    ignore: IgnoreOpt = None
+    require: RequireOpt = None
+    jobs: JobsOpt = None
+    no_cache: NoCacheOpt = False
+    respect_gitignore: RespectGitignoreOpt = True
+    baseline: BaselineOpt = None
+    debug: DebugOpt = False
+
+    def check_options(self, progress: bool) -> CheckOptions:
+        """The engine's options: these, with `[tool.eagle3lint]` supplying what they leave
+        out (selectors and the version checked first: a typo is exit 2, not an empty run)."""
+        from eagle3lint.codes import check_selectors
+        from eagle3lint.config import config_start, load_config
+        from eagle3lint.engine import CheckOptions
+
+        config = load_config(config_start(list(self.paths or [])))
+        version = self.vllm if self.vllm is not None else config.vllm_version
+        if version is not None:
+            from eagle3lint.sources.download import check_version
+
+            check_version(version)
+        for flag, values in (
+            ("--select", self.select),
+            ("--ignore", self.ignore),
+            ("--extend-select", self.extend_select),
+        ):
+            check_selectors(_codes(values), flag)
+        chosen = _codes(self.select) or config.select
+        if self.extend_select:
+            chosen = [*(chosen or ["EAG"]), *_codes(self.extend_select)]
+        return CheckOptions(
+            paths=list(self.paths or []),
+            vllm_version=version,
+            archs=list(self.arch or []),
+            hf_config=self.hf_config or config.hf_config,
+            model_type=self.model_type,
+            select=chosen,
+            ignore=_codes(self.ignore) or config.ignore,
+            require=_codes(self.require) or config.require,
+            exclude=config.exclude,
+            exclude_root=config.path.parent if config.path else None,
+            respect_gitignore=self.respect_gitignore,
+            baseline=self.baseline or config.baseline,
+            rule_options=config.rule_options,
+            rule_timeout=config.rule_timeout,
+            jobs=self.jobs,
+            use_cache=not self.no_cache,
+            progress=progress,
+        )
+
+
+def takes(*shared: str) -> Callable[[Callable[..., None]], Callable[..., None]]:
+    """A command taking the `RunArgs` options named in `shared` (declared once, there) as its
+    first parameter, before its own options."""
+    hints = typing.get_type_hints(RunArgs, include_extras=True)
+    defaults = {f.name: f.default for f in dataclasses.fields(RunArgs)}
+
+    def decorate(command: Callable[..., None]) -> Callable[..., None]:
+        own = list(inspect.signature(command, eval_str=True).parameters.values())[1:]
+        params = [
+            inspect.Parameter(
+                name, inspect.Parameter.KEYWORD_ONLY, default=defaults[name], annotation=hints[name]
+            )
+            for name in shared
+        ] + [p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in own]
+
+        @functools.wraps(command)
+        def run(**values: Any) -> None:
+            command(RunArgs(**{name: values.pop(name) for name in shared}), **values)
+
+        run.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
+        run.__annotations__ = {p.name: p.annotation for p in params}
+        return run
+
+    return decorate
+
+
+RUN_ARGS = tuple(f.name for f in dataclasses.fields(RunArgs))
+FIX_ARGS = tuple(
+    name for name in RUN_ARGS if name not in ("extend_select", "respect_gitignore", "baseline")
+)
+"""`fix` takes no baseline: what it repairs is every fixable finding."""
 
 
 def _codes(values: list[str] | None) -> list[str]:
@@ -209,8 +262,7 @@ def _guard(debug: bool):
     """Turn expected failures into exit 2 with a message, and anything else into one line."""
     from contextlib import contextmanager
 
-    from eagle3lint.sources.discovery import UsageError
-    from eagle3lint.sources.download import DownloadError
+    from eagle3lint.errors import DownloadError, UsageError
 
     @contextmanager
     def guard():
@@ -239,16 +291,9 @@ def _guard(debug: bool):
 
 
 @app.command()
+@takes(*RUN_ARGS)
 def check(
-    paths: PathsArg = None,
-    vllm: VllmOpt = None,
-    arch: ArchOpt = None,
-    hf_config: HfConfigOpt = None,
-    model_type: ModelTypeOpt = None,
-    select: SelectOpt = None,
-    extend_select: ExtendSelectOpt = None,
-    ignore: IgnoreOpt = None,
-    require: RequireOpt = None,
+    args: RunArgs,
     output_format: Annotated[
         OutputFormat,
         typer.Option(
@@ -264,37 +309,14 @@ def check(
     exit_zero: ExitZeroOpt = False,
     quiet: QuietOpt = False,
     verbose: VerboseOpt = False,
-    jobs: JobsOpt = None,
-    no_cache: NoCacheOpt = False,
-    respect_gitignore: RespectGitignoreOpt = True,
-    baseline: Annotated[
-        Path | None,
-        typer.Option("--baseline", help="Do not report the findings recorded in this file."),
-    ] = None,
     write_baseline: Annotated[
         Path | None,
         typer.Option("--write-baseline", help="Record the current findings in this file."),
     ] = None,
-    debug: DebugOpt = False,
 ) -> None:
     """Report every EAGLE-3 blocker of every architecture (exit 0 none, 1 errors, 2 bad input)."""
-    with _guard(debug):
-        options = _options(
-            paths,
-            vllm,
-            arch,
-            hf_config,
-            model_type,
-            select,
-            ignore,
-            require,
-            jobs,
-            no_cache,
-            progress=sys.stderr.isatty(),
-            extend_select=extend_select,
-            respect_gitignore=respect_gitignore,
-            baseline=baseline,
-        )
+    with _guard(args.debug):
+        options = args.check_options(progress=sys.stderr.isatty())
         if write_baseline is not None:
             raise typer.Exit(_write_baseline(options, write_baseline))
         view = View(
@@ -302,7 +324,7 @@ def check(
         )
         # A progress line only for a person watching: not when piped, not with --quiet.
         interactive = sys.stdout.isatty() and sys.stderr.isatty() and not quiet
-        if interactive or no_cache:
+        if interactive or args.no_cache:
             from eagle3lint.report.progress import FileProgress
 
             with FileProgress(interactive, Terminal.of(sys.stderr, color)) as progress:
@@ -312,7 +334,7 @@ def check(
             output, code = _cached_check(options, view)
         sys.stdout.write(output)
         sys.stdout.flush()
-        if not no_cache:
+        if not args.no_cache:
             _housekeeping()
     raise typer.Exit(code)
 
@@ -364,36 +386,9 @@ def _present(report: Report, view: View) -> tuple[str, int]:
 
 def _cached_check(options: CheckOptions, view: View) -> tuple[str, int]:
     """`_check`, answered from the whole-run cache when nothing it read has changed."""
-    from eagle3lint.contract.model import GATE_FILES, PROPOSER_FILES
-    from eagle3lint.contract.reader import CONFIG_REGISTRY_FILES, RUNNER_FILES
-    from eagle3lint.engine import discover_for, run_check
-    from eagle3lint.index.cache import default_cache_dir
-    from eagle3lint.rule import load_plugins
-    from eagle3lint.runcache import Manifest, RunCache, code_fingerprint
+    from eagle3lint.runcache import cached_check
 
-    workspace = discover_for(options)
-    cache = RunCache(default_cache_dir())
-    setting = {k: v for k, v in vars(options).items() if k not in ("on_file", "progress", "jobs")}
-    key = cache.key(
-        os.getcwd(),
-        asdict(view),
-        setting,
-        vars(workspace),
-        code_fingerprint(load_plugins()[0]),
-    )
-    hit = cache.load(key)
-    if hit is not None:
-        return hit
-    outside_index = [p for p in (options.hf_config, options.baseline) if p is not None]
-    if workspace.vllm_dir is not None:
-        rels = (*GATE_FILES, *PROPOSER_FILES, *RUNNER_FILES, *CONFIG_REGISTRY_FILES)
-        outside_index += [workspace.vllm_dir / rel for rel in rels]
-    before = Manifest.snapshot(outside_index)
-    run = run_check(options, workspace=workspace)
-    output, code = _present(run.report, view)
-    if not run.report.errors:
-        cache.store(key, output, code, Manifest.of(run.index.inputs(), before))
-    return output, code
+    return cached_check(options, asdict(view), lambda report: _present(report, view))
 
 
 def _render(report: Report, view: View) -> str:
@@ -439,7 +434,9 @@ def check_json(options: CheckOptions) -> dict[str, object]:
 
 
 @app.command()
+@takes("arch", "hf_config", "model_type", "jobs", "no_cache", "debug")
 def matrix(
+    args: RunArgs,
     paths: Annotated[
         list[Path] | None,
         typer.Argument(help="vLLM trees, one release each.", show_default=False),
@@ -450,21 +447,15 @@ def matrix(
             "--vllm", help="Release X.Y.Z, range A..B (every final release) or latest; repeatable."
         ),
     ] = None,
-    arch: ArchOpt = None,
-    hf_config: HfConfigOpt = None,
-    model_type: ModelTypeOpt = None,
     output_format: Annotated[
         MatrixFormat, typer.Option("--format", help="Output format.")
     ] = MatrixFormat.text,
     output: Annotated[
         Path | None, typer.Option("--output", "-o", help="Write to this file, not stdout.")
     ] = None,
-    jobs: JobsOpt = None,
-    no_cache: NoCacheOpt = False,
-    debug: DebugOpt = False,
 ) -> None:
     """EAGLE-3 readiness of every architecture across vLLM releases (columns) as a table."""
-    with _guard(debug):
+    with _guard(args.debug):
         from eagle3lint.matrix.command import (
             build,
             columns_of,
@@ -473,9 +464,7 @@ def matrix(
             write_output,
         )
 
-        options = _options(
-            None, None, arch, hf_config, model_type, None, None, None, jobs, no_cache, False
-        )
+        options = args.check_options(progress=False)
         # A matrix shows full verdicts: every architecture as asked, claimed or not.
         options.require = ["*"]
         columns = columns_of(list(paths or []), list(vllm or []))
@@ -488,48 +477,27 @@ def matrix(
 
 
 @app.command()
+@takes(*FIX_ARGS)
 def fix(
-    paths: PathsArg = None,
-    vllm: VllmOpt = None,
-    arch: ArchOpt = None,
-    hf_config: HfConfigOpt = None,
-    model_type: ModelTypeOpt = None,
-    select: SelectOpt = None,
-    ignore: IgnoreOpt = None,
-    require: RequireOpt = None,
+    args: RunArgs,
     diff: Annotated[
         bool, typer.Option("--diff", help="Print a unified diff; write nothing.")
     ] = False,
-    jobs: JobsOpt = None,
-    no_cache: NoCacheOpt = False,
-    debug: DebugOpt = False,
 ) -> None:
     """Apply every fixable finding, then check again (exit 0 ready, 1 blockers remain)."""
-    with _guard(debug):
+    with _guard(args.debug):
         from eagle3lint.fixer import run_fix
 
-        options = _options(
-            paths,
-            vllm,
-            arch,
-            hf_config,
-            model_type,
-            select,
-            ignore,
-            require,
-            jobs,
-            no_cache,
-            progress=sys.stderr.isatty(),
-        )
-        code = run_fix(options, diff=diff)
-        if not no_cache:
+        code = run_fix(args.check_options(progress=sys.stderr.isatty()), diff=diff)
+        if not args.no_cache:
             _housekeeping()
     raise typer.Exit(code)
 
 
 @app.command()
+@takes("paths", "vllm", "select", "ignore", "jobs", "no_cache", "debug")
 def pair(
-    paths: PathsArg = None,
+    args: RunArgs,
     target: Annotated[
         Path, typer.Option("--target", help="The target's config.json (or its folder).")
     ] = ...,  # type: ignore[assignment]
@@ -543,27 +511,19 @@ def pair(
             help="Drafter .safetensors files (headers only; default: those in the --draft folder).",
         ),
     ] = None,
-    vllm: VllmOpt = None,
     pp: Annotated[int, typer.Option("--pp", min=1, help="Pipeline-parallel size.")] = 1,
-    select: SelectOpt = None,
-    ignore: IgnoreOpt = None,
     output_format: FormatOpt = OutputFormat.text,
     exit_zero: ExitZeroOpt = False,
     quiet: QuietOpt = False,
     verbose: VerboseOpt = False,
-    jobs: JobsOpt = None,
-    no_cache: NoCacheOpt = False,
-    debug: DebugOpt = False,
 ) -> None:
     """Check an EAGLE-3 drafter against its target for one release (exit codes as check)."""
-    with _guard(debug):
+    with _guard(args.debug):
         from eagle3lint.pairing.command import run_pair
         from eagle3lint.pairing.draft import DraftPairing
 
         pairing = DraftPairing.load(draft, list(draft_weights or []), target, pp)
-        options = _options(
-            paths, vllm, None, target, None, select, ignore, None, jobs, no_cache, False
-        )
+        options = replace(args, hf_config=target).check_options(progress=False)
         view = View(output_format, quiet, verbose, exit_zero, False, Terminal.of(sys.stdout))
         output, code = run_pair(
             options, pairing, output_format.value, lambda report: _render(report, view), exit_zero

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import json
 import os
@@ -116,8 +117,13 @@ def text_config(data: dict[str, Any]) -> dict[str, Any]:
 def load_hf_config(path: Path) -> tuple[dict[str, Any], str]:
     """A config.json (or the folder holding one) and the text model_type vLLM gates on."""
     data, _, _ = read_config_json(path, "--hf-config")
+    return data, text_model_type(data)
+
+
+def text_model_type(data: dict[str, Any]) -> str:
+    """The model_type of a config's text model (what vLLM gates on); "" when it has none."""
     model_type = text_config(data).get("model_type") or data.get("model_type")
-    return data, str(model_type) if model_type else ""
+    return str(model_type) if model_type else ""
 
 
 def _index_for(workspace: Workspace, options: CheckOptions) -> ProjectIndex:
@@ -171,14 +177,27 @@ def run_check(
     """Check the targets the options select; `workspace` when the caller discovered it."""
     workspace = workspace or discover_for(options)
     index = _index_for(workspace, options)
+    try:
+        return _checked(options, rules, workspace, index)
+    finally:
+        index.close()
+
+
+def _checked(
+    options: CheckOptions,
+    rules: Iterable[type[Rule]] | None,
+    workspace: Workspace,
+    index: ProjectIndex,
+) -> CheckRun:
     errors = [_missing_path(p) for p in workspace.missing]
     errors += [InputError(str(p), why, code="EAG902") for p, why in workspace.unreadable.items()]
     contract = _contract(index, workspace, errors)
     hf_config = None
     model_type = options.model_type
     if options.hf_config is not None:
-        hf_config, text_type = load_hf_config(options.hf_config)
-        model_type = model_type or text_type or None
+        hf_config, file, text = read_config_json(options.hf_config, "--hf-config")
+        index.note_outside(file, text.encode("utf-8"))
+        model_type = model_type or text_model_type(hf_config) or None
     if contract is None:
         contract = unread_contract(workspace)
         targets = []
@@ -203,10 +222,15 @@ def run_check(
     per_target = apply_suppressions(
         [_judge(rule_objects, target, ctx, options) for target in targets],
         None if options.archs else lambda code: selected(code, options.select, options.ignore),
+        index.source_bytes,
     )
     asked = Intent(options.archs, ctx.hf_architectures, options.require)
     excluder = excluder_for(options)
-    baseline = Baseline.load(options.baseline) if options.baseline else None
+    baseline = None
+    if options.baseline:
+        with contextlib.suppress(UnreadableSource):  # Baseline.load says why, in its words
+            index.read_outside(options.baseline)
+        baseline = Baseline.load(options.baseline)
     baselined: set[tuple[str, ...]] = set()
     results = []
     reported: list[Target] = []

@@ -3,10 +3,11 @@
 A warm run over an unchanged tree would still rebuild hundreds of cached summaries and run
 every rule; this answers, as ruff does from its cache, with the output the same command gave
 before. An entry is keyed by everything the output depends on besides file contents: the
-command's options and working directory, the workspace the paths resolved to, and the code of
-eagle3lint and of every rule plugin. It lists every file the run read with its content hash,
-and every path the run looked for a module at and did not find: if any of them changed, the
-entry is not used. Runs that reported input errors are never stored.
+command's options and working directory, how the output is shown, the workspace the paths
+resolved to, and the code of eagle3lint and of every rule plugin. It lists every file the run
+read (module files, the contract's runner and config files, `--hf-config`, the baseline) with
+the hash of the bytes it read, and every path it looked for a file at and did not find: if any
+of them changed, the entry is not used. Runs that reported input errors are never stored.
 """
 
 from __future__ import annotations
@@ -15,18 +16,18 @@ import hashlib
 import inspect
 import json
 import os
-from collections.abc import Iterable
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from functools import cache
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from eagle3lint import __version__
 from eagle3lint.cachedir import touch
-from eagle3lint.index.cache import file_digest, trusted_folder
-from eagle3lint.rule import Rule
+from eagle3lint.index.cache import default_cache_dir, file_digest, trusted_folder
+from eagle3lint.rule import Rule, load_plugins
 from eagle3lint.sources.files import (
     MAX_CACHE_ENTRY_BYTES,
-    SourceNotFound,
     UnreadableSource,
     read_regular,
     read_source_bytes,
@@ -34,7 +35,38 @@ from eagle3lint.sources.files import (
 from eagle3lint.storage import write_atomically
 from eagle3lint.trust import make_folders
 
+if TYPE_CHECKING:
+    from eagle3lint.engine import CheckOptions
+    from eagle3lint.report.model import Report
+
 FORMAT = 1
+
+UNKEYED_OPTIONS = ("on_file", "progress", "jobs")
+"""Options that change how a run goes, never what it outputs."""
+
+
+def cached_check(
+    options: CheckOptions, shown: object, present: Callable[[Report], tuple[str, int]]
+) -> tuple[str, int]:
+    """`present(report)` (the output and exit code) of the check `options` ask for, answered
+    from the cache when an entry for the same command, `shown` the same way (everything that
+    changes the bytes of the output), finds every file the run read unchanged."""
+    from eagle3lint.engine import discover_for, run_check
+
+    workspace = discover_for(options)
+    cache = RunCache(default_cache_dir())
+    setting = {k: v for k, v in vars(options).items() if k not in UNKEYED_OPTIONS}
+    key = cache.key(
+        os.getcwd(), shown, setting, vars(workspace), code_fingerprint(load_plugins()[0])
+    )
+    hit = cache.load(key)
+    if hit is not None:
+        return hit
+    run = run_check(options, workspace=workspace)
+    output, code = present(run.report)
+    if not run.report.errors:
+        cache.store(key, output, code, Manifest(*run.index.inputs()))
+    return output, code
 
 
 @cache
@@ -56,34 +88,6 @@ class Manifest:
 
     present: dict[str, str] = field(default_factory=dict)
     absent: list[str] = field(default_factory=list)
-
-    @classmethod
-    def of(
-        cls, index_inputs: tuple[dict[str, str], list[Path]], before: dict[str, str | None]
-    ) -> Manifest:
-        """The index's inputs plus `before`: files read outside the index (the contract's),
-        snapshotted before the run so an edit during it can only make the entry stale."""
-        present, absent = index_inputs
-        manifest = cls(dict(present), sorted({str(p) for p in absent}))
-        for path, digest in before.items():
-            if digest is None:
-                manifest.absent.append(path)
-            else:
-                manifest.present.setdefault(path, digest)
-        return manifest
-
-    @staticmethod
-    def snapshot(paths: Iterable[Path]) -> dict[str, str | None]:
-        """Digest of each file now, None for those that do not exist."""
-        found: dict[str, str | None] = {}
-        for path in paths:
-            try:
-                found[str(path)] = file_digest(read_source_bytes(path))
-            except SourceNotFound:
-                found[str(path)] = None
-            except UnreadableSource:
-                found[str(path)] = ""
-        return found
 
     def unchanged(self) -> bool:
         for path, digest in self.present.items():

@@ -3,7 +3,7 @@
 A comment applies to findings on its own line, or, when it stands alone on a line, to the
 findings on the next line. `ignore[A, B]` names codes; a bare `ignore` silences every code.
 Comments are read with `tokenize`, and only from files that carry findings: a suppression can
-only matter there, and most of a vLLM tree is never re-read.
+only matter there. Their text is the one the index read (a file is read once per run).
 """
 
 from __future__ import annotations
@@ -79,11 +79,14 @@ def read_suppressions(source: bytes) -> list[Suppression]:
     return found
 
 
-def _file_suppressions(path: str) -> list[Suppression]:
-    try:
-        source = read_source_bytes(Path(path))
-    except UnreadableSource:
-        return []
+def _file_suppressions(path: str, source_bytes: Callable[[str], bytes | None]) -> list[Suppression]:
+    source = source_bytes(path)
+    if source is None:
+        # A finding in a file the index did not summarise (the contract's gate file).
+        try:
+            source = read_source_bytes(Path(path))
+        except UnreadableSource:
+            return []
     # Tokenizing costs about as much as the rest of a cached run; most files have no directive.
     if b"eagle3lint" not in source.lower():
         return []
@@ -92,16 +95,19 @@ def _file_suppressions(path: str) -> list[Suppression]:
 
 
 def apply_suppressions(
-    groups: Sequence[list[Finding]], reportable: Callable[[str], bool] | None
+    groups: Sequence[list[Finding]],
+    reportable: Callable[[str], bool] | None,
+    source_bytes: Callable[[str], bytes | None] = lambda path: None,
 ) -> list[list[Finding]]:
     """`groups` (the findings of each target) without the suppressed ones.
 
     `reportable(code)` says whether this run could have reported `code`; a suppression naming
     a code that was reportable but silenced nothing is reported as EAG904. None: the run saw
-    only part of the targets (`--arch`), so nothing can be called unused.
+    only part of the targets (`--arch`), so nothing can be called unused. `source_bytes(path)`:
+    the bytes already read from a file, None to read it here.
     """
     paths = sorted({f.path for group in groups for f in group})
-    by_path = {path: sups for path in paths if (sups := _file_suppressions(path))}
+    by_path = {path: sups for path in paths if (sups := _file_suppressions(path, source_bytes))}
     if not by_path:
         return [list(group) for group in groups]
     kept: list[list[Finding]] = []

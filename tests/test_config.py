@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from eagle3lint.cli import _options, app
+from eagle3lint.cli import RunArgs, app
 from eagle3lint.config import ConfigError, load_config
 
 REPO = Path(__file__).resolve().parent.parent
@@ -107,23 +107,13 @@ def test_command_line_flags_override_the_config(project: Callable[[str], Path]) 
         '[tool.eagle3lint]\nselect = ["EAG1"]\nignore = ["EAG101"]\nvllm-version = "0.16.0"\n'
         'hf-config = "config.json"\n'
     )
-    from_config = _options(None, None, None, None, None, None, None, None, None, False, False)
+    from_config = RunArgs().check_options(progress=False)
     assert (from_config.select, from_config.ignore) == (["EAG1"], ["EAG101"])
     assert from_config.vllm_version == "0.16.0"
     assert from_config.hf_config == Path.cwd() / "config.json"
-    overridden = _options(
-        None,
-        "0.17.0",
-        None,
-        Path("other.json"),
-        None,
-        ["EAG3"],
-        ["EAG301"],
-        None,
-        None,
-        False,
-        False,
-    )
+    overridden = RunArgs(
+        vllm="0.17.0", hf_config=Path("other.json"), select=["EAG3"], ignore=["EAG301"]
+    ).check_options(progress=False)
     assert (overridden.select, overridden.ignore) == (["EAG3"], ["EAG301"])
     assert overridden.vllm_version == "0.17.0"
     assert overridden.hf_config == Path("other.json")

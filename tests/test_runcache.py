@@ -104,3 +104,32 @@ def test_colour_never_leaks_into_piped_output(
     monkeypatch.setenv("NO_COLOR", "1")
     monkeypatch.setenv("FORCE_COLOR", "1")
     assert "\x1b[" not in runner.invoke(app, ["check", str(tree)]).stdout
+
+
+def test_contract_files_read_outside_the_index_are_inputs(tree: Path, runs: list[int]) -> None:
+    first = check(tree)
+    # The runner is read as text for the getter it calls; the config registry file is absent.
+    runner_file = tree / "v1" / "worker" / "gpu_model_runner.py"
+    runner_file.write_text(runner_file.read_text() + "# edited\n")
+    assert check(tree) == first
+    assert len(runs) == 2
+    registry = tree / "transformers_utils" / "config.py"
+    assert not registry.exists()
+    registry.write_text("_CONFIG_REGISTRY = {\n}\n")
+    check(tree)
+    assert len(runs) == 3
+
+
+def test_an_hf_config_folder_is_keyed_by_its_config_json(
+    tree: Path, runs: list[int], tmp_path: Path
+) -> None:
+    folder = tmp_path / "checkpoint"
+    folder.mkdir()
+    config = folder / "config.json"
+    config.write_text(json.dumps({"model_type": "llama"}))
+    first = check(tree, "--hf-config", str(folder))
+    assert check(tree, "--hf-config", str(folder)) == first
+    assert len(runs) == 1
+    config.write_text(json.dumps({"model_type": "kimi_k2"}))
+    assert check(tree, "--hf-config", str(folder)) != first
+    assert len(runs) == 2

@@ -31,8 +31,7 @@ from eagle3lint.shapes.names import MIXIN, PROTOCOL
 from eagle3lint.sources.files import (
     SourceNotFound,
     UnreadableSource,
-    read_source,
-    read_source_bytes,
+    decode_source,
 )
 
 PP_RELAY_FLAG = "supports_aux_hidden_states_over_pp"
@@ -75,8 +74,8 @@ def read_contract(index: ProjectIndex, vllm_dir: Path, source: str) -> Contract:
         protocol=None,
     )
     contract = _read_protocol(index, contract)
-    contract = _read_runner(vllm_dir, contract)
-    contract = _read_config_registry(vllm_dir, contract)
+    contract = _read_runner(index, vllm_dir, contract)
+    contract = _read_config_registry(index, vllm_dir, contract)
     facts = config_facts()
     return replace(contract, gate=facts.gate, image_tokens=facts.image_tokens)
 
@@ -100,7 +99,7 @@ def _start_config_facts(index: ProjectIndex, vllm_dir: Path) -> Callable[[], Con
         digest.update(f"{path}\0".encode())
         # Absent files are part of the key; one that is there but unreadable raises here.
         with contextlib.suppress(SourceNotFound):
-            digest.update(b"\1" + read_source_bytes(path))
+            digest.update(b"\1" + index.read_outside(path))
     key = content_key(digest.digest(), "contract-facts")
     cached = index.cache.load(key, ConfigFacts) if index.cache else None
     if cached is not None:
@@ -166,11 +165,21 @@ def _read_protocol(index: ProjectIndex, contract: Contract) -> Contract:
     )
 
 
-def _read_config_registry(vllm_dir: Path, contract: Contract) -> Contract:
+def _read_text(index: ProjectIndex, path: Path) -> str:
+    """A source file read outside the summaries, noted among the run's inputs."""
+    data = index.read_outside(path)
+    try:
+        return decode_source(data)
+    except UnreadableSource as exc:
+        exc.path = path
+        raise
+
+
+def _read_config_registry(index: ProjectIndex, vllm_dir: Path, contract: Contract) -> Contract:
     """The config classes vLLM builds a model's `config` from, by model_type."""
     for rel in CONFIG_REGISTRY_FILES:
         try:
-            text = read_source(vllm_dir / rel)
+            text = _read_text(index, vllm_dir / rel)
         except UnreadableSource:
             continue
         found = _CONFIG_REGISTRY.search(text)
@@ -180,12 +189,12 @@ def _read_config_registry(vllm_dir: Path, contract: Contract) -> Contract:
     return contract
 
 
-def _read_runner(vllm_dir: Path, contract: Contract) -> Contract:
+def _read_runner(index: ProjectIndex, vllm_dir: Path, contract: Contract) -> Contract:
     """The getter the runner really calls; in 0.10 it is the only trace of the contract."""
     for rel in RUNNER_FILES:
         path = vllm_dir / rel
         try:
-            text = read_source(path)
+            text = _read_text(index, path)
         except SourceNotFound:
             continue
         calls = [m.group(1) for m in _GETTER_CALL.finditer(text)]

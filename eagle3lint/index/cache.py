@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import sys
 from functools import cache
 from pathlib import Path
@@ -96,6 +97,10 @@ class SummaryCache:
 
     def _path(self, key: str) -> Path:
         return self.root / key[:2] / f"{key}.json"
+
+    def holds(self, key: str) -> bool:
+        """Whether an entry is stored under `key` (it may still fail to load)."""
+        return self.trusted and os.path.exists(self._path(key))
 
     def load(self, key: str, kind: type[T] = FileSummary) -> T | None:  # type: ignore[assignment]
         """The entry stored under `key`, rebuilt as `kind`; None when absent, not valid or not

@@ -11,7 +11,7 @@ import os
 import re
 import stat
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -20,6 +20,7 @@ from eagle3lint.index.cache import SummaryCache, content_key, file_digest
 from eagle3lint.index.model import ClassSummary, FactorySummary, FileSummary, ForwardSummary
 from eagle3lint.index.modules import module_name_for
 from eagle3lint.sources.files import (
+    SourceNotFound,
     UnreadableSource,
     check_syntax,
     decode_source,
@@ -27,7 +28,8 @@ from eagle3lint.sources.files import (
 )
 
 INLINE_PARSE_LIMIT = 6
-"""Below this many cache misses a process pool costs more than it saves."""
+"""Below this many cache misses, those the workers did not take at once are parsed here
+rather than queued for them."""
 
 _CALL_ARG = re.compile(r"[A-Za-z_][\w.]*")
 _CALL = re.compile(r"^([A-Za-z_][\w.]*)\((.*)\)$")
@@ -105,6 +107,41 @@ def _parse_job(job: tuple[str, bytes, str]) -> ParseResult:
     return relpath, summary, key, None, ""
 
 
+class _Parses:
+    """The cache misses of one `preload`, parsed by the index's worker processes or here.
+
+    The first misses start at once, one per worker; the rest wait until every miss is known,
+    and go largest first so that one big file does not finish last. Results come back in the
+    order they always did: the modules' order for a few, largest first for many."""
+
+    def __init__(self, pool: Callable[[], ProcessPoolExecutor] | None, workers: int) -> None:
+        self.pool = pool
+        self.workers = workers
+        self.jobs: dict[str, tuple[int, tuple[str, bytes, str]]] = {}
+        self.started: dict[str, Future[ParseResult]] = {}
+
+    def add(self, job: tuple[str, bytes, str], position: int) -> None:
+        self.jobs[job[0]] = (position, job)
+        if self.pool is not None and len(self.started) < self.workers:
+            self.started[job[0]] = self.pool().submit(_parse_job, job)
+
+    def has(self, relpath: str) -> bool:
+        return relpath in self.jobs
+
+    def results(self) -> Iterator[ParseResult]:
+        order = [job for _, job in sorted(self.jobs.values(), key=lambda item: item[0])]
+        if len(order) >= INLINE_PARSE_LIMIT and self.pool is not None:
+            order = sorted(order, key=lambda job: -len(job[1]))
+            pool = self.pool()
+            for job in order:
+                if job[0] not in self.started:
+                    self.started[job[0]] = pool.submit(_parse_job, job)
+        # Too few to wait for a pool: what did not start there is parsed here meanwhile.
+        for job in order:
+            started = self.started.get(job[0])
+            yield started.result() if started is not None else _parse_job(job)
+
+
 class ProjectIndex:
     """Summaries of the files under one or more import roots, with name resolution."""
 
@@ -120,10 +157,29 @@ class ProjectIndex:
         self._mro: dict[str, list[ClassRef | ExternalRef]] = {}
         self.digests: dict[str, str] = {}
         """Digest of the bytes read from each file, for the whole-run cache."""
+        self.texts: dict[str, bytes] = {}
+        """The bytes read from each file, by path: suppressions and `fix` read them here."""
+        self._outside: dict[str, str | None] = {}
+        """Files the run read besides module summaries (the contract's runner and config
+        files, --hf-config): path → digest, "" when unreadable, None when absent."""
         self.memo: dict[str, object] = {}
         """Facts derived from the summaries once per run (such as the registry's entries)."""
         self.on_load: Callable[[], None] | None = None
         """Called once per file summarised, parsed or from the cache (a progress hook)."""
+        self._workers: ProcessPoolExecutor | None = None
+
+    def _pool(self) -> ProcessPoolExecutor:
+        """The parser processes, started at the first cache miss and kept until `close`: each
+        spends a third of a second importing libcst, which a second wave of misses reuses."""
+        if self._workers is None:
+            self._workers = ProcessPoolExecutor(max_workers=self.jobs)
+        return self._workers
+
+    def close(self) -> None:
+        """Stop the parser processes (a later cache miss starts them again)."""
+        if self._workers is not None:
+            self._workers.shutdown(cancel_futures=True)
+            self._workers = None
 
     # -- files ----------------------------------------------------------------------------
     def source_file(self, module: str) -> SourceFile | None:
@@ -155,9 +211,32 @@ class ProjectIndex:
                 return module
         return None
 
-    def inputs(self) -> tuple[dict[str, str], list[Path]]:
-        """What decided this index's results: each file it found (with the digest of the bytes
-        it read, or "" when it only saw the file exist), and each path it looked for a module
+    def read_outside(self, path: Path) -> bytes:
+        """The bytes of a file the run reads besides module summaries (the contract's runner
+        and config files), noted among the index's `inputs`, absent or unreadable too."""
+        try:
+            data = read_source_bytes(path)
+        except SourceNotFound:
+            self._outside[str(path)] = None
+            raise
+        except UnreadableSource:
+            self._outside[str(path)] = ""
+            raise
+        self.note_outside(path, data)
+        return data
+
+    def note_outside(self, path: Path, data: bytes) -> None:
+        """Note the bytes of a file read elsewhere (`--hf-config`) among the `inputs`."""
+        self._outside[str(path)] = file_digest(data)
+        self.texts[str(path)] = data
+
+    def source_bytes(self, path: str) -> bytes | None:
+        """The bytes this index read from the file at `path` (as `display_path` gives it)."""
+        return self.texts.get(path)
+
+    def inputs(self) -> tuple[dict[str, str], list[str]]:
+        """What decided this run's results: each file it found (with the digest of the bytes
+        it read, or "" when it only saw the file exist), and each path it looked for a file
         at and did not find."""
         present = {
             str(source.path): self.digests.get(str(source.path), "")
@@ -165,13 +244,18 @@ class ProjectIndex:
             if source is not None
         }
         absent = [
-            candidate
+            str(candidate)
             for module, source in self._files.items()
             if source is None
             for root in self.roots
             for candidate in _candidates(root, module)
         ]
-        return present, absent
+        for path, digest in self._outside.items():
+            if digest is None:
+                absent.append(path)
+            else:
+                present.setdefault(path, digest)
+        return present, sorted(set(absent))
 
     def error_for(self, module: str) -> InputError | None:
         """The input error recorded when the file of `module` could not be read or parsed."""
@@ -191,9 +275,14 @@ class ProjectIndex:
         return self._by_module.get(module)
 
     def preload(self, modules: Iterable[str]) -> None:
-        """Load the summaries of `modules`, parsing cache misses in parallel."""
-        jobs: list[tuple[str, bytes, str]] = []
+        """Load the summaries of `modules`, parsing cache misses in parallel.
+
+        Files are read and their cache entries looked for first, so that the misses (after an
+        edit, the edited file) go to a worker at once and are parsed there, libcst imported,
+        while this process loads the cached summaries of the other files."""
+        parses = _Parses(self._pool if self.jobs > 1 else None, self.jobs)
         pending: dict[str, str] = {}
+        found: list[tuple[str, tuple[str, bytes, str]]] = []
         for module in dict.fromkeys(modules):
             if module in self._by_module:
                 continue
@@ -207,16 +296,23 @@ class ProjectIndex:
                 self.errors.append(InputError(str(source.path), str(exc), code=exc.code))
                 continue
             self.digests[str(source.path)] = file_digest(data)
-            key = content_key(data, source.relpath)
-            cached = self.cache.load(key) if self.cache else None
-            if cached is not None:
-                self._by_module[module] = cached
-                if self.on_load:
-                    self.on_load()
-                continue
-            jobs.append((source.relpath, data, key))
+            self.texts[str(source.path)] = data
+            job = (source.relpath, data, content_key(data, source.relpath))
             pending[source.relpath] = module
-        for relpath, summary, detail, line, code in self._run(jobs):
+            found.append((module, job))
+            if self.cache is None or not self.cache.holds(job[2]):
+                parses.add(job, len(found))
+        for position, (module, job) in enumerate(found, 1):
+            if parses.has(job[0]):
+                continue
+            cached = self.cache.load(job[2]) if self.cache else None
+            if cached is None:
+                parses.add(job, position)  # an entry that does not load is a miss
+                continue
+            self._by_module[module] = cached
+            if self.on_load:
+                self.on_load()
+        for relpath, summary, detail, line, code in parses.results():
             module = pending[relpath]
             if summary is None:
                 source = self.source_file(module)
@@ -298,15 +394,6 @@ class ProjectIndex:
         for item in summary.platform_imports:
             if item.local == name and item.ref.name:
                 yield item.ref.module, item.ref.name
-
-    def _run(self, jobs: list[tuple[str, bytes, str]]) -> Iterator[ParseResult]:
-        if len(jobs) < INLINE_PARSE_LIMIT or self.jobs <= 1:
-            yield from map(_parse_job, jobs)
-            return
-        # Largest files first so one big file does not finish last on an idle pool.
-        jobs = sorted(jobs, key=lambda job: -len(job[1]))
-        with ProcessPoolExecutor(max_workers=min(self.jobs, len(jobs))) as pool:
-            yield from pool.map(_parse_job, jobs, chunksize=1)
 
     def loaded(self) -> list[FileSummary]:
         return [s for s in self._by_module.values() if s is not None]

@@ -8,7 +8,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from eagle3lint.errors import UsageError as UsageError  # re-exported for older imports
-from eagle3lint.sources.download import fetch_release
 from eagle3lint.sources.walk import Excluder, python_files
 
 
@@ -101,6 +100,8 @@ def discover(
         return [f for f in found if not excluder.excludes(f)]
 
     if vllm_version and not paths:
+        from eagle3lint.sources.download import fetch_release
+
         return Workspace(fetch_release(vllm_version, progress=progress), f"vllm=={vllm_version}")
     if not paths:
         found = installed_vllm()
@@ -164,6 +165,8 @@ def discover(
         workspace.contract_only = workspace.vllm_dir not in inside
     elif workspace.extra_roots:
         if vllm_version:
+            from eagle3lint.sources.download import fetch_release
+
             workspace.vllm_dir = fetch_release(vllm_version, progress=progress)
             workspace.contract_source = f"vllm=={vllm_version}"
         elif (found := installed_vllm()) is not None:
