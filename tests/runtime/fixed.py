@@ -26,6 +26,7 @@ from eagle3lint.targets import Role, Target
 
 PROOF = Path(__file__).resolve().parent / "proof.py"
 PROOF_TIMEOUT = 1800
+MODELS_PACKAGE = "vllm.model_executor.models."
 NOT_FIXED = re.compile(r"^not fixed: (\w+): (.*)$")
 
 
@@ -126,7 +127,8 @@ def _prove(release: FixedRelease, workdir: Path) -> None:
         if "arch" in record:
             release.supports_eagle3[record["arch"]] = record
         else:
-            name = record["model"] + (f"[{record['layer']}]" if "layer" in record else "")
+            model = record["model"].removeprefix(MODELS_PACKAGE)
+            name = model + (f"[{record['layer']}]" if "layer" in record else "")
             release.models[name] = record
 
 

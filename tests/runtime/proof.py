@@ -8,16 +8,21 @@ release's. Without one (the unfixed run), each model's outputs with no aux layer
 saved to `baseline`; with one, they are compared with what was saved there.
 
 Output (stdout): one JSON object per target (`supports_eagle3()` on the class) and per model and
-decoder-layer class: {"model", "layer", "status": "proved" | "failed" | "cannot-construct",
-"why"}. A model is built with `object.__new__` and `nn.Module.__init__`, its layers are real
-decoder-layer objects built the same way, and every sublayer those forwards call (attention,
-MLP, norms, embeddings) is a seeded stand-in. A norm honours the fused call `norm(x, residual)`
--> `(normed x + residual, x + residual)`. The residual stream entering layer k is what the first
-stand-in inside layer k reads (for a fused norm, `x + residual`); after the last layer, what the
-model's final norm reads. Each layer index is requested alone on four pipeline layouts (one
-rank; first, middle and last of three), and the aux states the forward collected (read from its
-frame when it returns, so non-last ranks count too) must be exactly the streams entering the
-requested layers.
+decoder-layer class: {"model", "layer", "status", "why", "own_tap"}, status one of "proved",
+"failed", "release-tap" (fix added methods only: the forward and its tap are the release's own,
+so what they do is reported, not held against fix) and "cannot-construct".
+
+A model is built with `object.__new__` and `nn.Module.__init__`, its layers are real decoder-layer
+objects built the same way, and every sublayer those forwards call (attention, MLP, norms,
+embeddings) is a seeded stand-in; a norm the model file defines itself (Cohere's LayerNorm) runs
+its own code. A stand-in norm honours the fused call `norm(x, residual)` -> `(normed x +
+residual, x + residual)`. The residual stream entering layer k is what the first sublayer inside
+layer k reads (for a fused norm, `x + residual`); after the last layer, what the model's final
+norm reads (for a model without one, what it returns). Each layer index is requested alone on
+four pipeline layouts (one rank; first, middle and last of three, each rank fed what the one
+before returned), and the aux states the forward collected (read from its frame when it returns,
+so non-last ranks count too) must be exactly the streams entering the requested layers; with
+none requested, every layout must return exactly what the unfixed model returned.
 """
 
 from __future__ import annotations
@@ -506,7 +511,10 @@ def _check_taps(
             collected = list(collected or [])
             truth = recorder.streams.get(k)
             if k == NUM_LAYERS and last:
+                # What the final norm reads; a model without one returns the stream itself.
                 truth = recorder.after_loop
+                if truth is None and isinstance(output, tuple):
+                    truth = _flatten(output[0])[0]
             if len(collected) > 1:
                 wrong.append(f"{where}: {len(collected)} aux states for one requested layer")
                 continue
@@ -580,8 +588,14 @@ def _prove(
     try:
         plain = _plain(model_cls, layer_cls)
         again = _plain(model_cls, layer_cls)
-    except Exception as exc:  # the stand-ins do not fit this model's code
-        record.update(status="cannot-construct", why=_short(exc))
+    except Exception as exc:  # the stand-ins do not fit this model's code, or the fix broke it
+        broken = fixed and key in baseline
+        why = f"with no aux layers the fixed forward raises {_short(exc)}; the unfixed one ran"
+        record.update(
+            status="failed" if broken else "cannot-construct",
+            why=why if broken else _short(exc),
+            own_tap=False,
+        )
         return record
     if any(not _same(_flatten(plain[k]), _flatten(again[k])) for k in plain):
         why = "two runs with the same stand-ins differ (a sublayer the stand-ins do not model)"
