@@ -1,0 +1,147 @@
+"""`eagle3lint fix` on a copy of an installed release, then the fixed models run for real.
+
+The copy holds the installed `vllm` package's Python files (what the oracle venv imports); `fix`
+runs on it as a user would (`eagle3lint fix <tree> --require '*'`, no `--arch`). `proof.py` then
+runs twice in the release's venv: once on the installed (unfixed) code, saving each model's
+outputs, and once with the changed modules loaded from the fixed copy, comparing with them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from runtime import installed_tree
+from venvs import install
+
+from eagle3lint.engine import CheckOptions, run_check
+from eagle3lint.targets import Role, Target
+
+PROOF = Path(__file__).resolve().parent / "proof.py"
+PROOF_TIMEOUT = 1800
+MODELS_PACKAGE = "vllm.model_executor.models."
+NOT_FIXED = re.compile(r"^not fixed: (\w+): (.*)$")
+
+
+@dataclass
+class FixedRelease:
+    """What `fix` did to one release's copy, and what the fixed code does when run."""
+
+    version: str
+    changed: dict[str, Path]
+    """Module name → fixed file, for every file `fix` changed."""
+    repaired: dict[str, Target]
+    """Arch → its target in the fixed tree, for every target `fix` took from blocked to ready."""
+    refused: dict[str, str]
+    """Arch → why `fix` left it alone (its `not fixed:` line)."""
+    supports_eagle3: dict[str, dict[str, Any]] = field(default_factory=dict)
+    models: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """`<module>.<Model>[<DecoderLayer>]` → {"status", "why"} from the run on the fixed copy."""
+
+
+def _copy_python_files(source: Path, destination: Path) -> None:
+    def skip(folder: str, names: list[str]) -> list[str]:
+        return [
+            n
+            for n in names
+            if n == "__pycache__" or (not n.endswith(".py") and Path(folder, n).is_file())
+        ]
+
+    shutil.copytree(source, destination, ignore=skip)
+
+
+def _blocked(tree: Path) -> tuple[dict[str, Target], set[str]]:
+    run = run_check(CheckOptions(paths=[tree], require=["*"]))
+    errors = {t.arch for t in run.report.targets if t.has_errors}
+    return {t.arch: t for t in run.targets if t.role is Role.TARGET}, errors
+
+
+def _module_of(tree: Path, path: Path) -> str:
+    parts = list(path.relative_to(tree).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def fix_release(version: str, workdir: Path) -> FixedRelease:
+    """Fix a copy of `version`'s installed tree with no `--arch` and run the proof on it."""
+    installed = installed_tree(version)
+    tree = workdir / f"fixed-{version}"
+    _copy_python_files(installed, tree / "vllm")
+    _, blocked_before = _blocked(tree / "vllm")
+    done = subprocess.run(
+        [sys.executable, "-m", "eagle3lint", "fix", str(tree / "vllm"), "--require", "*"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode in (0, 1), done.stdout[-2000:] + done.stderr[-2000:]
+    refused = {}
+    for line in done.stdout.splitlines():
+        found = NOT_FIXED.match(line)
+        if found:
+            refused.setdefault(found.group(1), found.group(2))
+    changed = {}
+    for path in sorted((tree / "vllm").rglob("*.py")):
+        original = installed / path.relative_to(tree / "vllm")
+        if original.read_bytes() != path.read_bytes():
+            changed[_module_of(tree, path)] = path
+    targets, blocked_after = _blocked(tree / "vllm")
+    repaired = {
+        arch: target
+        for arch, target in targets.items()
+        if arch in blocked_before and arch not in blocked_after
+    }
+    release = FixedRelease(version, changed, repaired, refused)
+    _prove(release, workdir)
+    return release
+
+
+def _inner_models(release: FixedRelease) -> list[tuple[str, str]]:
+    found: dict[tuple[str, str], None] = {}
+    for target in release.repaired.values():
+        inner = target.decoder_owner.inner_model
+        if inner is not None:
+            found[(inner.file.module, inner.name)] = None
+    return sorted(found)
+
+
+def _prove(release: FixedRelease, workdir: Path) -> None:
+    python = install(release.version)
+    baseline = workdir / f"baseline-{release.version}.pt"
+    models = _inner_models(release)
+    targets = [
+        (arch, t.ref.file.module, t.ref.name) for arch, t in sorted(release.repaired.items())
+    ]
+    _ask(python, {"overlay": None, "models": models, "baseline": str(baseline)})
+    overlay = {module: str(path) for module, path in release.changed.items()}
+    request = {"overlay": overlay, "targets": targets, "models": models, "baseline": str(baseline)}
+    for record in _ask(python, request):
+        if "arch" in record:
+            release.supports_eagle3[record["arch"]] = record
+        else:
+            model = record["model"].removeprefix(MODELS_PACKAGE)
+            name = model + (f"[{record['layer']}]" if "layer" in record else "")
+            release.models[name] = record
+
+
+def _ask(python: Path, request: dict[str, Any]) -> list[dict[str, Any]]:
+    done = subprocess.run(
+        [str(python), str(PROOF)],
+        input=json.dumps(request),
+        capture_output=True,
+        text=True,
+        timeout=PROOF_TIMEOUT,
+        check=False,
+        env=dict(os.environ, PYTHONHASHSEED="0"),
+    )
+    if done.returncode != 0:
+        raise RuntimeError(f"proof.py failed ({done.returncode}):\n{done.stderr[-3000:]}")
+    return [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]

@@ -1,0 +1,671 @@
+"""Run fixed decoders for real: their own `Model.forward` and decoder-layer `forward` code, with
+tiny stand-in sublayers on CPU (run by a release venv's python, never by eagle3lint).
+
+Input (stdin, JSON): {"overlay": {module: file} | null, "targets": [[arch, module, class]],
+"models": [[module, class]], "baseline": path}. With an overlay, each named module is loaded from
+its file (the fixed copy) instead of the installed one; every other module stays the installed
+release's. Without one (the unfixed run), each model's outputs with no aux layers requested are
+saved to `baseline`; with one, they are compared with what was saved there.
+
+Output (stdout): one JSON object per target (`supports_eagle3()` on the class) and per model and
+decoder-layer class: {"model", "layer", "status", "why", "own_tap"}, status one of "proved",
+"failed", "release-tap" (fix added methods only: the forward and its tap are the release's own,
+so what they do is reported, not held against fix) and "cannot-construct".
+
+A model is built with `object.__new__` and `nn.Module.__init__`, its layers are real decoder-layer
+objects built the same way, and every sublayer those forwards call (attention, MLP, norms,
+embeddings) is a seeded stand-in; a norm the model file defines itself (Cohere's LayerNorm) runs
+its own code. A stand-in norm honours the fused call `norm(x, residual)` -> `(normed x +
+residual, x + residual)`. The residual stream entering layer k is what the first sublayer inside
+layer k reads (for a fused norm, `x + residual`); after the last layer, what the model's final
+norm reads (for a model without one, what it returns). Each layer index is requested alone on
+four pipeline layouts (one rank; first, middle and last of three, each rank fed what the one
+before returned), and the aux states the forward collected (read from its frame when it returns,
+so non-last ranks count too) must be exactly the streams entering the requested layers; with
+none requested, every layout must return exactly what the unfixed model returned.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import importlib.abc
+import importlib.util
+import inspect
+import json
+import os
+import sys
+import textwrap
+import traceback
+import types
+import zlib
+from typing import Any, ClassVar
+
+os.environ.setdefault("VLLM_TARGET_DEVICE", "cpu")
+os.environ["CUDA_VISIBLE_DEVICES"] = ""
+os.environ.setdefault("VLLM_LOGGING_LEVEL", "ERROR")
+
+import torch
+from oracle import StubFinder
+from torch import nn
+
+NUM_LAYERS = 4
+HIDDEN = 8
+TOKENS = 3
+VOCAB = 16
+LAYOUTS: dict[str, tuple[int, int, bool, bool]] = {
+    "one rank": (0, 4, True, True),
+    "first of 3": (0, 1, True, False),
+    "middle of 3": (1, 3, False, False),
+    "last of 3": (3, 4, False, True),
+}
+"""Pipeline layouts: start_layer, end_layer, is_first_rank, is_last_rank."""
+INSTANCE_ATTRS = frozenset({"layers", "start_layer", "end_layer", "aux_hidden_state_layers"})
+NORM_HINTS = ("norm", "ln")
+EMBED_HINTS = ("embed", "wte")
+NUMBER_HINTS = ("multiplier", "scale", "normalizer", "factor")
+"""Plain numbers some forwards read (Granite's residual_multiplier, Gemma's normalizer)."""
+NEVER_STUBBED = frozenset({"vllm", "torch", "transformers"})
+MAX_STUBS = 4
+STUBS = StubFinder(set())
+LAYER_INDEX_NAMES = frozenset({"layer_idx", "layer_id", "layer_index", "idx"})
+
+
+class CannotConstruct(Exception):
+    """The stand-in model cannot be built for this class: reported with the reason."""
+
+
+def _seed(*parts: object) -> torch.Generator:
+    generator = torch.Generator().manual_seed(zlib.crc32("/".join(map(str, parts)).encode()))
+    return generator
+
+
+class Recorder:
+    """Where the streams entering each layer are written as the forward runs."""
+
+    def __init__(self) -> None:
+        self.layer: int | None = None
+        self.streams: dict[int, torch.Tensor] = {}
+        self.layers_run = 0
+        self.after_loop: torch.Tensor | None = None
+
+    def saw(self, stream: torch.Tensor) -> None:
+        if self.layer is not None:
+            self.streams.setdefault(self.layer, stream.detach().clone())
+        elif self.layers_run and self.after_loop is None:
+            self.after_loop = stream.detach().clone()
+
+
+RECORDER = Recorder()
+
+
+class StandIn(nn.Module):
+    """A seeded sublayer: `norm` (RMS norm, fused with a residual when one is passed), `embed`
+    (a lookup table) or `op` (tanh of a linear map, for attention, MLP and the rest)."""
+
+    def __init__(self, kind: str, seed: str, arity: int) -> None:
+        super().__init__()
+        self.kind, self.arity = kind, arity
+        gen = _seed(seed)
+        self.weight = nn.Parameter(1 + 0.1 * torch.randn(HIDDEN, generator=gen))
+        self.matrix = nn.Parameter(torch.randn(HIDDEN, HIDDEN, generator=gen) / HIDDEN**0.5)
+        self.table = nn.Parameter(torch.randn(VOCAB, HIDDEN, generator=gen))
+
+    def forward(self, *args: Any, **kwargs: Any) -> Any:
+        values = list(args) + list(kwargs.values())
+        if self.kind == "embed":
+            ids = next(v for v in values if isinstance(v, torch.Tensor))
+            return self.table[ids]
+        floats = [
+            v
+            for v in values
+            if isinstance(v, torch.Tensor) and v.is_floating_point() and v.shape[-1] == HIDDEN
+        ]
+        if not floats:
+            raise CannotConstruct(f"a {self.kind} stand-in got no [tokens, {HIDDEN}] tensor")
+        x = floats[0]
+        residual = kwargs.get("residual", args[1] if len(args) > 1 else None)
+        if self.kind == "norm":
+            if isinstance(residual, torch.Tensor):
+                stream = x + residual
+                RECORDER.saw(stream)
+                return self._norm(stream), stream
+            RECORDER.saw(x)
+            return self._norm(x)
+        RECORDER.saw(x)
+        out = torch.tanh(x @ self.matrix)
+        if self.arity == 0:
+            floats[-1].copy_(out)
+        return (out, *[None] * (self.arity - 1)) if self.arity > 1 else out
+
+    def _norm(self, x: torch.Tensor) -> torch.Tensor:
+        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6) * self.weight
+
+
+class Config:
+    """`self.config` for the forwards that read settings from it (Solar's skip connections,
+    scaled to four layers); any other setting means the model cannot be built here."""
+
+    VALUES: ClassVar[dict[str, Any]] = {
+        "bskcn_1": [1],
+        "bskcn_2": [1],
+        "bskcn_3": [2],
+        "bskcn_4": [2],
+        "bskcn_tv": [0.9, 0.8],
+    }
+
+    def __getattr__(self, name: str) -> Any:
+        if name in self.VALUES:
+            return self.VALUES[name]
+        raise CannotConstruct(f"the forward reads config.{name}, which has no stand-in")
+
+
+class PipelineGroup:
+    def __init__(self, first: bool, last: bool) -> None:
+        self.is_first_rank, self.is_last_rank = first, last
+        self.world_size, self.rank_in_group = 3, 0
+
+
+def _function_ast(func: Any) -> ast.FunctionDef | ast.AsyncFunctionDef:
+    tree = ast.parse(textwrap.dedent(inspect.getsource(func)))
+    node = tree.body[0]
+    assert isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+    return node
+
+
+def _self_uses(cls: type, func: Any, seen: set[str]) -> dict[str, tuple[str, int]]:
+    """`self.X` that `func` (and the methods of `cls` it calls on self) reads from the instance:
+    X -> (how: "call" | "value" | "attr", tuple arity of the call's result)."""
+    uses: dict[str, tuple[str, int]] = {}
+    node = _function_ast(func)
+    parents: dict[ast.AST, ast.AST] = {}
+    for parent in ast.walk(node):
+        for child in ast.iter_child_nodes(parent):
+            parents[child] = parent
+    for sub in ast.walk(node):
+        if not (isinstance(sub, ast.Attribute) and isinstance(sub.value, ast.Name)):
+            continue
+        if sub.value.id != "self":
+            continue
+        name, parent = sub.attr, parents.get(sub)
+        static = inspect.getattr_static(cls, name, None)
+        if static is not None:
+            method = static.__func__ if isinstance(static, staticmethod | classmethod) else static
+            if inspect.isfunction(method) and name not in seen and _is_model_code(method):
+                seen.add(name)
+                for key, value in _self_uses(cls, method, seen).items():
+                    uses.setdefault(key, value)
+            continue
+        if isinstance(parent, ast.Call) and parent.func is sub:
+            grand = parents.get(parent)
+            arity = 1
+            if isinstance(grand, ast.Assign) and isinstance(grand.targets[0], ast.Tuple):
+                arity = len(grand.targets[0].elts)
+            elif isinstance(grand, ast.Expr):
+                arity = 0  # `self.mamba(hidden_states, output)` writes into its last argument
+            known = uses.get(name)
+            uses[name] = ("call", arity if known is None else max(arity, known[1]))
+        elif isinstance(parent, ast.Subscript) and isinstance(parents.get(parent), ast.Call):
+            uses.setdefault(name, ("list", 1))
+        elif isinstance(parent, ast.Attribute):
+            uses.setdefault(name, ("attr", 1))
+        else:
+            uses.setdefault(name, ("value", 1))
+    return uses
+
+
+def _is_model_code(func: Any) -> bool:
+    """vLLM's own model code (a decoder, a mixin), not torch's `nn.Module` machinery."""
+    return getattr(func, "__module__", "").startswith("vllm.")
+
+
+def _stand_in_for(
+    owner_cls: type, owner: str, name: str, how: str, arity: int, layer_index: int
+) -> Any:
+    low = name.lower()
+    kind = (
+        "norm"
+        if any(h in low for h in NORM_HINTS)
+        else "embed"
+        if any(h in low for h in EMBED_HINTS)
+        else "op"
+    )
+    if how == "call":
+        local = _model_local_class(owner_cls, name)
+        if local is not None:
+            return _real_sublayer(local, f"{owner}.{name}", layer_index)
+        return StandIn(kind, f"{owner}.{name}", arity)
+    if how == "list":
+        return nn.ModuleList(StandIn(kind, f"{owner}.{name}.{i}", 1) for i in range(2))
+    if name == "config":
+        return Config()
+    if how == "value":
+        if "eps" in low:
+            return 1e-6
+        if low in ("weight", "bias"):
+            gen = _seed(owner, name)
+            return nn.Parameter((low == "weight") + 0.1 * torch.randn(HIDDEN, generator=gen))
+        if name in LAYER_INDEX_NAMES:
+            return layer_index
+        if any(h in low for h in NUMBER_HINTS):
+            return 0.5
+    raise CannotConstruct(
+        f"{owner}.forward reads self.{name} ({'a value' if how == 'value' else 'its attributes'}),"
+        " which has no stand-in"
+    )
+
+
+def _populate(obj: nn.Module, cls: type, owner: str, layer_index: int) -> None:
+    uses = _self_uses(cls, cls.forward, {"forward"})
+    for name, (how, arity) in sorted(uses.items()):
+        if name in INSTANCE_ATTRS or name in obj.__dict__ or name in obj._modules:
+            continue
+        setattr(obj, name, _stand_in_for(cls, owner, name, how, arity, layer_index))
+
+
+def _model_local_class(owner_cls: type, name: str) -> type | None:
+    """The model file's own sublayer class that `__init__` stores in `self.<name>` (Cohere's
+    LayerNorm, which returns the residual it is given instead of adding it): its real code runs,
+    as vLLM's generic layers (RMSNorm, attention, MoE) are what the stand-ins replace."""
+    init = _undecorated(owner_cls.__dict__.get("__init__"))
+    if init is None or not _is_model_code(init):
+        return None
+    for node in ast.walk(_function_ast(init)):
+        if not (isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)):
+            continue
+        target, callee = node.targets[0], node.value.func
+        if not (
+            isinstance(target, ast.Attribute)
+            and target.attr == name
+            and isinstance(callee, ast.Name)
+        ):
+            continue
+        found = init.__globals__.get(callee.id)
+        if (
+            isinstance(found, type)
+            and issubclass(found, nn.Module)
+            and found.__module__ == owner_cls.__module__
+            and any(h in name.lower() for h in NORM_HINTS)
+        ):
+            return found
+    return None
+
+
+def _real_sublayer(cls: type, owner: str, layer_index: int) -> nn.Module:
+    """A model-local norm with its own forward, fed stand-in values; it reports what it reads."""
+    module = object.__new__(cls)
+    nn.Module.__init__(module)
+    _populate(module, cls, owner, layer_index)
+    module.register_forward_pre_hook(_saw_first_tensor)
+    return module
+
+
+def _saw_first_tensor(module: nn.Module, args: Any) -> None:
+    for value in args:
+        if isinstance(value, torch.Tensor) and value.is_floating_point():
+            RECORDER.saw(value)
+            return
+
+
+def _patch_distributed(funcs: list[Any], group: PipelineGroup) -> None:
+    """The module globals vLLM's forwards ask about the process group."""
+    for func in funcs:
+        namespace = func.__globals__
+        if "get_pp_group" in namespace:
+            namespace["get_pp_group"] = lambda: group
+        if "get_tensor_model_parallel_world_size" in namespace:
+            namespace["get_tensor_model_parallel_world_size"] = lambda: 1
+
+
+def _layer_classes(model_cls: type) -> list[type]:
+    """The decoder-layer classes the model's `__init__` can build (all of a hybrid's kinds)."""
+    for klass in model_cls.__mro__:
+        init = _undecorated(klass.__dict__.get("__init__"))
+        if init is None or not _is_model_code(init):
+            continue
+        namespace = init.__globals__
+        found: list[type] = []
+        for node in ast.walk(_function_ast(init)):
+            value: Any = None
+            if isinstance(node, ast.Name):
+                value = namespace.get(node.id)
+            candidates = list(value.values()) if isinstance(value, dict) else [value]
+            for candidate in candidates:
+                if _is_layer_class(candidate, model_cls) and candidate not in found:
+                    found.append(candidate)
+        signature = inspect.signature(init)
+        for param in signature.parameters.values():
+            default = param.default
+            if _is_layer_class(default, model_cls) and default not in found:
+                found.append(default)
+        if found:
+            return found
+    return []
+
+
+def _undecorated(func: Any) -> Any:
+    """The class's own `__init__` under vLLM's `support_torch_compile`, which replaces it with
+    a wrapper holding the original in its closure."""
+    if func is None or func.__qualname__.split(".")[0] != "_support_torch_compile":
+        return func
+    for cell in func.__closure__ or ():
+        inner = cell.cell_contents
+        if inspect.isfunction(inner) and inner.__name__ == "__init__":
+            return _undecorated(inner)
+    return func
+
+
+def _is_layer_class(value: Any, model_cls: type) -> bool:
+    if not (isinstance(value, type) and issubclass(value, nn.Module)) or value is model_cls:
+        return False
+    if not value.__module__.startswith("vllm.model_executor.models."):
+        return False
+    if value.__name__ == "PPMissingLayer" or "Norm" in value.__name__:
+        return False
+    params = inspect.signature(value.forward).parameters
+    return "hidden_states" in params or "x" in params
+
+
+def _build(model_cls: type, layer_cls: type, layout: tuple[int, int, bool, bool]) -> nn.Module:
+    start, end, first, last = layout
+    missing = importlib.import_module("vllm.model_executor.models.utils").PPMissingLayer
+    model = object.__new__(model_cls)
+    nn.Module.__init__(model)
+    layers = []
+    for k in range(NUM_LAYERS):
+        if not start <= k < end:
+            layers.append(missing())
+            continue
+        layer = object.__new__(layer_cls)
+        nn.Module.__init__(layer)
+        _populate(layer, layer_cls, layer_cls.__name__, k)
+        layer.register_forward_pre_hook(_enter(k))
+        layer.register_forward_hook(_leave)
+        layers.append(layer)
+    model.layers = nn.ModuleList(layers)
+    model.start_layer, model.end_layer = start, end
+    model.aux_hidden_state_layers = ()
+    _populate(model, model_cls, model_cls.__name__, -1)
+    group = PipelineGroup(first, last)
+    _patch_distributed([model_cls.forward, layer_cls.forward], group)
+    return model
+
+
+def _enter(k: int) -> Any:
+    def hook(module: nn.Module, args: Any) -> None:
+        RECORDER.layer = k
+
+    return hook
+
+
+def _leave(module: nn.Module, args: Any, output: Any) -> None:
+    RECORDER.layer = None
+    RECORDER.layers_run += 1
+
+
+def _inputs(model_cls: type, layout: tuple[int, int, bool, bool], handed: Any) -> dict[str, Any]:
+    """The forward's arguments; a rank after the first gets what the previous rank returned."""
+    first = layout[2]
+    kwargs: dict[str, Any] = {
+        "input_ids": torch.randint(0, VOCAB, (TOKENS,), generator=_seed("inputs")),
+        "positions": torch.arange(TOKENS),
+        "intermediate_tensors": None if first else handed,
+        "inputs_embeds": None,
+    }
+    if not first and type(handed).__name__ != "IntermediateTensors":
+        raise CannotConstruct(f"the previous rank returned {type(handed).__name__}")
+    params = inspect.signature(model_cls.forward).parameters
+    accepted = {k: v for k, v in kwargs.items() if k in params or _has_var_keyword(params.values())}
+    required = [
+        p.name
+        for p in params.values()
+        if p.name != "self"
+        and p.default is inspect.Parameter.empty
+        and p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
+        and p.name not in accepted
+    ]
+    if required:
+        raise CannotConstruct(f"{model_cls.__name__}.forward needs {', '.join(required)}")
+    return accepted
+
+
+def _has_var_keyword(params: Any) -> bool:
+    return any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params)
+
+
+def _run(
+    model_cls: type,
+    layer_cls: type,
+    layout: tuple[int, int, bool, bool],
+    aux: tuple[int, ...],
+    handed: Any,
+) -> tuple[Any, list[torch.Tensor] | None, Recorder]:
+    """One forward; returns its output, the aux list its frame held at return, the recorder."""
+    global RECORDER
+    RECORDER = Recorder()
+    model = _build(model_cls, layer_cls, layout)
+    model.aux_hidden_state_layers = aux
+    inputs = _inputs(model_cls, layout, handed)
+    code = model_cls.forward.__code__
+    held: dict[str, Any] = {}
+
+    def tracer(frame: types.FrameType, event: str, arg: Any) -> Any:
+        if event == "return" and frame.f_code is code:
+            held.update(frame.f_locals)
+
+    previous = sys.getprofile()
+    sys.setprofile(tracer)
+    try:
+        with torch.no_grad():
+            # The forward itself: vLLM's compile decorator replaces `__call__`, not `forward`.
+            output = model_cls.forward(model, **inputs)
+    finally:
+        sys.setprofile(previous)
+    return output, held.get("aux_hidden_states"), RECORDER
+
+
+def _plain(model_cls: type, layer_cls: type) -> dict[str, Any]:
+    """Each layout's output with no aux layers requested, ranks chained as in a pipeline."""
+    outputs: dict[str, Any] = {}
+    handed: Any = None
+    for label, layout in LAYOUTS.items():
+        outputs[label] = _run(model_cls, layer_cls, layout, (), handed)[0]
+        handed = outputs[label]
+    return outputs
+
+
+def _flatten(output: Any) -> list[torch.Tensor | None]:
+    if isinstance(output, torch.Tensor) or output is None:
+        return [output]
+    if isinstance(output, tuple | list):
+        return [t for item in output for t in _flatten(item)]
+    tensors = getattr(output, "tensors", None)
+    if isinstance(tensors, dict):
+        return [t for key in sorted(tensors) for t in _flatten(tensors[key])]
+    return []
+
+
+def _same(a: list[torch.Tensor | None], b: list[torch.Tensor | None]) -> bool:
+    return len(a) == len(b) and all(
+        x is y if x is None or y is None else torch.equal(x, y) for x, y in zip(a, b, strict=True)
+    )
+
+
+def _check_taps(
+    model_cls: type, layer_cls: type, plain: dict[str, Any]
+) -> tuple[list[str], list[str]]:
+    """Every layer index requested alone, on every layout: (captured states that are wrong,
+    forwards that raised). Both empty: proved."""
+    wrong: list[str] = []
+    raised: list[str] = []
+    handed: Any = None
+    for label, layout in LAYOUTS.items():
+        start, end, _, last = layout
+        for k in range(NUM_LAYERS + 1):
+            where = f"{label}, layer {k}"
+            try:
+                output, collected, recorder = _run(model_cls, layer_cls, layout, (k,), handed)
+            except Exception as exc:
+                raised.append(f"{where}: raised {_short(exc)}")
+                continue
+            collected = list(collected or [])
+            truth = recorder.streams.get(k)
+            if k == NUM_LAYERS and last:
+                # What the final norm reads; a model without one returns the stream itself.
+                truth = recorder.after_loop
+                if truth is None and isinstance(output, tuple):
+                    truth = _flatten(output[0])[0]
+            if len(collected) > 1:
+                wrong.append(f"{where}: {len(collected)} aux states for one requested layer")
+                continue
+            if start <= k < end and not collected:
+                wrong.append(f"{where}: requested on its own rank and not captured")
+                continue
+            if not collected:
+                continue
+            if truth is None:
+                if not (k == end and not last):
+                    wrong.append(f"{where}: captured though the layer is not on this rank")
+                continue
+            if not torch.equal(collected[0], truth):
+                delta = (collected[0] - truth).abs().max().item()
+                wrong.append(
+                    f"{where}: aux state differs from the stream entering it by {delta:.3g}"
+                )
+            if last:
+                if not (isinstance(output, tuple) and len(output) == 2):
+                    wrong.append(f"{where}: the last rank does not return (hidden, aux)")
+                elif not _same(_flatten(output[0]), _flatten(plain[label])):
+                    wrong.append(f"{where}: requesting aux layers changed the hidden states")
+        handed = plain[label]
+    return wrong, raised
+
+
+def _import_class(module: str, name: str) -> Any:
+    """The class, stubbing optional third-party packages the model file imports but this venv
+    lacks (as `oracle.py` does); vLLM, torch and transformers are never stubbed."""
+    for _ in range(MAX_STUBS):
+        try:
+            return _resolve(module, name)
+        except ModuleNotFoundError as exc:
+            top = (exc.name or "").split(".")[0]
+            if not top or top in NEVER_STUBBED or top in STUBS.names:
+                raise
+            STUBS.names.add(top)
+    return _resolve(module, name)
+
+
+def _resolve(module: str, name: str) -> Any:
+    found: Any = importlib.import_module(module)
+    for part in name.split("."):
+        found = getattr(found, part)
+    return found
+
+
+class Overlay(importlib.abc.MetaPathFinder):
+    """Loads the named modules from the fixed copy's files; everything else as installed."""
+
+    def __init__(self, files: dict[str, str]) -> None:
+        self.files = files
+
+    def find_spec(self, fullname: str, path: Any, target: Any = None) -> Any:
+        file = self.files.get(fullname)
+        if file is None:
+            return None
+        installed = importlib.machinery.PathFinder.find_spec(fullname, path)
+        locations = installed.submodule_search_locations if installed else None
+        return importlib.util.spec_from_file_location(
+            fullname, file, submodule_search_locations=locations
+        )
+
+
+def _prove(
+    model: str, layer_cls: type, model_cls: type, baseline: dict[str, Any], fixed: bool
+) -> dict[str, Any]:
+    record: dict[str, Any] = {"model": model, "layer": layer_cls.__name__}
+    key = f"{model}/{layer_cls.__name__}"
+    source = inspect.getsource(model_cls.forward)
+    try:
+        plain = _plain(model_cls, layer_cls)
+        again = _plain(model_cls, layer_cls)
+    except Exception as exc:  # the stand-ins do not fit this model's code, or the fix broke it
+        broken = fixed and key in baseline
+        why = f"with no aux layers the fixed forward raises {_short(exc)}; the unfixed one ran"
+        record.update(
+            status="failed" if broken else "cannot-construct",
+            why=why if broken else _short(exc),
+            own_tap=False,
+        )
+        return record
+    if any(not _same(_flatten(plain[k]), _flatten(again[k])) for k in plain):
+        why = "two runs with the same stand-ins differ (a sublayer the stand-ins do not model)"
+        record.update(status="cannot-construct", why=why)
+        return record
+    if not fixed:
+        baseline[key] = {"source": source, "outputs": {k: _flatten(v) for k, v in plain.items()}}
+        record.update(status="baseline", why="")
+        return record
+    before = baseline.get(key)
+    wrong: list[str] = []
+    own_tap = False
+    if before is None:
+        wrong.append("the unfixed model did not run with the same stand-ins")
+    else:
+        own_tap = before["source"] == source
+        for label, output in plain.items():
+            if not _same(_flatten(output), before["outputs"][label]):
+                wrong.append(f"{label}: with no aux layers the output differs from before the fix")
+    problems = [p for found in _check_taps(model_cls, layer_cls, plain) for p in found]
+    # Where fix added methods only, what the forward's tap does is the release's own doing.
+    release = problems if own_tap else []
+    wrong += [] if own_tap else problems
+    status = "failed" if wrong else "release-tap" if release else "proved"
+    record.update(status=status, why="; ".join((wrong or release)[:6]), own_tap=own_tap)
+    return record
+
+
+def _short(exc: BaseException) -> str:
+    frame = traceback.extract_tb(exc.__traceback__)[-1] if exc.__traceback__ else None
+    where = f" ({os.path.basename(frame.filename)}:{frame.lineno})" if frame else ""
+    return f"{type(exc).__name__}: {exc}{where}"[:400]
+
+
+def main() -> int:
+    request = json.loads(sys.stdin.read())
+    overlay = request.get("overlay")
+    interfaces = importlib.import_module("vllm.model_executor.models.interfaces")
+    importlib.import_module("vllm.model_executor.models.registry")
+    # After vLLM's and transformers' own imports, so that no stub passes for a real package.
+    sys.meta_path.append(STUBS)
+    if overlay:
+        sys.meta_path.insert(0, Overlay(overlay))
+    for arch, module, name in request.get("targets", []):
+        try:
+            cls = _import_class(module, name)
+            answer = {"arch": arch, "supports_eagle3": bool(interfaces.supports_eagle3(cls))}
+        except Exception as exc:
+            answer = {"arch": arch, "supports_eagle3": None, "why": _short(exc)}
+        print(json.dumps(answer), flush=True)
+    baseline_path = request["baseline"]
+    baseline = {} if not overlay else torch.load(baseline_path)
+    for module, name in request.get("models", []):
+        model = f"{module}.{name}"
+        try:
+            model_cls = _import_class(module, name)
+            layer_classes = _layer_classes(model_cls)
+        except Exception as exc:
+            print(json.dumps({"model": model, "status": "cannot-construct", "why": _short(exc)}))
+            continue
+        if not layer_classes:
+            why = f"no decoder-layer class found in {name}.__init__"
+            print(json.dumps({"model": model, "status": "cannot-construct", "why": why}))
+        for layer_cls in layer_classes:
+            record = _prove(model, layer_cls, model_cls, baseline, bool(overlay))
+            print(json.dumps(record), flush=True)
+    if not overlay:
+        torch.save(baseline, baseline_path)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
