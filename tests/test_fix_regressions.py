@@ -3,8 +3,7 @@ releases (no vLLM code runs here; `tests/runtime/test_fixed_models.py` runs it).
 
 `fix` plans every repair of a whole release (`--require '*'`, no `--arch`) in memory; each test
 reads one model's rewritten forward with `ast`. A model `fix` refuses passes: refusing is right
-where the tap cannot be placed safely. Cases `fix` still gets wrong are strict xfails, with the
-issue's words, and must be flipped once the codemods are corrected.
+where the tap cannot be placed safely.
 """
 
 from __future__ import annotations
@@ -113,10 +112,6 @@ FULL_STREAM = [
 `swin_norm`, GraniteMoeHybrid and Cohere2 where the release's fix reaches them)."""
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 11: a layer returning the full stream gets the tap `hidden_states + residual`",
-)
 @pytest.mark.parametrize(("version", "file", "cls"), FULL_STREAM)
 def test_full_stream_decoders_are_not_double_counted(
     planned: Callable[[str], dict[str, str]], version: str, file: str, cls: str
@@ -176,9 +171,6 @@ UNBOUND = [
 ]
 
 
-@pytest.mark.xfail(
-    strict=True, reason="issue 11: StableLM's generated tap reads `residual`, never bound there"
-)
 @pytest.mark.parametrize(("version", "file", "cls"), UNBOUND)
 def test_taps_read_only_bound_names(
     planned: Callable[[str], dict[str, str]], version: str, file: str, cls: str
@@ -229,11 +221,6 @@ def _loop_problems(sources: dict[str, str], release: Path) -> list[str]:
     return problems
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 11: kimi_linear taps with `_`; kimi_linear, mimo_v2_flash, qwen3_omni loops "
-    "lack start=self.start_layer",
-)
 @pytest.mark.parametrize("version", ["0.16.0", "0.18.0"])
 def test_tapped_loops_enumerate_from_start_layer(
     planned: Callable[[str], dict[str, str]], vllm_release: Callable[[str], Path], version: str
@@ -245,9 +232,6 @@ def test_tapped_loops_enumerate_from_start_layer(
 # -- a tap sees the layer's final input ---------------------------------------------------------
 
 
-@pytest.mark.xfail(
-    strict=True, reason="issue 11: the tap is placed before Solar's pre-layer blending"
-)
 def test_solar_tap_follows_the_pre_layer_blending(
     planned: Callable[[str], dict[str, str]],
 ) -> None:

@@ -47,6 +47,22 @@ def test_layer_loop_spellings(
     assert (loop.call.hidden, loop.call.residual, loop.call.passes_residual) == ("h", "r", True)
 
 
+@pytest.mark.parametrize(
+    ("body", "hidden"),
+    [
+        ("h = layer(h, p)", "h"),
+        # Zamba2 (0.16.0): the stream enters as `h`; `out` is bound by the call itself.
+        ("out = layer(h, original=o)\n        h = out", "h"),
+        ("out = layer(h)", None),
+    ],
+)
+def test_the_tapped_name_is_what_enters_the_layer(body: str, hidden: str | None) -> None:
+    header = "def forward(self, h, o, p):\n    for layer in self.layers:\n"
+    source = f"{header}        {body}\n    return h\n"
+    ((_, loop),) = running_loops(_function(source).body)
+    assert (loop.call.hidden if loop.call else None) == hidden
+
+
 def test_a_loop_that_only_walks_the_layers_is_not_a_layer_loop() -> None:
     func = _function(
         "def forward(self):\n    for layer in self.layers:\n        layer.x = 1\n    return 0\n"

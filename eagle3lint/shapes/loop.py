@@ -235,7 +235,9 @@ def _layer_call(
     target = assign.targets[0].target
     residual: str | None
     if isinstance(target, cst.Name):
-        hidden, residual = target.value, None
+        hidden, residual = _stream_name(target.value, assign.value, body[position + 1 :]), None
+        if hidden is None:
+            return None
     else:
         pair = _name_pair(target)
         if pair is None:
@@ -250,6 +252,21 @@ def _layer_call(
     )
     rebound = any(_rebinds(stmt, {hidden, residual or hidden}) for stmt in body[:position])
     return LayerCall(position, hidden, residual, passes, rebound)
+
+
+def _stream_name(result: str, call: cst.Call, after: list[cst.BaseStatement]) -> str | None:
+    """The hidden-state name of `result = layer(...)`: `result` itself when the layer receives
+    it, else the name the layer receives and a later statement rebinds (Zamba2's
+    `layer_outputs = layer(hidden_states, ...)` then `hidden_states = layer_outputs`); the tap
+    must read what enters the layer, never a name first bound by the call."""
+    passed = [a.value.value for a in call.args if isinstance(a.value, cst.Name)]
+    if result in passed:
+        return result
+    positional = [
+        a.value.value for a in call.args if a.keyword is None and isinstance(a.value, cst.Name)
+    ]
+    rebound = [name for name in positional if any(_rebinds(stmt, {name}) for stmt in after)]
+    return rebound[0] if rebound else None
 
 
 def _rebinds(stmt: cst.BaseStatement, names: set[str]) -> bool:
