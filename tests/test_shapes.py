@@ -81,6 +81,11 @@ def test_a_loop_that_only_walks_the_layers_is_not_a_layer_loop() -> None:
         ("h = self.mlp(h)\nif x:\n    h *= 0.5\nreturn h, r", DELTA),
         ("if x:\n    h = h + r\nelse:\n    h = self.mlp(h)\nreturn h, r", UNKNOWN),
         ("return self.mlp(h)", UNKNOWN),
+        # LongCat-Flash: the MoE branch added to the MLP's output, the residual beside it.
+        ("m = self.moe(h)\nh = self.mlp(h)\nh = h + m\nreturn h, r", DELTA),
+        # StableLM: the residual added and the stream returned alone.
+        ("residual = h\nh = self.mlp(h)\nh = residual + h\nreturn h", STREAM),
+        ("m = self.moe(h)\nh = h + m\nreturn h", UNKNOWN),
     ],
 )
 def test_layer_conventions(body: str, kind: str) -> None:

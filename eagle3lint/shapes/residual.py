@@ -35,7 +35,17 @@ def classify(forward: cst.FunctionDef) -> LayerConvention:
         if "add" in kinds:
             if len(kinds) > 1 or stmt not in inner:
                 return LayerConvention(UNKNOWN, f"`{hidden}` is summed on some paths only")
-            return LayerConvention(STREAM, f"`{hidden}` is summed with the residual in the layer")
+            if _reads_residual(stmt, returned):
+                return LayerConvention(
+                    STREAM, f"`{hidden}` is summed with the residual in the layer"
+                )
+            if len(returned) == 2:
+                # LongCat-Flash adds its MoE branch to the second MLP's output: a sum of
+                # sublayer outputs, with the residual still returned beside it.
+                return LayerConvention(
+                    DELTA, f"`{hidden}` sums sublayer outputs; the residual is returned beside it"
+                )
+            return LayerConvention(UNKNOWN, f"`{hidden}` is a sum that reads no residual")
         if len(returned) == 2:
             return LayerConvention(
                 DELTA, f"`{hidden}` is a sublayer output; the residual is returned beside it"
@@ -55,6 +65,24 @@ def _binding(stmt: cst.BaseStatement, name: str) -> str | None:
     if isinstance(value, cst.BinaryOperation) and isinstance(value.operator, cst.Add):
         return "add"
     return "other"
+
+
+def _reads_residual(stmt: cst.BaseStatement, returned: tuple[str, ...]) -> bool:
+    """Whether the sum in `stmt` reads the residual: the name returned beside the hidden
+    state, or any name that says it is one (`residual`, `residual_mlp`)."""
+    residual = returned[1] if len(returned) == 2 else None
+    names: set[str] = set()
+
+    class _Names(cst.CSTVisitor):
+        def visit_Name(self, node: cst.Name) -> None:
+            names.add(node.value)
+
+    assert isinstance(stmt, cst.SimpleStatementLine)
+    small = stmt.body[-1]
+    value = small.value if isinstance(small, cst.Assign | cst.AugAssign) else None
+    if value is not None:
+        value.visit(_Names())
+    return any(name == residual or "residual" in name for name in names)
 
 
 def _is_return(stmt: cst.BaseStatement) -> bool:
