@@ -63,6 +63,32 @@ def test_the_tapped_name_is_what_enters_the_layer(body: str, hidden: str | None)
     assert (loop.call.hidden if loop.call else None) == hidden
 
 
+def test_a_loop_rebinding_its_index_is_refused() -> None:
+    """Qwen3-Omni's `layer_idx = layer_idx + self.start_layer`: `start=` would add it twice."""
+    source = (
+        "def forward(self, h, r):\n"
+        "    for i, layer in enumerate(self.layers[self.start_layer : self.end_layer]):\n"
+        "        i = i + self.start_layer\n"
+        "        h, r = layer(h, r)\n"
+        "    return h\n"
+    )
+    ((_, loop),) = running_loops(_function(source).body)
+    assert loop.refusal is not None and "rebinds its index" in loop.refusal
+
+
+def test_a_rebinding_after_the_layer_call_is_recorded() -> None:
+    """Qwen3-Omni adds deepstack embeddings after the call: the mixin's tap there misses them."""
+    source = (
+        "def forward(self, h, r):\n"
+        "    for layer in self.layers:\n"
+        "        h, r = layer(h, r)\n"
+        "        h = h + self.deepstack\n"
+        "    return h\n"
+    )
+    ((_, loop),) = running_loops(_function(source).body)
+    assert loop.call is not None and loop.call.rebound_after
+
+
 def test_a_loop_that_only_walks_the_layers_is_not_a_layer_loop() -> None:
     func = _function(
         "def forward(self):\n    for layer in self.layers:\n        layer.x = 1\n    return 0\n"

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 
 import libcst as cst
 
@@ -43,6 +44,22 @@ def running_loops(body: cst.BaseSuite) -> list[tuple[cst.For, LayerLoop]]:
 
 def recognise(loop: cst.For, *, nested: bool = False) -> LayerLoop | None:
     """Describe `loop` if it walks the decoder layers, else None."""
+    found = _recognise(loop, nested)
+    if found is None or found.refusal is not None or found.index in (None, "_"):
+        return found
+    body = list(loop.body.body) if isinstance(loop.body, cst.IndentedBlock) else []
+    if any(_rebinds(stmt, {found.index}) for stmt in body):
+        # Qwen3-Omni's `layer_idx = layer_idx + self.start_layer`: a header given `start=`
+        # would offset the index twice.
+        return replace(
+            found,
+            refusal=f"the loop rebinds its index `{found.index}` in its body; a tap cannot "
+            "tell which layer it is at",
+        )
+    return found
+
+
+def _recognise(loop: cst.For, nested: bool) -> LayerLoop | None:
     iter_node = loop.iter
     if _is_call(iter_node, "range"):
         return _range_loop(loop, nested)
@@ -250,8 +267,10 @@ def _layer_call(
     passes = residual is not None and any(
         isinstance(a.value, cst.Name) and a.value.value == residual for a in call.args
     )
-    rebound = any(_rebinds(stmt, {hidden, residual or hidden}) for stmt in body[:position])
-    return LayerCall(position, hidden, residual, passes, rebound)
+    names = {hidden, residual or hidden}
+    rebound = any(_rebinds(stmt, names) for stmt in body[:position])
+    after = any(_rebinds(stmt, names) for stmt in body[position + 1 :])
+    return LayerCall(position, hidden, residual, passes, rebound, after)
 
 
 def _stream_name(result: str, call: cst.Call, after: list[cst.BaseStatement]) -> str | None:

@@ -24,6 +24,10 @@ class LayerCall:
     rebound_before: bool
     """A statement before the call in the loop body rebinds the hidden or residual name
     (Solar's pre-layer blending): a tap must come after it."""
+    rebound_after: bool = False
+    """A statement after the call rebinds the hidden or residual name (Qwen3-Omni's deepstack
+    embeddings, Zamba2's `hidden_states = layer_outputs`): a tap right after the call would
+    miss it."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -81,6 +81,11 @@ def loop_refusal(
     if not mixin and not has_init:
         return "the decoder has no __init__ to initialise self.aux_hidden_state_layers in"
     assert loop.call is not None
+    if mixin and loop.call.rebound_after:
+        return (
+            "the loop changes the hidden state after the layer call; the mixin's tap right "
+            "after the call would miss it"
+        )
     if mixin and loop.call.rebound_before:
         return (
             "the loop rebinds the hidden state before the layer call; the mixin's tap after "
