@@ -69,9 +69,6 @@ UNCONSTRUCTABLE_BOTH: dict[str, str] = {
     "deepseek_v2.DeepseekV2Model[DeepseekV2DecoderLayer]": "reads self.use_mha ",
     "granite.GraniteModel[GraniteDecoderLayer]": "reads config.embedding_multiplier",
     "step3p5.Step3p5Model[Step3p5DecoderLayer]": "reads self.use_moe ",
-    "zamba2.Zamba2Model[Zamba2AttentionDecoderLayer]": "missing 1 required positional argument",
-    "zamba2.Zamba2Model[Zamba2HybridLayer]": "reads self.block_idx ",
-    "zamba2.Zamba2Model[Zamba2MambaDecoderLayer]": "the previous rank returned Tensor",
 }
 UNCONSTRUCTABLE: dict[str, dict[str, str]] = {
     "0.16.0": {
@@ -82,6 +79,9 @@ UNCONSTRUCTABLE: dict[str, dict[str, str]] = {
         "jais2.Jais2Model": "cannot import name 'Jais2Config' from 'transformers'",
         "minimax_text_01.MiniMaxText01Model[MiniMaxText01DecoderLayer]": ("reads self.expert_num "),
         "qwen3_next.Qwen3NextModel[Qwen3NextDecoderLayer]": ("reads self.attn_layer_scale "),
+        "zamba2.Zamba2Model[Zamba2AttentionDecoderLayer]": "missing 1 required positional argument",
+        "zamba2.Zamba2Model[Zamba2HybridLayer]": "reads self.block_idx ",
+        "zamba2.Zamba2Model[Zamba2MambaDecoderLayer]": "the previous rank returned Tensor",
     },
     "0.25.0": {
         **UNCONSTRUCTABLE_BOTH,
