@@ -22,7 +22,7 @@ def _findings(*args: str) -> list[tuple[str, str, bool]]:
     return [(t["arch"], f["code"], f["fixable"]) for t in report["targets"] for f in t["findings"]]
 
 
-@pytest.mark.parametrize("version", ["0.16.0", "0.33.0"])
+@pytest.mark.parametrize("version", ["0.16.0", "0.18.0", "0.33.0"])
 def test_fix_removes_every_fixable_finding_and_refuses_none(
     version: str, release_copy: Callable
 ) -> None:
