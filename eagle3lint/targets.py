@@ -365,23 +365,22 @@ class Target:
 def resolve_callee(target: Target, owner: ClassRef, callee: str) -> ClassRef | None:
     """A callee as written in `owner` (`Foo`, `self.model_cls`, `self._init_model`) → class."""
     index = target.index
+    module, text = owner.file.module, callee
     if callee.startswith("self."):
         name = callee.removeprefix("self.")
-        for entry in target.mro:
-            if not isinstance(entry, ClassRef):
-                continue
-            attr = entry.cls.attrs.get(name)
-            if attr is not None and attr.value:
-                found = index.resolve_dotted(entry.file.module, attr.value)
-                return found if isinstance(found, ClassRef) else None
-            method = entry.cls.methods.get(name)
-            if method is not None and method.returns_call:
-                if method.returns_call.startswith("self."):
-                    return None
-                found = index.resolve_dotted(entry.file.module, method.returns_call)
-                return found if isinstance(found, ClassRef) else None
-        return None
-    found = index.resolve_dotted(owner.file.module, callee)
+        held = next(
+            (
+                (entry.file.module, found)
+                for entry in target.mro
+                if isinstance(entry, ClassRef)
+                and (found := entry.cls.held_callee(name)) is not None
+            ),
+            None,
+        )
+        if held is None or held[1].startswith("self."):
+            return None
+        module, text = held
+    found = index.resolve_dotted(module, text)
     return found if isinstance(found, ClassRef) else None
 
 

@@ -149,6 +149,16 @@ class ClassSummary:
     layer_convention: LayerConvention | None = None
     """What `forward` returns, read as a decoder layer's: its residual convention."""
 
+    def held_callee(self, name: str) -> str | None:
+        """What `self.<name>(...)` calls when this class defines `name`: the class an attribute
+        holds (`model_cls = DeepseekV2Model`) or what a method returns a call of
+        (`return DeepseekV2Model(...)`), as written; None when this class does not say."""
+        attr = self.attrs.get(name)
+        if attr is not None and attr.value:
+            return attr.value
+        method = self.methods.get(name)
+        return method.returns_call if method is not None else None
+
 
 @dataclass(slots=True)
 class FactorySummary:

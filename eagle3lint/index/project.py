@@ -360,11 +360,7 @@ class ProjectIndex:
                 named = assign is not None and assign.architectures
                 callee = assign.callee if assign is not None and not named else None
                 if callee and callee.startswith("self."):
-                    held = cls.attrs.get(callee.removeprefix("self."))
-                    method = cls.methods.get(callee.removeprefix("self."))
-                    callee = (held.value if held else None) or (
-                        method.returns_call if method else None
-                    )
+                    callee = cls.held_callee(callee.removeprefix("self."))
                 if callee and not callee.startswith("self."):
                     texts.append(callee)
         elif name in summary.aliases:
