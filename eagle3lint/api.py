@@ -46,12 +46,13 @@ from eagle3lint.repairs import (
 )
 from eagle3lint.rule import Code, Example, Expected, Explanation, Rule, RuleContext
 from eagle3lint.shapes.model import STREAM, LayerConvention
-from eagle3lint.shapes.names import AUX_LAYERS_ATTR
+from eagle3lint.shapes.names import AUX_LAYERS_ATTR, LANGUAGE_MODEL_ATTR
 from eagle3lint.targets import Target
 
 __all__ = [
     "AUX_LAYERS_ATTR",
     "DRAFT_IDS_KEY",
+    "LANGUAGE_MODEL_ATTR",
     "SPECULATORS_FORMAT",
     "STREAM",
     "AddAuxMethods",

@@ -17,6 +17,7 @@ from eagle3lint.contract.reader import PP_RELAY_FLAG
 from eagle3lint.index.model import DictLiteral, ForwardSummary, InitAssign, MethodSummary
 from eagle3lint.index.project import ClassRef, ExternalRef, ProjectIndex
 from eagle3lint.shapes.model import LayerConvention
+from eagle3lint.shapes.names import DECODER_ATTR, LANGUAGE_MODEL_ATTR
 from eagle3lint.shapes.plan import TapPlan, plan_tap
 
 MODELS_PACKAGE = "vllm.model_executor.models"
@@ -222,7 +223,7 @@ class Target:
     @cached_property
     def is_bare_decoder(self) -> bool:
         """A wrapper's language model that runs the layer loop in its own forward."""
-        if self.depth == 0 or self.init_assign("model") is not None:
+        if self.depth == 0 or self.init_assign(DECODER_ATTR) is not None:
             return False
         found = self.index.forward_of(self.ref)
         return found is not None and bool(found[1].loops)
@@ -232,7 +233,7 @@ class Target:
         """For a multimodal wrapper: the model built in `self.language_model`."""
         if self.depth >= MAX_WRAPPER_DEPTH:
             return None
-        found = self.init_assign("language_model")
+        found = self.init_assign(LANGUAGE_MODEL_ATTR)
         if found is None:
             return None
         owner, assign = found
@@ -311,7 +312,7 @@ class Target:
     def repair_owner(self) -> Target:
         """The class to edit: the one in the MRO that builds the decoder (`self.model`), so that
         subclasses such as DeepseekV3ForCausalLM inherit the support, else the class itself."""
-        found = self.init_assign("model")
+        found = self.init_assign(DECODER_ATTR)
         if found is None or found[0] == self.ref:
             return self
         return Target(found[0].name, found[0], self.index, self.contract, registered=False)
@@ -339,7 +340,7 @@ class Target:
                 found.add(ref.module)
                 if ref.name:
                     found.add(f"{ref.module}.{ref.name}")
-        assigned = self.init_assign("language_model")
+        assigned = self.init_assign(LANGUAGE_MODEL_ATTR)
         names = set(assigned[1].architectures) if assigned else set()
         found |= {e.module for e in registered_architectures(self.index) if e.arch in names}
         return found

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from eagle3lint.api import (
+    LANGUAGE_MODEL_ATTR,
     AddAuxMethods,
     AddDelegatingMethods,
     AddMixinTaps,
@@ -364,7 +365,7 @@ class OldNameForCausalLM(nn.Module, SupportsEagle3):
                 if ref.file.module == contract.interfaces_module and ref.cls.is_protocol:
                     yield from self._default_needs(target, ctx, name)
                     continue
-                reaches = (method.delegates_to or "").startswith("language_model") or any(
+                reaches = (method.delegates_to or "").startswith(LANGUAGE_MODEL_ATTR) or any(
                     a.startswith("language_model.") for a in method.self_attr_assigns
                 )
                 if name != contract.setter or reaches or "get_language_model" in method.calls_self:

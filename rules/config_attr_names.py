@@ -240,7 +240,7 @@ class MediaVLForConditionalGeneration(nn.Module, SupportsMultiModal):
                 cls.column,
                 hint=hint,
                 repair=AddProposerBranch(mapping.path, cls=name, attribute=alternative[0])
-                if alternative
+                if alternative and mapping.refusal is None
                 else None,
             )
             return

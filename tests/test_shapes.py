@@ -1,4 +1,5 @@
-"""The shape recognisers on small sources: loop spellings, layer conventions, taps."""
+"""The shape recognisers on small sources: loop spellings, layer conventions, taps, the gate
+list and the proposer's image-token mapping."""
 
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ import libcst as cst
 import pytest
 
 from eagle3lint.index.extract import summarize
+from eagle3lint.shapes.gate import find_gate
+from eagle3lint.shapes.image_tokens import find_image_token_map
 from eagle3lint.shapes.loop import running_loops
 from eagle3lint.shapes.model import DELTA, STREAM, UNKNOWN
 from eagle3lint.shapes.residual import classify
@@ -162,3 +165,99 @@ class Model:
     assert forward is not None
     ((tap,),) = [loop.taps for loop in forward.loops]
     assert tap.unbound == ["r"] and tap.adds_residual
+
+
+def _module(source: str) -> cst.Module:
+    return cst.parse_module(textwrap.dedent(source))
+
+
+_GATE = """
+class SpeculativeConfig:
+    def _verify_args(self):
+        {assignments}
+        if self.method == "eagle3" and self.target_model_config and not any(
+            supported in self.target_model_config.hf_text_config.model_type
+            for supported in {listed}
+        ):
+            raise ValueError("not supported")
+"""
+
+
+def test_gate_allow_list_is_read_and_extendable() -> None:
+    gate = find_gate(_module(_GATE.format(assignments='ok = ["llama", "qwen"]', listed="ok")))
+    assert gate is not None
+    assert (gate.variable, gate.entries, gate.methods) == ("ok", ("llama", "qwen"), ("eagle3",))
+    assert gate.function == "_verify_args"
+    assert gate.refusal is None and gate.assignment is not None
+
+
+@pytest.mark.parametrize(
+    ("assignments", "entries", "refusal"),
+    [
+        ("ok = names()", None, "assigned a list of strings 0 times"),
+        ('ok = ["llama"]\n        ok = ["qwen"]', ("qwen",), "2 times"),
+    ],
+)
+def test_gate_lists_fix_cannot_extend_say_why(
+    assignments: str, entries: tuple[str, ...] | None, refusal: str
+) -> None:
+    gate = find_gate(_module(_GATE.format(assignments=assignments, listed="ok")))
+    assert gate is not None and gate.entries == entries
+    assert gate.refusal is not None and refusal in gate.refusal
+
+
+def test_single_model_type_gate_is_read_but_not_extendable() -> None:
+    gate = find_gate(
+        _module(
+            """
+            def check(self):
+                if self.method == "eagle3" and "llama" not in self.model_config.model_type:
+                    raise ValueError("llama only")
+            """
+        )
+    )
+    assert gate is not None
+    assert (gate.variable, gate.entries, gate.methods) == (None, ("llama",), ("eagle3",))
+    assert gate.refusal is not None and "single" in gate.refusal
+
+
+def test_no_gate() -> None:
+    assert find_gate(_module("def check(self):\n    return True\n")) is None
+
+
+_PROPOSER = """
+class EagleProposer:
+    def load_model(self, target_model):
+        if supports_multimodal(target_model):
+            {body}
+"""
+
+
+def test_image_token_dispatch_is_read_and_extendable() -> None:
+    body = """if self.get_model_name(target_model) in ["Qwen2_5_VL", "Qwen3VL"]:
+                self.model.config.image_token_index = target_model.config.image_token_id
+            elif self.get_model_name(target_model) == "Pixtral":
+                self.model.config.image_token_index = target_model.config.vision.image_token_id
+            else:
+                self.model.config.image_token_index = target_model.config.image_token_index"""
+    shape = find_image_token_map(_module(_PROPOSER.format(body=body)))
+    assert shape is not None and shape.refusal is None
+    assert [(b.classes, b.attribute) for b in shape.branches] == [
+        (("Qwen2_5_VL", "Qwen3VL"), "image_token_id"),
+        (("Pixtral",), "vision.image_token_id"),
+    ]
+    assert shape.fallback == "image_token_index"
+    assert shape.assigned == "self.model.config.image_token_index"
+    assert shape.target_model == "target_model"
+
+
+def test_image_token_without_dispatch_is_read_but_not_extendable() -> None:
+    body = "self.model.config.image_token_index = target_model.config.image_token_index"
+    shape = find_image_token_map(_module(_PROPOSER.format(body=body)))
+    assert shape is not None and shape.branches == ()
+    assert shape.fallback == "image_token_index"
+    assert shape.refusal is not None and "does not dispatch" in shape.refusal
+
+
+def test_no_image_token_map() -> None:
+    assert find_image_token_map(_module("def load_model(self, m):\n    pass\n")) is None

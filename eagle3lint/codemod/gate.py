@@ -5,7 +5,8 @@ from __future__ import annotations
 import re
 
 import libcst as cst
-import libcst.matchers as m
+
+from eagle3lint.shapes.gate import find_gate
 
 from ._layout import (
     bracketed,
@@ -15,45 +16,10 @@ from ._layout import (
     parse_statement,
     refuse_if_commented,
 )
-from ._nodes import locate, replace
+from ._nodes import replace
 from .errors import CodemodRefused
 
-
-def _assigning(name: str | None = None) -> m.SimpleStatementLine:
-    """Matches `NAME = ["...", ...]`, for any name when `name` is None."""
-    return m.SimpleStatementLine(
-        body=[
-            m.Assign(
-                targets=[m.AssignTarget(target=m.Name() if name is None else m.Name(name))],
-                value=m.List(elements=[m.ZeroOrMore(m.Element(m.SimpleString()))]),
-            )
-        ]
-    )
-
-
 _MODEL_TYPE = re.compile(r"[A-Za-z0-9_.\-]+")
-_MODEL_TYPE_ATTR = m.Attribute(attr=m.Name("model_type"))
-# `any(x in <...>.model_type for x in LIST)`
-_GATE = m.Call(
-    func=m.Name("any"),
-    args=[
-        m.Arg(
-            m.GeneratorExp(
-                elt=m.Comparison(
-                    left=m.Name(),
-                    comparisons=[m.ComparisonTarget(operator=m.In(), comparator=_MODEL_TYPE_ATTR)],
-                ),
-                for_in=m.CompFor(target=m.Name(), iter=m.Name(), inner_for_in=None, ifs=[]),
-            )
-        )
-    ],
-)
-_STRING_LIST = _assigning()
-# vLLM 0.10: `"llama" not in ...model_type`
-_SINGLE_GATE = m.Comparison(
-    left=m.SimpleString(),
-    comparisons=[m.ComparisonTarget(operator=m.NotIn(), comparator=_MODEL_TYPE_ATTR)],
-)
 
 
 def add_gate_entry(module: cst.Module, model_type: str) -> cst.Module:
@@ -73,7 +39,14 @@ def add_gate_entry(module: cst.Module, model_type: str) -> cst.Module:
     """
     if not _MODEL_TYPE.fullmatch(model_type):
         raise CodemodRefused(f"{model_type!r} does not look like a Hugging Face model_type")
-    line, column = _allow_list(module)
+    gate = find_gate(module)
+    if gate is None:
+        raise CodemodRefused(
+            "no EAGLE-3 model_type allow-list (`any(x in ...model_type for x in LIST)`) found"
+        )
+    if gate.refusal is not None or gate.assignment is None:
+        raise CodemodRefused(gate.refusal or "the allow-list cannot be extended")
+    line, column = gate.assignment, gate.column
     original = _list_of(line)
     entries = [element.value for element in original.elements]
     if any(
@@ -123,46 +96,6 @@ def _closing_line_on_last_comma(allowed: cst.List) -> cst.List:
         ],
         rbracket=allowed.rbracket.with_changes(whitespace_before=cst.SimpleWhitespace("")),
     )
-
-
-def _allow_list(module: cst.Module) -> tuple[cst.SimpleStatementLine, int]:
-    """The `NAME = [...]` statement of the EAGLE-3 gate, and its column."""
-    found = locate(module, _GATE | _STRING_LIST)
-    gates = [f for f in found if isinstance(f.node, cst.Call)]
-    if not gates:
-        if m.findall(module, _SINGLE_GATE):
-            raise CodemodRefused(
-                'the EAGLE-3 gate here is a single `"..." not in ...model_type` test (vLLM '
-                "0.10), not an allow-list; extending it means rewriting the condition by hand"
-            )
-        raise CodemodRefused(
-            "no EAGLE-3 model_type allow-list (`any(x in ...model_type for x in LIST)`) found"
-        )
-    if len(gates) > 1:
-        raise CodemodRefused(
-            f"{len(gates)} `any(x in ...model_type for x in LIST)` checks found; "
-            "cannot tell which one is the EAGLE-3 gate"
-        )
-    gate = gates[0]
-    assert isinstance(gate.node, cst.Call) and isinstance(gate.node.args[0].value, cst.GeneratorExp)
-    listed = gate.node.args[0].value.for_in.iter
-    assert isinstance(listed, cst.Name)
-    lines = [
-        f
-        for f in found
-        if isinstance(f.node, cst.SimpleStatementLine)
-        and f.function is gate.function
-        and m.matches(f.node, _assigning(listed.value))
-    ]
-    if len(lines) != 1:
-        where = "the module" if gate.function is None else gate.function.name.value
-        raise CodemodRefused(
-            f"{listed.value} is assigned a list of strings {len(lines)} times in {where}; "
-            "expected exactly once"
-        )
-    line = lines[0].node
-    assert isinstance(line, cst.SimpleStatementLine)
-    return line, lines[0].column
 
 
 def _list_of(line: cst.SimpleStatementLine) -> cst.List:

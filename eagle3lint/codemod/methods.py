@@ -7,7 +7,7 @@ from collections.abc import Callable
 import libcst as cst
 import libcst.matchers as m
 
-from eagle3lint.shapes.names import SETTER
+from eagle3lint.shapes.names import LANGUAGE_MODEL_ATTR, SETTER
 
 from ._layout import BLANK_LINE, parse_statement
 from ._nodes import (
@@ -65,7 +65,7 @@ def add_delegating_methods(
     class_name: str,
     *,
     getter_name: str,
-    language_model_attr: str = "language_model",
+    language_model_attr: str = LANGUAGE_MODEL_ATTR,
 ) -> cst.Module:
     """Give a multimodal wrapper EAGLE-3 methods that forward to its language model.
 

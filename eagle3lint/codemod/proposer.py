@@ -7,6 +7,8 @@ import re
 import libcst as cst
 import libcst.matchers as m
 
+from eagle3lint.shapes.image_tokens import MULTIMODAL_CHECK, find_image_token_map
+
 from ._layout import (
     INDENT,
     bracketed,
@@ -16,14 +18,11 @@ from ._layout import (
     one_per_line,
     parse_statement,
 )
-from ._nodes import block_indent, locate, replace
+from ._nodes import replace
 from .errors import CodemodRefused
 
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _ATTRIBUTE_PATH = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
-# `self.get_model_name(target_model)`
-_MODEL_NAME = m.Call(func=m.Attribute(attr=m.Name("get_model_name")), args=[m.Arg(m.Name())])
-_DISPATCH = m.If(test=m.Comparison(left=_MODEL_NAME))
 
 
 def add_proposer_branch(module: cst.Module, class_name: str, attr: str) -> cst.Module:
@@ -49,15 +48,18 @@ def add_proposer_branch(module: cst.Module, class_name: str, attr: str) -> cst.M
     """
     if not _IDENTIFIER.fullmatch(class_name) or not _ATTRIBUTE_PATH.fullmatch(attr):
         raise CodemodRefused(f"{class_name!r} / {attr!r} are not a class name and an attribute")
-    chain, column = _dispatch_chain(module)
-    branches = _branches(chain)
-    if any(class_name in _strings(branch.test) for branch in branches):
+    shape = find_image_token_map(module)
+    if shape is None:
+        raise CodemodRefused(f"no `if {MULTIMODAL_CHECK}(target_model):` block in this file")
+    if shape.refusal is not None or shape.assigned is None:
+        raise CodemodRefused(shape.refusal or "no assignment of the image token to copy")
+    if any(class_name in branch.classes for branch in shape.branches):
         return module
-    last = branches[-1]
-    assigned = _assigned_target(module, last.orelse if isinstance(last.orelse, cst.Else) else last)
-    assert isinstance(chain.test, cst.Comparison) and isinstance(chain.test.left, cst.Call)
+    branches = [branch.node for branch in shape.branches]
+    chain, column, last, assigned = branches[0], shape.column, branches[-1], shape.assigned
+    assert isinstance(chain.test, cst.Comparison)
     model_name = module.code_for_node(chain.test.left)
-    target_model = module.code_for_node(chain.test.left.args[0].value)
+    target_model = shape.target_model
     value = f"{target_model}.config.{attr}"
     for branch in branches:
         if _reads(module, branch, value):
@@ -131,59 +133,3 @@ def _with_class(module: cst.Module, branch: cst.If, class_name: str, column: int
     )
     listed = cst.parse_expression(header[len("if ") : -len(":")], module.config_for_parsing)
     return branch.with_changes(test=listed)
-
-
-def _dispatch_chain(module: cst.Module) -> tuple[cst.If, int]:
-    """The `if self.get_model_name(...) ...` chain inside `if supports_multimodal(...):`.
-
-    Returned with its column.
-    """
-    blocks = locate(
-        module, m.If(test=m.Call(func=m.Name("supports_multimodal"), args=[m.Arg(m.Name())]))
-    )
-    if not blocks:
-        raise CodemodRefused("no `if supports_multimodal(target_model):` block in this file")
-    if len(blocks) > 1:
-        raise CodemodRefused(
-            f"{len(blocks)} `if supports_multimodal(...):` blocks; cannot tell which one to extend"
-        )
-    block = blocks[0].node
-    assert isinstance(block, cst.If)
-    chains = [s for s in block.body.body if m.matches(s, _DISPATCH)]
-    if len(chains) != 1:
-        raise CodemodRefused(
-            "the `if supports_multimodal(...):` block does not dispatch on "
-            "`self.get_model_name(...)` with one if/elif chain; it sets the image token the "
-            "same way for every model"
-        )
-    chain = chains[0]
-    assert isinstance(chain, cst.If)
-    return chain, blocks[0].column + block_indent(module, block.body)
-
-
-def _branches(chain: cst.If) -> list[cst.If]:
-    branches = [chain]
-    while isinstance(branches[-1].orelse, cst.If):
-        branches.append(branches[-1].orelse)
-    return branches
-
-
-def _strings(test: cst.BaseExpression) -> set[str]:
-    return {
-        str(string.evaluated_value)
-        for string in m.findall(test, m.SimpleString())
-        if isinstance(string, cst.SimpleString)
-    }
-
-
-def _assigned_target(module: cst.Module, block: cst.If | cst.Else) -> str:
-    """What the fallback (or last) branch assigns the image token to."""
-    assignment = m.SimpleStatementLine(body=[m.Assign(targets=[m.AssignTarget()])])
-    first = block.body.body[0]
-    if not (isinstance(block.body, cst.IndentedBlock) and m.matches(first, assignment)):
-        raise CodemodRefused(
-            "the last branch of the get_model_name chain does not start with an assignment; "
-            "cannot tell which attribute receives the image token id"
-        )
-    assert isinstance(first, cst.SimpleStatementLine) and isinstance(first.body[0], cst.Assign)
-    return module.code_for_node(first.body[0].targets[0].target)

@@ -28,10 +28,10 @@ from eagle3lint.shapes.loop import running_loops
 from eagle3lint.shapes.model import INDEX_NAMES, LayerCall, LayerLoop
 from eagle3lint.shapes.names import AUX_LAYERS_ATTR, AUX_LIST, MIXIN, TAP_HELPER
 from eagle3lint.shapes.plan import loop_refusal
-from eagle3lint.shapes.syntax import returns_name
+from eagle3lint.shapes.syntax import block_indent, locate, returns_name
 
 from ._layout import BLANK_LINE, bracketed, indented, parse_statement
-from ._nodes import block_indent, find_class, find_method, locate, replace, with_body
+from ._nodes import find_class, find_method, replace, with_body
 from .errors import CodemodRefused
 from .imports import ensure_interface_import
 from .protocol import add_class_base

@@ -24,7 +24,8 @@ from eagle3lint.contract.model import (
     ImageTokenBranch,
     ImageTokenMap,
 )
-from eagle3lint.shapes.syntax import code, dotted, string_value
+from eagle3lint.shapes.gate import find_gate
+from eagle3lint.shapes.image_tokens import MODEL_NAME, MULTIMODAL_CHECK, find_image_token_map
 from eagle3lint.sources.files import (
     SourceNotFound,
     SourceSyntaxError,
@@ -87,81 +88,6 @@ def _line_of(text: str, needle: str, start: int = 0) -> int:
     return text.count("\n", 0, at) + 1 if at >= 0 else 1
 
 
-class _GateFinder(cst.CSTVisitor):
-    """Finds `any(x in <...>.model_type for x in LIST)` and the list it iterates."""
-
-    def __init__(self) -> None:
-        self.function_stack: list[cst.FunctionDef] = []
-        self.lists: dict[tuple[int, str], cst.List] = {}
-        self.hits: list[tuple[cst.FunctionDef | None, str | None, tuple[str, ...]]] = []
-
-    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-        self.function_stack.append(node)
-
-    def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
-        self.function_stack.pop()
-
-    def visit_Assign(self, node: cst.Assign) -> None:
-        if isinstance(node.value, cst.List) and len(node.targets) == 1:
-            target = node.targets[0].target
-            if isinstance(target, cst.Name):
-                scope = id(self.function_stack[-1]) if self.function_stack else 0
-                self.lists[(scope, target.value)] = node.value
-
-    def visit_If(self, node: cst.If) -> None:
-        test_text = code(node.test)
-        if "model_type" not in test_text:
-            return
-        methods = tuple(re.findall(r"\"(\w+)\"", test_text.split("model_type")[0]))
-        function = self.function_stack[-1] if self.function_stack else None
-        for call in _calls_named(node.test, "any"):
-            generator = call.args[0].value if call.args else None
-            if not isinstance(generator, cst.GeneratorExp):
-                continue
-            element = generator.elt
-            if (
-                isinstance(element, cst.Comparison)
-                and isinstance(element.comparisons[0].operator, cst.In)
-                and code(element.comparisons[0].comparator).endswith("model_type")
-                and isinstance(generator.for_in.iter, cst.Name)
-            ):
-                self.hits.append((function, generator.for_in.iter.value, methods))
-                return
-        for comparison in _comparisons(node.test):
-            left = string_value(comparison.left)
-            if (
-                left is not None
-                and isinstance(comparison.comparisons[0].operator, cst.NotIn)
-                and code(comparison.comparisons[0].comparator).endswith("model_type")
-            ):
-                methods = tuple(m for m in methods if m != left)
-                self.hits.append((function, None, (*methods, left)))
-                return
-
-
-def _calls_named(node: cst.CSTNode, name: str) -> list[cst.Call]:
-    found: list[cst.Call] = []
-
-    class _Calls(cst.CSTVisitor):
-        def visit_Call(self, call: cst.Call) -> None:
-            if dotted(call.func) == name:
-                found.append(call)
-
-    node.visit(_Calls())
-    return found
-
-
-def _comparisons(node: cst.CSTNode) -> list[cst.Comparison]:
-    found: list[cst.Comparison] = []
-
-    class _Comparisons(cst.CSTVisitor):
-        def visit_Comparison(self, comparison: cst.Comparison) -> None:
-            found.append(comparison)
-
-    node.visit(_Comparisons())
-    return found
-
-
 def _read_if_there(path: Path) -> str | None:
     """The text of a contract file; None when the release has no such file. A file that is
     there but cannot be read raises: the contract would silently be another release's."""
@@ -172,6 +98,7 @@ def _read_if_there(path: Path) -> str | None:
 
 
 def read_gate(vllm_dir: Path) -> Gate | None:
+    """The EAGLE-3 model_type allow-list of the release's speculative config, if it has one."""
     for rel in GATE_FILES:
         path = vllm_dir / rel
         text = _read_if_there(path)
@@ -179,100 +106,38 @@ def read_gate(vllm_dir: Path) -> Gate | None:
             continue
         if "model_type" not in text:
             return None
-        module = _parse(text, path, "model_type")
-        finder = _GateFinder()
-        module.visit(finder)
-        for function, variable, methods in finder.hits:
-            if variable is None:
-                # 0.10's `"llama" not in ...model_type`: the last string is the only entry.
-                entry = methods[-1]
-                line = _line_of(text, f'"{entry}" not in')
-                return Gate(str(path), line, None, (entry,), methods[:-1])
-            literal = finder.lists.get((id(function) if function else 0, variable))
-            if literal is None:
-                continue
-            entries = tuple(s for e in literal.elements if (s := string_value(e.value)) is not None)
-            start = text.find(f"def {function.name.value}") if function else 0
-            line = _line_of(text, f"{variable} = [", max(start, 0))
-            return Gate(str(path), line, variable, entries, methods)
-        return None
+        shape = find_gate(_parse(text, path, "model_type"))
+        if shape is None or shape.entries is None:
+            return None
+        if shape.variable is None:
+            line = _line_of(text, f'"{shape.entries[0]}" not in')
+        else:
+            start = text.find(f"def {shape.function}") if shape.function else 0
+            line = _line_of(text, f"{shape.variable} = [", max(start, 0))
+        return Gate(str(path), line, shape.variable, shape.entries, shape.methods, shape.refusal)
     return None
 
 
 def read_image_tokens(vllm_dir: Path) -> ImageTokenMap | None:
+    """Which config attribute the EAGLE proposer reads as each target class's image token."""
     for rel in PROPOSER_FILES:
         path = vllm_dir / rel
         text = _read_if_there(path)
-        if text is None:
+        needle = f"if {MULTIMODAL_CHECK}(target_model)"
+        if text is None or needle not in text:
             continue
-        anchor = text.find("if supports_multimodal(target_model)")
-        if anchor < 0:
-            continue
-        module = _parse(text, path, "supports_multimodal(target_model)")
-        block = _find_if(module, "supports_multimodal(target_model)")
-        if block is None:
+        shape = find_image_token_map(_parse(text, path, needle.removeprefix("if ")))
+        if shape is None:
             return None
-        return _image_token_map(block, text, str(path), anchor)
+        branches: list[ImageTokenBranch] = []
+        cursor = text.find(needle)
+        for branch in shape.branches:
+            first = branch.classes[0] if branch.classes else MODEL_NAME
+            line = _line_of(text, f'"{first}"', cursor)
+            cursor = text.find(f'"{first}"', cursor) + 1
+            if branch.attribute is not None:
+                branches.append(ImageTokenBranch(branch.classes, branch.attribute, line))
+        return ImageTokenMap(
+            str(path), _line_of(text, needle), tuple(branches), shape.fallback, shape.refusal
+        )
     return None
-
-
-def _find_if(module: cst.Module, test_text: str) -> cst.If | None:
-    found: list[cst.If] = []
-
-    class _Ifs(cst.CSTVisitor):
-        def visit_If(self, node: cst.If) -> None:
-            if not found and code(node.test) == test_text:
-                found.append(node)
-
-    module.visit(_Ifs())
-    return found[0] if found else None
-
-
-_CONFIG_VALUE = re.compile(r"target_model\.config\.([\w.]+)")
-
-
-def _image_token_map(block: cst.If, text: str, path: str, anchor: int) -> ImageTokenMap:
-    block_line = _line_of(text, "if supports_multimodal(target_model)")
-    branches: list[ImageTokenBranch] = []
-    fallback: str | None = None
-    chain = next(
-        (
-            stmt
-            for stmt in block.body.body
-            if isinstance(stmt, cst.If) and "get_model_name" in code(stmt.test)
-        ),
-        None,
-    )
-    if chain is None:
-        match = _CONFIG_VALUE.search(code(block.body))
-        return ImageTokenMap(path, block_line, (), match.group(1) if match else None)
-    node: cst.If | cst.Else | None = chain
-    cursor = anchor
-    while node is not None:
-        body_text = code(node.body)
-        match = _CONFIG_VALUE.search(body_text)
-        attribute = match.group(1) if match else None
-        if isinstance(node, cst.Else):
-            fallback = attribute
-            break
-        classes = tuple(_strings(node.test))
-        first = classes[0] if classes else "get_model_name"
-        line = _line_of(text, f'"{first}"', cursor)
-        cursor = text.find(f'"{first}"', cursor) + 1
-        if attribute is not None:
-            branches.append(ImageTokenBranch(classes, attribute, line))
-        node = node.orelse
-    return ImageTokenMap(path, block_line, tuple(branches), fallback)
-
-
-def _strings(node: cst.CSTNode) -> list[str]:
-    found: list[str] = []
-
-    class _Strings(cst.CSTVisitor):
-        def visit_SimpleString(self, string: cst.SimpleString) -> None:
-            value = string_value(string)
-            if value is not None:
-                found.append(value)
-
-    node.visit(_Strings())
-    return found

@@ -28,6 +28,8 @@ class Gate:
     variable: str | None
     entries: tuple[str, ...]
     methods: tuple[str, ...]
+    refusal: str | None = None
+    """Why `fix` cannot add a model type to it (see `shapes.gate`); None when it can."""
 
     def accepts(self, model_type: str) -> bool:
         """vLLM's test: any entry is a substring of the text config's model_type."""
@@ -49,6 +51,8 @@ class ImageTokenMap:
     line: int
     branches: tuple[ImageTokenBranch, ...]
     fallback: str | None
+    refusal: str | None = None
+    """Why `fix` cannot add a branch for a class (see `shapes.image_tokens`); None when it can."""
 
     def attribute_for(self, class_name: str) -> str | None:
         for branch in self.branches:
@@ -142,6 +146,11 @@ class Contract:
             "unguarded_aux_calls": data["unguarded_aux_calls"],
             "mixin": data["mixin"],
             "pp_relay": data["mixin_pp_relay"],
-            "gate": data["gate"],
-            "image_tokens": tokens,
+            "gate": _without(data["gate"], "refusal"),
+            "image_tokens": _without(tokens, "refusal"),
         }
+
+
+def _without(data: object, key: str) -> object:
+    """`data` without `key` when it is a dict: facts kept for `fix`, not shown in reports."""
+    return {k: v for k, v in data.items() if k != key} if isinstance(data, dict) else data

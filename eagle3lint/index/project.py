@@ -19,6 +19,7 @@ from eagle3lint.errors import InputError
 from eagle3lint.index.cache import SummaryCache, content_key, file_digest
 from eagle3lint.index.model import ClassSummary, FactorySummary, FileSummary, ForwardSummary
 from eagle3lint.index.modules import module_name_for
+from eagle3lint.shapes.names import DECODER_ATTR, LANGUAGE_MODEL_ATTR
 from eagle3lint.sources.files import (
     SourceNotFound,
     UnreadableSource,
@@ -354,7 +355,7 @@ class ProjectIndex:
             for base in cls.bases:
                 call = _CALL.match(base)
                 texts += [call[1], *_CALL_ARG.findall(call[2])] if call else [base.split("[")[0]]
-            for attr in ("model", "language_model"):
+            for attr in (DECODER_ATTR, LANGUAGE_MODEL_ATTR):
                 assign = cls.init_assigns.get(attr)
                 # A model built by architecture name is found through the registry instead.
                 named = assign is not None and assign.architectures

@@ -22,6 +22,7 @@ from eagle3lint.contract.source_text import function_named
 from eagle3lint.index.model import DictEntry
 from eagle3lint.index.project import ProjectIndex
 from eagle3lint.pairing.draft import SUB_CONFIG, DraftPairing, Translated, translate
+from eagle3lint.shapes.names import LANGUAGE_MODEL_ATTR
 from eagle3lint.sources.files import UnreadableSource, read_source_bytes
 from eagle3lint.targets import REGISTRY, Target
 
@@ -266,7 +267,7 @@ def default_layers(
         owner, method = found
         if method.delegates_to is None:
             break
-        current = current.language_model if method.delegates_to == "language_model" else None
+        current = current.language_model if method.delegates_to == LANGUAGE_MODEL_ATTR else None
     else:
         return None
     source = index.source_file(owner.file.module)

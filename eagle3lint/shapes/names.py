@@ -20,3 +20,7 @@ KNOWN_GETTERS = (
 )
 """Getter names vLLM's runners have called (≤ 0.17, ≥ 0.18): a method under the name the
 analysed release does not call is an override nobody reads."""
+DECODER_ATTR = "model"
+"""The attribute a `*ForCausalLM` class builds its decoder (the layer loop's owner) in."""
+LANGUAGE_MODEL_ATTR = "language_model"
+"""The attribute a multimodal wrapper builds its language model (a `*ForCausalLM`) in."""
