@@ -34,6 +34,7 @@ from eagle3lint.index.modules import module_name_for, resolve_relative
 from eagle3lint.shapes.loop import LayerLoop, layer_loops
 from eagle3lint.shapes.names import AUX_LAYERS_ATTR
 from eagle3lint.shapes.residual import classify
+from eagle3lint.shapes.submodel import built_model
 from eagle3lint.shapes.syntax import (
     assigned_names,
     code,
@@ -560,19 +561,8 @@ def _super_init_classes(stmt: cst.BaseStatement) -> dict[str, str]:
 
 
 def _init_assign(value: cst.BaseExpression, line: int) -> InitAssign:
-    assign = InitAssign(line=line)
-    if isinstance(value, cst.Call):
-        assign.callee = dotted(value.func)
-        for arg in value.args:
-            keyword = arg.keyword.value if arg.keyword is not None else None
-            if keyword == "architectures" and isinstance(arg.value, cst.List | cst.Tuple):
-                assign.architectures = [
-                    s for e in arg.value.elements if (s := string_value(e.value)) is not None
-                ]
-    return assign
-
-
-# -- forward ------------------------------------------------------------------------------
+    built = built_model(value)
+    return InitAssign(line=line, callee=built.callee, architectures=list(built.architectures))
 
 
 # -- forward ------------------------------------------------------------------------------

@@ -1,0 +1,40 @@
+"""A sub-model built in `__init__`, recognised by its shape.
+
+A `*ForCausalLM` builds its decoder as `self.model = DeepseekV2Model(...)` (or through a class
+attribute, `self.model_cls(...)`); a multimodal wrapper builds its language model either the
+same way or by architecture name, `self.language_model = init_vllm_registered_model(...,
+architectures=["DeepseekV3ForCausalLM"])`, which the registry resolves. Target resolution
+follows these descriptions from a wrapper to the decoder whose layer loop `fix` taps.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import libcst as cst
+
+from eagle3lint.shapes.syntax import dotted, string_value
+
+
+@dataclass(frozen=True)
+class BuiltModel:
+    """What the value assigned to a sub-model attribute builds."""
+
+    callee: str | None
+    """Dotted text of the callee when the value is a call: `DeepseekV2Model`, `self.model_cls`."""
+    architectures: tuple[str, ...]
+    """String literals given as `architectures=[...]` (the registry builds the first)."""
+
+
+def built_model(value: cst.BaseExpression) -> BuiltModel:
+    """What `value`, assigned to `self.<attr>` in `__init__`, builds."""
+    if not isinstance(value, cst.Call):
+        return BuiltModel(None, ())
+    architectures: tuple[str, ...] = ()
+    for arg in value.args:
+        named = arg.keyword is not None and arg.keyword.value == "architectures"
+        if named and isinstance(arg.value, cst.List | cst.Tuple):
+            architectures = tuple(
+                s for e in arg.value.elements if (s := string_value(e.value)) is not None
+            )
+    return BuiltModel(dotted(value.func), architectures)
