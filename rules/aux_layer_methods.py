@@ -366,10 +366,13 @@ class OldNameForCausalLM(nn.Module, SupportsEagle3):
                     yield from self._default_needs(target, ctx, name)
                     continue
                 reaches = (method.delegates_to or "").startswith(LANGUAGE_MODEL_ATTR) or any(
-                    a.startswith("language_model.") for a in method.self_attr_assigns
+                    a.startswith(f"{LANGUAGE_MODEL_ATTR}.") for a in method.self_attr_assigns
                 )
                 if name != contract.setter or reaches or "get_language_model" in method.calls_self:
                     continue
+            # The codemod adds a delegating method; one the class writes itself is the
+            # author's code to change, not eagle3lint's.
+            own = name in target.ref.cls.methods
             yield self.report(
                 "EAG202",
                 f"{target.ref.name} does not pass {name}() on to its language model "
@@ -378,8 +381,14 @@ class OldNameForCausalLM(nn.Module, SupportsEagle3):
                 path,
                 target.ref.cls.line,
                 target.ref.cls.column,
-                hint="Delegate to self.language_model, as vLLM 0.18's Kimi-K2.5 wrapper does.",
-                repair=AddDelegatingMethods(path, cls=target.ref.name, getter=contract.getter),
+                hint=(
+                    f"Make {target.ref.name}.{name} call self.{LANGUAGE_MODEL_ATTR}.{name}(...)."
+                    if own
+                    else "Delegate to self.language_model, as vLLM 0.18's Kimi-K2.5 wrapper does."
+                ),
+                repair=None
+                if own
+                else AddDelegatingMethods(path, cls=target.ref.name, getter=contract.getter),
             )
 
     def _dead_overrides(self, target: Target, ctx: RuleContext) -> Iterator[Finding]:

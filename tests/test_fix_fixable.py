@@ -1,9 +1,11 @@
-"""`[fixable]` means `fix` rewrites it: over every target of real releases, `fix` removes every
-finding marked fixable and refuses none of them (check and fix read the code the same way)."""
+"""`[fixable]` means `fix` rewrites it: over every target of real releases and of the era
+fixtures, `fix` removes every finding marked fixable and refuses none of them (check and fix
+read the code the same way)."""
 
 from __future__ import annotations
 
 import json
+import shutil
 from collections.abc import Callable
 from pathlib import Path
 
@@ -22,11 +24,29 @@ def _findings(*args: str) -> list[tuple[str, str, bool]]:
     return [(t["arch"], f["code"], f["fixable"]) for t in report["targets"] for f in t["findings"]]
 
 
-@pytest.mark.parametrize("version", ["0.16.0", "0.18.0", "0.33.0"])
+ERAS = Path(__file__).resolve().parent.parent / "fixtures" / "eras"
+
+
+def _era(name: str, tmp_path: Path) -> Path:
+    shutil.copytree(ERAS / name, tmp_path / name)
+    return tmp_path / name
+
+
+@pytest.mark.parametrize(
+    "tree",
+    [
+        *(f"vLLM {v}" for v in ("0.16.0", "0.18.0", "0.33.0")),
+        *sorted(p.name for p in ERAS.iterdir() if (p / "vllm").is_dir()),
+    ],
+)
 def test_fix_removes_every_fixable_finding_and_refuses_none(
-    version: str, release_copy: Callable
+    tree: str, release_copy: Callable, tmp_path: Path
 ) -> None:
-    root = release_copy(version)
+    root = (
+        release_copy(tree.removeprefix("vLLM "))
+        if tree.startswith("vLLM")
+        else _era(tree, tmp_path)
+    )
     args = [str(root), "--require", "*"]
     fixable = {(arch, code) for arch, code, can in _findings(*args) if can}
     assert fixable

@@ -78,16 +78,17 @@ def _proposer_branch(m: cst.Module, r: AddProposerBranch, _: bool) -> cst.Module
 
 BUILTIN: Mapping[type[Repair], Codemod] = {
     AddProtocolBase: _protocol_base,
+    RenameMethod: _rename,
     AddAuxMethods: _aux_methods,
     AddDelegatingMethods: _delegating_methods,
     AddForwardTaps: _forward_taps,
     AddMixinTaps: _mixin_taps,
-    RenameMethod: _rename,
     AddGateEntry: _gate_entry,
     AddProposerBranch: _proposer_branch,
 }
 """The built-in codemods, in the order edits are applied within one file (the base before the
-methods, as vLLM's own changes read)."""
+methods, as vLLM's own changes read; a getter renamed before the methods are added, which then
+find it under its new name instead of adding a second one)."""
 
 
 def declaration_problem(
