@@ -12,6 +12,7 @@ import difflib
 import os
 import stat
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
@@ -22,7 +23,7 @@ from eagle3lint import storage
 from eagle3lint.codemod.errors import CodemodRefused
 from eagle3lint.codemod.registry import apply_repair, edit_order
 from eagle3lint.codemod.verify import render_checked
-from eagle3lint.engine import CheckOptions, run_check
+from eagle3lint.engine import CheckOptions, CheckRun, run_check
 from eagle3lint.findings import Repair, Severity
 from eagle3lint.report.escape import printable
 from eagle3lint.report.model import Report
@@ -62,26 +63,57 @@ def plan_repairs(repairs: list[Repair]) -> dict[Path, list[Repair]]:
     return dict(sorted(by_file.items()))
 
 
-def rewrite(path: Path, repairs: list[Repair], interfaces_dir: Path | None = None) -> FileEdit:
+class SourceCache:
+    """Each file a plan edits, read and parsed once however many times the plan is redone.
+
+    The bytes are the ones the check's index read where it read the file, so the plan edits
+    exactly what was checked and `write_edits` refuses a file saved since; other files are
+    read here with the same binary, encoding and nesting checks as `check`.
+    """
+
+    def __init__(self, known: Callable[[str], bytes | None] = lambda path: None) -> None:
+        self._known = known
+        self._loaded: dict[Path, tuple[bytes, cst.Module | None, str | None]] = {}
+
+    def load(self, path: Path) -> tuple[bytes, cst.Module | None, str | None]:
+        """The file's bytes and module, or its bytes (empty if unread) and why it cannot be
+        edited."""
+        if path not in self._loaded:
+            self._loaded[path] = self._read(path)
+        return self._loaded[path]
+
+    def _read(self, path: Path) -> tuple[bytes, cst.Module | None, str | None]:
+        try:
+            original = self._known(str(path))
+            if original is None:
+                original = read_source_bytes(path)
+                decode_source(original)
+        except UnreadableSource as exc:
+            return b"", None, f"cannot read {path}: {exc}"
+        try:
+            return original, cst.parse_module(original), None
+        except (cst.ParserSyntaxError, RecursionError, UnicodeDecodeError, SyntaxError) as exc:
+            return original, None, f"{path} does not parse: {exc}"
+
+
+def rewrite(
+    path: Path,
+    repairs: list[Repair],
+    interfaces_dir: Path | None = None,
+    sources: SourceCache | None = None,
+) -> FileEdit:
     """Apply `repairs` to the file in memory; the result compiles or nothing is kept.
 
     `interfaces_dir` is the folder of the tree's `interfaces.py`: files there import from it
     relatively, as vLLM does; any other file (`vllm/models/...`, out-of-tree code) absolutely.
     """
     relative = interfaces_dir is not None and path.parent.resolve() == interfaces_dir.resolve()
-    try:
-        original = read_source_bytes(path)
-        decode_source(original)  # the same binary, encoding and nesting checks as `check`
-    except UnreadableSource as exc:
-        edit = FileEdit(path, b"")
-        edit.refused = [(r, f"cannot read {path}: {exc}") for r in repairs]
-        return edit
+    original, parsed, problem = (sources or SourceCache()).load(path)
     edit = FileEdit(path, original)
-    try:
-        module = cst.parse_module(original)
-    except (cst.ParserSyntaxError, RecursionError, UnicodeDecodeError, SyntaxError) as exc:
-        edit.refused = [(r, f"{path} does not parse: {exc}") for r in repairs]
+    if parsed is None:
+        edit.refused = [(r, problem or "") for r in repairs]
         return edit
+    module = parsed
     for repair in repairs:
         try:
             module = apply_repair(module, repair, relative)
@@ -90,7 +122,7 @@ def rewrite(path: Path, repairs: list[Repair], interfaces_dir: Path | None = Non
             continue
         edit.applied.append(repair)
     try:
-        code = render_checked(original.decode(module.encoding), module, str(path))
+        code = render_checked(original.decode(module.encoding), module, str(path), parsed)
     except CodemodRefused as exc:
         edit.refused += [(r, f"{exc.reason}; left unchanged") for r in edit.applied]
         edit.applied = []
@@ -190,13 +222,14 @@ def _still(current: BinaryIO, path: Path, original: bytes) -> bool:
     return current.read(MAX_FILE_BYTES + 1) == original
 
 
-def unified_diff(edit: FileEdit) -> str:
+def unified_diff(edit: FileEdit, root: Path | None = None) -> str:
+    """The edit as a git-style diff: paths relative to `root` (default: the working
+    directory) when under it, so that `git apply` takes it there."""
     assert edit.new is not None
     old = edit.original.decode("utf-8", "replace").splitlines(keepends=True)
     new = edit.new.decode("utf-8", "replace").splitlines(keepends=True)
-    # git-style headers: paths under the working directory relative to it.
     try:
-        name = edit.path.resolve().relative_to(Path.cwd()).as_posix()
+        name = edit.path.resolve().relative_to(root or Path.cwd()).as_posix()
     except ValueError:
         name = edit.path.as_posix().lstrip("/")
     name = printable(name)
@@ -207,6 +240,7 @@ def plan_edits(
     report: Report,
     interfaces_dir: Path | None = None,
     read_only: Path | None = None,
+    sources: SourceCache | None = None,
 ) -> tuple[list[FileEdit], list[str]]:
     """The edits to make, all or nothing per target.
 
@@ -215,8 +249,10 @@ def plan_edits(
     them: half a chain (SupportsEagle3 added, the taps refused) would turn vLLM's clear refusal
     into a crash after the weights load. Drafts and pooling models are never made targets.
     Repairs shared by several targets (one decoder under DeepseekV3 and Kimi-K2.5) are applied
-    once. Returns the edits and, for each target left alone, why.
+    once. `sources` holds what the check read. Returns the edits and, for each target left
+    alone, why.
     """
+    sources = sources or SourceCache()
     skipped: list[str] = []
     chains: list[tuple[str, set[Repair]]] = []
     for target in report.targets:
@@ -247,7 +283,7 @@ def plan_edits(
     while True:
         wanted = {r for _, chain in chains if not chain & refused.keys() for r in chain}
         edits = [
-            rewrite(path, items, interfaces_dir)
+            rewrite(path, items, interfaces_dir, sources)
             for path, items in plan_repairs(list(wanted)).items()
         ]
         new = {r: why for edit in edits for r, why in edit.refused if r not in refused}
@@ -281,26 +317,43 @@ def run_fix(options: CheckOptions, diff: bool = False) -> int:
     interfaces_dir = release / "model_executor" / "models" if release is not None else None
     out = sys.stdout
     if diff:
-        edits, skipped = plan_edits(first.report, interfaces_dir, cached)
+        sources = SourceCache(first.index.source_bytes)
+        # A cached release alone: the diff is what fix would write on a copy of it (the
+        # message above sends users here to see it). With out-of-tree files: what fix writes.
+        read_only = cached if first.workspace.files else None
+        edits, skipped = plan_edits(first.report, interfaces_dir, read_only, sources)
         changed = [e for e in edits if e.changed]
+        # A cached release's paths as in a checkout (`vllm/...`), where the diff applies.
+        root = cached.parent if cached is not None and read_only is None else None
         for edit in changed:
-            out.write(unified_diff(edit))
+            out.write(unified_diff(edit, root))
+        # Only the patch on stdout (ruff's convention), so `fix --diff > fix.patch` applies.
         for line in skipped:
-            out.write(f"not fixed: {printable(line)}\n")
-        out.write(f"{len(changed)} file(s) would change\n")
+            sys.stderr.write(f"not fixed: {printable(line)}\n")
+        sys.stderr.write(f"{len(changed)} file(s) would change\n")
         return 2 if first.report.errors else (1 if changed else 0)
+
+    waited: list[str] = []
 
     def say(message: str) -> None:
         sys.stderr.write(f"{printable(message)}\n")
+
+    def wait(message: str) -> None:
+        waited.append(message)
+        say(message)
 
     with contextlib.ExitStack() as held:
         if any(f.repair for f in first.report.findings):  # else there is nothing to write
             root = _lock_root(first.workspace, cached)
             try:
-                held.enter_context(storage.tree_lock(root, on_wait=say, on_stale=say))
+                held.enter_context(storage.tree_lock(root, on_wait=wait, on_stale=say))
             except OSError as exc:
                 raise UsageError(f"cannot lock {root} to fix it: {exc.strerror or exc}") from exc
-        return _fix_locked(options, first.report, interfaces_dir, cached)
+            if waited:
+                # The run that held the lock has likely rewritten what this check read; the
+                # plan edits the bytes a check read, so check again rather than fail.
+                first = run_check(options)
+        return _fix_locked(options, first, interfaces_dir, cached)
 
 
 def _lock_root(workspace: Workspace, cached: Path | None) -> Path:
@@ -315,19 +368,37 @@ def _lock_root(workspace: Workspace, cached: Path | None) -> Path:
 
 
 def _fix_locked(
-    options: CheckOptions, report: Report, interfaces_dir: Path | None, cached: Path | None
+    options: CheckOptions, run: CheckRun, interfaces_dir: Path | None, cached: Path | None
 ) -> int:
-    """Plan, write and check again, up to `MAX_PASSES` times; the exit code."""
+    """Plan, write and check again, up to `MAX_PASSES` times; the exit code.
+
+    The run is one transaction: when a later pass cannot write, the files earlier passes wrote
+    get their content from before the run back, so a failed run leaves the tree as it was.
+    """
     out = sys.stdout
-    written: set[Path] = set()
+    before: dict[Path, bytes] = {}
+    written: dict[Path, bytes] = {}
     failure: str | None = None
+    report = run.report
     for _ in range(MAX_PASSES):
-        edits, skipped = plan_edits(report, interfaces_dir, cached)
+        sources = SourceCache(run.index.source_bytes)
+        edits, skipped = plan_edits(report, interfaces_dir, cached, sources)
         changed = [e for e in edits if e.changed]
         failure = write_edits(changed) if changed else None
-        if failure is None:
-            written.update(e.path for e in changed)
-        report = run_check(options).report
+        if failure is not None and written:
+            undo = [FileEdit(path, new, before[path]) for path, new in written.items()]
+            problem = write_edits(undo)
+            if problem is None:
+                failure += f"; the {len(undo)} file(s) earlier passes wrote were restored"
+                written = {}
+            else:
+                failure += f"; restoring the files earlier passes wrote failed too: {problem}"
+        elif failure is None:
+            for edit in changed:
+                before.setdefault(edit.path, edit.original)
+                written[edit.path] = edit.new or b""
+        run = run_check(options)
+        report = run.report
         if failure or not changed:
             break
     for line in skipped:

@@ -1,21 +1,23 @@
 """`fix` writes a target's whole repair or nothing: on a copy of real vLLM 0.16.0, from the one
 file the pre-commit hook passes, with a file of the chain read-only, with a rename that fails
-halfway, and with two runs on one tree."""
+halfway, with two runs on one tree, and with a later pass that cannot write."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
 import subprocess
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner, Result
 
-from eagle3lint import storage
+from eagle3lint import fixer, storage
 from eagle3lint.cli import app
 from eagle3lint.engine import CheckOptions, run_check
 from eagle3lint.fixer import plan_edits
@@ -270,3 +272,77 @@ def test_stablelm_is_tapped_on_the_stream_it_passes_its_layers(checkout: Path) -
     text = (checkout / "vllm/model_executor/models/stablelm.py").read_text()
     tap = text[text.index("aux_hidden_states.append(") :].split(")", 1)[0]
     assert "residual" not in tap
+
+
+def test_a_later_pass_that_cannot_write_restores_what_earlier_passes_wrote(
+    era_copy: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`fix` runs passes (fixing a base can make a subclass fixable): the run is still one
+    transaction, so a second pass that cannot write takes the first pass's files back."""
+    before = snapshot(era_copy)
+    real_plan, real_write = fixer.plan_edits, fixer.write_edits
+    plans: list[list[fixer.FileEdit]] = []
+    writes: list[list[fixer.FileEdit]] = []
+
+    def one_file_first(*args: Any, **kwargs: Any) -> tuple[list[fixer.FileEdit], list[str]]:
+        edits, skipped = real_plan(*args, **kwargs)
+        plans.append(edits)
+        # The first pass writes one file only, as when the rest waits on a base's repair.
+        return ([e for e in edits if e.changed][:1] if len(plans) == 1 else edits), skipped
+
+    def second_fails(edits: list[fixer.FileEdit]) -> str | None:
+        writes.append(edits)
+        return "cannot replace (simulated)" if len(writes) == 2 else real_write(edits)
+
+    monkeypatch.setattr(fixer, "plan_edits", one_file_first)
+    monkeypatch.setattr(fixer, "write_edits", second_fails)
+    result = fix(".", "--require", "*")
+    assert result.exit_code == 2, result.output
+    assert len(writes) == 3 and len(writes[0]) == 1 and len(writes[1]) > 1, writes
+    assert "the 1 file(s) earlier passes wrote were restored" in result.output
+    assert "0 file(s) changed" in result.output
+    assert changed(before, era_copy) == set()
+
+
+def test_fix_edits_the_bytes_the_check_read(
+    era_copy: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each file is read once: the plan edits what the check read (and `write_edits` refuses a
+    file saved since), however many times refusals make it plan again."""
+    run = run_check(CheckOptions(paths=[era_copy], require=["*"]))
+    edits = [e for e in plan_edits(run.report)[0] if e.changed]
+    assert edits
+
+    def no_second_read(path: Path) -> bytes:
+        raise AssertionError(f"{path} read again")
+
+    monkeypatch.setattr(fixer, "read_source_bytes", no_second_read)
+    sources = fixer.SourceCache(run.index.source_bytes)
+    again = [e for e in plan_edits(run.report, sources=sources)[0] if e.changed]
+    assert [(e.path, e.new) for e in again] == [(e.path, e.new) for e in edits]
+
+
+def test_a_run_that_waited_for_the_lock_plans_from_the_tree_as_the_other_left_it(
+    era_copy: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The check ran before the lock was taken: after waiting for another run, which wrote the
+    same repairs meanwhile, this one checks again instead of failing on files changed since."""
+    real_lock = storage.tree_lock
+
+    @contextlib.contextmanager
+    def another_run_first(
+        root: Path, on_wait: Callable[[str], None], on_stale: Callable[[str], None]
+    ) -> Iterator[None]:
+        monkeypatch.setattr(storage, "tree_lock", real_lock)
+        before = snapshot(era_copy)
+        fix(".", "--require", "*")
+        assert changed(before, era_copy)
+        on_wait("waiting for the fix run (pid 1) holding the lock")
+        with real_lock(root, on_wait, on_stale):
+            yield
+
+    monkeypatch.setattr(storage, "tree_lock", another_run_first)
+    result = fix(".", "--require", "*")
+    assert result.exit_code == 1, result.output  # blockers with no automatic fix remain
+    assert "not written" not in result.output
+    assert "0 file(s) changed" in result.output

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import shutil
+import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
@@ -116,6 +118,32 @@ def test_fix_refuses_to_edit_a_cached_release(vllm_release: Callable) -> None:
     result = runner.invoke(app, ["fix", "--vllm", "0.16.0", "--arch", KIMI])
     assert result.exit_code == 2
     assert "--diff" in result.output
+
+
+def test_fix_diff_of_a_cached_release_is_a_patch_for_a_checkout(
+    vllm_release: Callable, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What the refusal above suggests: the diff shows the repair (not the refusal), with
+    checkout paths, on stdout alone, and `git apply` takes it on a copy of the release."""
+    release = vllm_release("0.16.0")
+    monkeypatch.chdir(tmp_path)
+    args = ["fix", "--vllm", "0.16.0", "--arch", KIMI, "--hf-config", str(KIMI_CONFIG), "--diff"]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 1, result.output
+    assert "would change" not in result.stdout and "4 file(s) would change" in result.stderr
+    headers = {line[6:] for line in result.stdout.splitlines() if line.startswith("+++ b/")}
+    assert headers == {
+        "vllm/model_executor/models/kimi_k25.py",
+        "vllm/model_executor/models/deepseek_v2.py",
+        "vllm/config/speculative.py",
+        "vllm/v1/spec_decode/eagle.py",
+    }
+    shutil.copytree(release, tmp_path / "vllm")
+    (tmp_path / "fix.patch").write_text(result.stdout)
+    subprocess.run(["git", "init", "-q", "."], check=True)
+    subprocess.run(["git", "apply", "fix.patch"], check=True)
+    _, report = check_json(str(tmp_path / "vllm"), "--hf-config", str(KIMI_CONFIG))
+    assert by_arch(report)[KIMI]["eagle3_ready"]
 
 
 # Classes with SupportsEagle3 in their MRO, counted over model_executor/models and models/ by

@@ -471,7 +471,8 @@ def test_fix_diff_never_writes(fixable: Path) -> None:
     result = fix(str(fixable), "--diff")
     assert result.exit_code == 1, result.output
     assert "+    def set_aux_hidden_state_layers" in result.stdout
-    assert "1 file(s) would change" in result.stdout
+    assert "1 file(s) would change" in result.stderr
+    assert "would change" not in result.stdout  # the patch alone: `fix --diff > fix.patch`
     assert snapshot(fixable.parent) == before
 
 

@@ -28,12 +28,15 @@ MODULE_NAMES = frozenset(
 """Names every module has, which libcst's builtin scope does not list."""
 
 
-def render_checked(original: str, new_module: cst.Module, path: str) -> str:
+def render_checked(
+    original: str, new_module: cst.Module, path: str, parsed: cst.Module | None = None
+) -> str:
     """The code of `new_module`, after checking it as a reviewer would.
 
     `original` is the text the module was parsed from: when the rewrite changed nothing it is
     returned as is, and when the rewrite does not compile the reason says whether the original
-    compiled (a codemod bug) or did not either (the file was broken before).
+    compiled (a codemod bug) or did not either (the file was broken before). `parsed` is
+    `original` parsed, when the caller holds it (a file is parsed once per `fix` run).
 
     Refuses when the new code does not compile, or when a function it changed reads a name
     that is not bound on every path to the read, or that is defined nowhere, where the
@@ -59,7 +62,7 @@ def render_checked(original: str, new_module: cst.Module, path: str) -> str:
     if key not in _INTRODUCED:
         if len(_INTRODUCED) >= 256:
             _INTRODUCED.clear()
-        _INTRODUCED[key] = _introduced(cst.parse_module(original), new_module)
+        _INTRODUCED[key] = _introduced(parsed or cst.parse_module(original), new_module)
     problem = _INTRODUCED[key]
     if problem is not None:
         function, name, what = problem
