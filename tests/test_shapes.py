@@ -3,6 +3,8 @@ list and the proposer's image-token mapping."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import textwrap
 
 import libcst as cst
@@ -261,3 +263,12 @@ def test_image_token_without_dispatch_is_read_but_not_extendable() -> None:
 
 def test_no_image_token_map() -> None:
     assert find_image_token_map(_module("def load_model(self, m):\n    pass\n")) is None
+
+
+def test_the_extractor_does_not_import_libcst_matchers() -> None:
+    """The parse worker imports the extractor after every edit; `libcst.matchers` alone would
+    add a few tenths of a second to each of those runs (only the gate, the proposer mapping and
+    the codemods match nodes with it)."""
+    code = "import sys, eagle3lint.index.extract; print('libcst.matchers' in sys.modules)"
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.stdout.strip() == "False", result.stderr

@@ -24,11 +24,12 @@ from dataclasses import dataclass
 import libcst as cst
 import libcst.matchers as m
 
+from eagle3lint.shapes.locate import block_indent, locate
 from eagle3lint.shapes.loop import running_loops
 from eagle3lint.shapes.model import INDEX_NAMES, LayerCall, LayerLoop
 from eagle3lint.shapes.names import AUX_LAYERS_ATTR, AUX_LIST, MIXIN, TAP_HELPER
 from eagle3lint.shapes.plan import loop_refusal
-from eagle3lint.shapes.syntax import block_indent, locate, returns_name
+from eagle3lint.shapes.syntax import returns_name
 
 from ._layout import BLANK_LINE, bracketed, indented, parse_statement
 from ._nodes import find_class, find_method, replace, with_body

@@ -15,7 +15,8 @@ from dataclasses import dataclass
 import libcst as cst
 import libcst.matchers as m
 
-from eagle3lint.shapes.syntax import code, locate, string_value
+from eagle3lint.shapes.locate import locate
+from eagle3lint.shapes.syntax import code, string_value
 
 _MODEL_TYPE_ATTR = m.Attribute(attr=m.Name("model_type"))
 _ANY_IN_LIST = m.Call(

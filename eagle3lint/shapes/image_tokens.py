@@ -16,7 +16,8 @@ from dataclasses import dataclass
 import libcst as cst
 import libcst.matchers as m
 
-from eagle3lint.shapes.syntax import block_indent, code, locate, string_value
+from eagle3lint.shapes.locate import block_indent, locate
+from eagle3lint.shapes.syntax import code, string_value
 
 MULTIMODAL_CHECK = "supports_multimodal"
 """The function the proposer guards its image-token copy with."""
