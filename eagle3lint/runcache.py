@@ -76,9 +76,12 @@ def cached_check(
     )
     if guess is not None:
         cache.remember(guess.command_line, key)
-    found = guess if guess is not None and guess.key == key else Guess(None)
-    if guess is not None and found is not guess:
-        guess.close()  # its parses are of another run's files
+    if guess is not None and guess.key == key:
+        found = guess
+    else:
+        # Another entry: the guess's parses are still of the files as they are now, and a run
+        # uses one only for the bytes it reads.
+        found = Guess(None, guess.take() if guess is not None else None)
     try:
         if found.key is None:
             found.look(cache, key, options.jobs)
@@ -102,13 +105,13 @@ class Guess:
     that have changed start parsing while this process starts up. `cached_check` uses it only
     if the options lead to the same entry."""
 
-    def __init__(self, command_line: object) -> None:
+    def __init__(self, command_line: object, ahead: ParsesAhead | None = None) -> None:
         self.command_line = command_line
         self.key: str | None = None
         self.stored: tuple[str, int, Manifest] | None = None
         self.changed: list[str] = []
         """The entry's inputs that are no longer as its run found them."""
-        self._ahead: ParsesAhead | None = None
+        self._ahead = ahead
 
     @classmethod
     def start(cls, command_line: object, jobs: int | None) -> Guess:
@@ -133,7 +136,8 @@ class Guess:
         manifest = self.stored[2]
         self.changed = manifest.changed()
         if self.changed:
-            self._ahead = ParsesAhead(SummaryCache(default_cache_dir()), jobs)
+            if self._ahead is None:
+                self._ahead = ParsesAhead(SummaryCache(default_cache_dir()), jobs)
             summarised = manifest.summarised
             self._ahead.start({p: summarised[p] for p in self.changed if p in summarised})
 

@@ -224,3 +224,19 @@ def test_a_file_changed_just_before_it_is_read_has_no_stamp(tmp_path: Path) -> N
     assert stamp_of(info, info.st_ctime_ns + SETTLED_NS - 1) is None
     assert stamp_of(info, info.st_ctime_ns - 1) is None  # a clock set back
     assert stamp_of(info, info.st_ctime_ns + SETTLED_NS) == stamp_now(path)
+
+
+def test_parses_started_for_another_entry_are_used(
+    tree: Path, started: list[tuple[dict[str, str], ParsesAhead]]
+) -> None:
+    check(tree, "--jobs", "2")
+    # The same command line, other options (from the tree's configuration): another entry.
+    (tree / "eagle3lint.toml").write_text('ignore = ["EAG5"]\n')
+    model = tree / "model_executor" / "models" / "no_protocol.py"
+    model.write_text(claiming(model.read_text()))
+    after = check(tree, "--jobs", "2")
+    assert [files for files, _ in started] == [
+        {str(model): "vllm/model_executor/models/no_protocol.py"}
+    ]
+    assert started[0][1].started == {}  # the run took the parse over
+    assert after == check(tree, "--no-cache")

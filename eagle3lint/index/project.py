@@ -188,6 +188,8 @@ class ParsesAhead:
             except UnreadableSource:
                 continue  # the run that reads it reports why
             key = content_key(data, relpath)
+            if self.started.get(relpath, ("",))[0] == key:
+                continue  # started already
             if self.cache is None or not self.cache.holds(key):
                 if self.pool is None:
                     self.pool = ProcessPoolExecutor(max_workers=self.jobs)
