@@ -15,7 +15,8 @@ import os
 import sys
 import traceback
 import typing
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, replace
 from enum import StrEnum
 from pathlib import Path
@@ -31,6 +32,7 @@ if TYPE_CHECKING:
 
     from eagle3lint.engine import CheckOptions
     from eagle3lint.report.model import Report
+    from eagle3lint.runcache import Guess
 
 app = typer.Typer(
     name="eagle3lint",
@@ -260,8 +262,6 @@ def _fail(message: str, debug: bool) -> None:
 
 def _guard(debug: bool):
     """Turn expected failures into exit 2 with a message, and anything else into one line."""
-    from contextlib import contextmanager
-
     from eagle3lint.errors import DownloadError, UsageError
 
     @contextmanager
@@ -315,28 +315,46 @@ def check(
     ] = None,
 ) -> None:
     """Report every EAGLE-3 blocker of every architecture (exit 0 none, 1 errors, 2 bad input)."""
-    with _guard(args.debug):
+    # A progress line only for a person watching: not when piped, not with --quiet.
+    interactive = sys.stdout.isatty() and sys.stderr.isatty() and not quiet
+    cached = not (interactive or args.no_cache or write_baseline is not None)
+    command_line = (args, output_format, statistics, color, exit_zero, quiet, verbose)
+    with _guard(args.debug), _guess(args, command_line if cached else None) as guess:
         options = args.check_options(progress=sys.stderr.isatty())
         if write_baseline is not None:
             raise typer.Exit(_write_baseline(options, write_baseline))
         view = View(
             output_format, quiet, verbose, exit_zero, statistics, Terminal.of(sys.stdout, color)
         )
-        # A progress line only for a person watching: not when piped, not with --quiet.
-        interactive = sys.stdout.isatty() and sys.stderr.isatty() and not quiet
-        if interactive or args.no_cache:
+        if not cached:
             from eagle3lint.report.progress import FileProgress
 
             with FileProgress(interactive, Terminal.of(sys.stderr, color)) as progress:
                 options.on_file = progress.advance
                 output, code = _check(options, view)
         else:
-            output, code = _cached_check(options, view)
+            output, code = _cached_check(options, view, guess)
         sys.stdout.write(output)
         sys.stdout.flush()
         if not args.no_cache:
             _housekeeping()
     raise typer.Exit(code)
+
+
+@contextmanager
+def _guess(args: RunArgs, command_line: tuple[object, ...] | None) -> Iterator[Guess | None]:
+    """The run cache entry this command line used last, its changed files parsing already
+    (`runcache.Guess`): started before the options are read. None for `command_line` None."""
+    if command_line is None:
+        yield None
+        return
+    from eagle3lint.runcache import Guess
+
+    guess = Guess.start(repr(command_line), args.jobs)
+    try:
+        yield guess
+    finally:
+        guess.close()
 
 
 def _housekeeping() -> None:
@@ -384,11 +402,11 @@ def _present(report: Report, view: View) -> tuple[str, int]:
     return _render(report, view), report.exit_code(view.exit_zero)
 
 
-def _cached_check(options: CheckOptions, view: View) -> tuple[str, int]:
+def _cached_check(options: CheckOptions, view: View, guess: Guess | None = None) -> tuple[str, int]:
     """`_check`, answered from the whole-run cache when nothing it read has changed."""
     from eagle3lint.runcache import cached_check
 
-    return cached_check(options, asdict(view), lambda report: _present(report, view))
+    return cached_check(options, asdict(view), lambda report: _present(report, view), guess)
 
 
 def _render(report: Report, view: View) -> str:

@@ -18,7 +18,7 @@ from eagle3lint.contract.model import Contract
 from eagle3lint.contract.reader import read_contract
 from eagle3lint.findings import Finding, InputError, Severity
 from eagle3lint.index.cache import SummaryCache, default_cache_dir
-from eagle3lint.index.project import ProjectIndex
+from eagle3lint.index.project import ParsesAhead, ProjectIndex
 from eagle3lint.report.locations import location_key
 from eagle3lint.report.model import Report, TargetResult
 from eagle3lint.rule import Rule, RuleContext, finding_problem, load_plugins, selected
@@ -126,12 +126,14 @@ def text_model_type(data: dict[str, Any]) -> str:
     return str(model_type) if model_type else ""
 
 
-def _index_for(workspace: Workspace, options: CheckOptions) -> ProjectIndex:
+def _index_for(
+    workspace: Workspace, options: CheckOptions, ahead: ParsesAhead | None
+) -> ProjectIndex:
     roots = [*workspace.extra_roots]
     if workspace.import_root is not None:
         roots.append(workspace.import_root)
     cache = SummaryCache(default_cache_dir()) if options.use_cache else None
-    index = ProjectIndex(roots, cache=cache, jobs=options.jobs)
+    index = ProjectIndex(roots, cache=cache, jobs=options.jobs, ahead=ahead)
     index.on_load = options.on_file
     return index
 
@@ -173,10 +175,12 @@ def run_check(
     options: CheckOptions,
     rules: Iterable[type[Rule]] | None = None,
     workspace: Workspace | None = None,
+    ahead: ParsesAhead | None = None,
 ) -> CheckRun:
-    """Check the targets the options select; `workspace` when the caller discovered it."""
+    """Check the targets the options select; `workspace` when the caller discovered it,
+    `ahead` the parses it started (results never depend on them)."""
     workspace = workspace or discover_for(options)
-    index = _index_for(workspace, options)
+    index = _index_for(workspace, options, ahead)
     try:
         return _checked(options, rules, workspace, index)
     finally:

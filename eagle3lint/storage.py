@@ -1,7 +1,7 @@
 """Writing files whole: every file eagle3lint writes (cache entries, baselines, matrix output,
-`fix`'s rewrites) is written to a temporary file beside it, synced, given the permissions the
-file had, and renamed over it, so no reader ever sees half a file; and the lock that
-serialises `fix` runs on one tree.
+`fix`'s rewrites) is written to a temporary file beside it, synced (all but cache entries),
+given the permissions the file had, and renamed over it, so no reader ever sees half a file;
+and the lock that serialises `fix` runs on one tree.
 """
 
 from __future__ import annotations
@@ -20,9 +20,14 @@ TEMP_SUFFIX = ".eagle3lint"
 
 
 def stage(
-    path: Path, data: bytes, like: os.stat_result | None = None, private: bool = False
+    path: Path,
+    data: bytes,
+    like: os.stat_result | None = None,
+    private: bool = False,
+    sync: bool = True,
 ) -> str:
-    """A synced temporary file holding `data` beside `path`; returns its name.
+    """A temporary file holding `data` beside `path`, synced to disk if `sync`; returns its
+    name.
 
     It takes the mode and owner of `like` (the file it will replace). A new file gets mode
     0600 if `private`, else what the umask leaves of 0666, as `open()` would give it.
@@ -33,7 +38,8 @@ def stage(
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
             handle.flush()
-            os.fsync(handle.fileno())
+            if sync:
+                os.fsync(handle.fileno())
         if like is not None:
             os.chmod(tmp, stat.S_IMODE(like.st_mode))
             if (like.st_uid, like.st_gid) != (os.getuid(), os.getgid()):
@@ -51,15 +57,24 @@ def discard(tmp: str) -> None:
 
 
 def write_atomically(
-    path: Path, data: bytes, private: bool = False, like: os.stat_result | None = None
+    path: Path,
+    data: bytes,
+    private: bool = False,
+    like: os.stat_result | None = None,
+    sync: bool = True,
 ) -> None:
     """Replace (or create) `path` with `data` in one rename, keeping an existing file's
     permissions and owner (those of `like` if given: the file as it was first read). Raises
-    OSError; the temporary file never outlives a failure."""
+    OSError; the temporary file never outlives a failure.
+
+    `sync=False` skips waiting for the disk (on a loaded machine, up to half a second per
+    file): for cache entries, which a crash may leave empty or cut short, never mixed with
+    another entry, and which are then ignored and rebuilt (`SummaryCache.load` and
+    `RunCache.load` check every entry), never for what the user keeps."""
     if like is None:
         with contextlib.suppress(FileNotFoundError):
             like = os.stat(path)
-    tmp = stage(path, data, like, private)
+    tmp = stage(path, data, like, private, sync)
     try:
         os.replace(tmp, path)
     except BaseException:

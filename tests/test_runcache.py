@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -10,7 +11,11 @@ import pytest
 from typer.testing import CliRunner
 
 import eagle3lint.engine
+import eagle3lint.runcache
+import eagle3lint.sources.files
 from eagle3lint.cli import app
+from eagle3lint.index.project import ParsesAhead
+from eagle3lint.sources.files import SETTLED_NS, stamp_now, stamp_of
 
 ERA = Path(__file__).resolve().parent.parent / "fixtures" / "eras" / "e2_stub"
 runner = CliRunner()
@@ -133,3 +138,105 @@ def test_an_hf_config_folder_is_keyed_by_its_config_json(
     config.write_text(json.dumps({"model_type": "kimi_k2"}))
     assert check(tree, "--hf-config", str(folder)) != first
     assert len(runs) == 2
+
+
+def claiming(text: str) -> str:
+    """no_protocol.py's text with its model claiming EAGLE-3 support (other findings)."""
+    return text.replace("import SupportsEagle,", "import SupportsEagle, SupportsEagle3,").replace(
+        "SupportsPP, SupportsEagle):", "SupportsPP, SupportsEagle, SupportsEagle3):"
+    )
+
+
+@pytest.fixture
+def started(monkeypatch: pytest.MonkeyPatch) -> list[tuple[dict[str, str], ParsesAhead]]:
+    """Records each `ParsesAhead.start`: the files it was given, and the object (whose
+    `started` an index empties as it takes the parses over)."""
+    calls: list[tuple[dict[str, str], ParsesAhead]] = []
+    real = ParsesAhead.start
+
+    def recorded(self: ParsesAhead, files: dict[str, str]) -> None:
+        calls.append((dict(files), self))
+        real(self, files)
+
+    monkeypatch.setattr(ParsesAhead, "start", recorded)
+    return calls
+
+
+def test_an_edited_file_is_parsed_from_the_start_and_used(
+    tree: Path, started: list[tuple[dict[str, str], ParsesAhead]]
+) -> None:
+    check(tree, "--jobs", "2")
+    model = tree / "model_executor" / "models" / "no_protocol.py"
+    model.write_text(claiming(model.read_text()))
+    edited = check(tree, "--jobs", "2")
+    assert [files for files, _ in started] == [
+        {str(model): "vllm/model_executor/models/no_protocol.py"}
+    ]
+    assert started[0][1].started == {}  # the run took the parse over
+    assert edited == check(tree, "--no-cache")
+
+
+def test_a_parse_started_ahead_of_another_edit_is_not_used(
+    tree: Path, started: list[tuple[dict[str, str], ParsesAhead]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first = check(tree, "--jobs", "2")
+    model = tree / "model_executor" / "models" / "no_protocol.py"
+    text = model.read_text()
+    model.write_text(claiming(text))
+    assert check(tree, "--no-cache") != first
+    real = ParsesAhead.start
+
+    def edited_again(self: ParsesAhead, files: dict[str, str]) -> None:
+        real(self, files)  # parses the edit above, which the run will not read
+        model.write_text(text + "# a comment only\n")
+
+    monkeypatch.setattr(ParsesAhead, "start", edited_again)
+    assert check(tree, "--jobs", "2") == first
+
+
+def test_files_settled_before_the_run_are_not_read_again(
+    tree: Path, runs: list[int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Every file counts as settled (the copy was just made): their stamps are kept.
+    monkeypatch.setattr(eagle3lint.sources.files, "SETTLED_NS", 0)
+    first = check(tree)
+    reads: list[Path] = []
+    real = eagle3lint.runcache.read_source_bytes
+
+    def counted(path: Path) -> bytes:
+        reads.append(path)
+        return real(path)
+
+    monkeypatch.setattr(eagle3lint.runcache, "read_source_bytes", counted)
+    assert check(tree) == first
+    assert reads == []
+    model = tree / "model_executor" / "models" / "no_protocol.py"
+    model.write_text(claiming(model.read_text()))
+    assert check(tree) != first
+    assert reads == [model]
+    assert len(runs) == 2
+
+
+def test_a_file_changed_just_before_it_is_read_has_no_stamp(tmp_path: Path) -> None:
+    path = tmp_path / "model.py"
+    path.write_text("x = 1\n")
+    info = os.stat(path)
+    assert stamp_of(info, info.st_ctime_ns + SETTLED_NS - 1) is None
+    assert stamp_of(info, info.st_ctime_ns - 1) is None  # a clock set back
+    assert stamp_of(info, info.st_ctime_ns + SETTLED_NS) == stamp_now(path)
+
+
+def test_parses_started_for_another_entry_are_used(
+    tree: Path, started: list[tuple[dict[str, str], ParsesAhead]]
+) -> None:
+    check(tree, "--jobs", "2")
+    # The same command line, other options (from the tree's configuration): another entry.
+    (tree / "eagle3lint.toml").write_text('ignore = ["EAG5"]\n')
+    model = tree / "model_executor" / "models" / "no_protocol.py"
+    model.write_text(claiming(model.read_text()))
+    after = check(tree, "--jobs", "2")
+    assert [files for files, _ in started] == [
+        {str(model): "vllm/model_executor/models/no_protocol.py"}
+    ]
+    assert started[0][1].started == {}  # the run took the parse over
+    assert after == check(tree, "--no-cache")

@@ -133,6 +133,7 @@ class SummaryCache:
         entry = {"key": key, "summary": to_json(summary)}
         try:
             make_folders(path.parent)
-            write_atomically(path, json.dumps(entry, separators=(",", ":")).encode(), private=True)
+            data = json.dumps(entry, separators=(",", ":")).encode()
+            write_atomically(path, data, private=True, sync=False)
         except OSError:
             pass  # a cache that cannot be written only costs speed, never a result

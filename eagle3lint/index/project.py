@@ -22,10 +22,12 @@ from eagle3lint.index.modules import module_name_for
 from eagle3lint.shapes.names import DECODER_ATTR, LANGUAGE_MODEL_ATTR
 from eagle3lint.sources.files import (
     SourceNotFound,
+    Stamp,
     UnreadableSource,
     check_syntax,
     decode_source,
     read_source_bytes,
+    read_source_stamped,
 )
 
 INLINE_PARSE_LIMIT = 6
@@ -115,21 +117,33 @@ class _Parses:
     and go largest first so that one big file does not finish last. Results come back in the
     order they always did: the modules' order for a few, largest first for many."""
 
-    def __init__(self, pool: Callable[[], ProcessPoolExecutor] | None, workers: int) -> None:
+    def __init__(
+        self,
+        pool: Callable[[], ProcessPoolExecutor] | None,
+        workers: int,
+        ahead: dict[str, tuple[str, Future[ParseResult]]],
+    ) -> None:
         self.pool = pool
         self.workers = workers
+        self.ahead = ahead
         self.jobs: dict[str, tuple[int, tuple[str, bytes, str]]] = {}
         self.started: dict[str, Future[ParseResult]] = {}
 
     def add(self, job: tuple[str, bytes, str], position: int) -> None:
         self.jobs[job[0]] = (position, job)
-        if self.pool is not None and len(self.started) < self.workers:
+        early = self.ahead.pop(job[0], None)
+        # A parse started ahead is of the bytes read then: used only if these are the same.
+        if early is not None and early[0] == job[2]:
+            self.started[job[0]] = early[1]
+        elif self.pool is not None and len(self.started) < self.workers:
             self.started[job[0]] = self.pool().submit(_parse_job, job)
 
     def has(self, relpath: str) -> bool:
         return relpath in self.jobs
 
-    def results(self) -> Iterator[ParseResult]:
+    def results(self, idle: Callable[[Callable[[], bool]], None] | None) -> Iterator[ParseResult]:
+        """The parse results; `idle(done)` is given the wait for a worker, to work until
+        `done()` (or until it has nothing left to do)."""
         order = [job for _, job in sorted(self.jobs.values(), key=lambda item: item[0])]
         if len(order) >= INLINE_PARSE_LIMIT and self.pool is not None:
             order = sorted(order, key=lambda job: -len(job[1]))
@@ -140,14 +154,64 @@ class _Parses:
         # Too few to wait for a pool: what did not start there is parsed here meanwhile.
         for job in order:
             started = self.started.get(job[0])
-            yield started.result() if started is not None else _parse_job(job)
+            if started is None:
+                yield _parse_job(job)
+                continue
+            if idle is not None and not started.done():
+                idle(started.done)
+            yield started.result()
+
+
+class ParsesAhead:
+    """Parses started before any index asks for them: the files a previous run of the same
+    check summarised that have changed since (after an edit, the edited file), started as soon
+    as the run cache says so. The worker then imports libcst and parses while this process
+    starts up, reads the contract and loads the other summaries. An index takes them over
+    (`ProjectIndex(ahead=...)`) and uses a parse only for the bytes it reads itself, so a
+    wrong guess costs a parse, never a result."""
+
+    def __init__(self, cache: SummaryCache | None, jobs: int | None) -> None:
+        self.cache = cache
+        self.jobs = jobs or os.cpu_count() or 1
+        self.pool: ProcessPoolExecutor | None = None
+        self.started: dict[str, tuple[str, Future[ParseResult]]] = {}
+        """By path relative to the import root: (cache key, result)."""
+
+    def start(self, files: dict[str, str]) -> None:
+        """Parse the files at these paths (path → path relative to its import root) whose
+        summaries are not cached, in worker processes (none with one job)."""
+        if self.jobs <= 1:
+            return
+        for path, relpath in files.items():
+            try:
+                data = read_source_bytes(Path(path))
+            except UnreadableSource:
+                continue  # the run that reads it reports why
+            key = content_key(data, relpath)
+            if self.started.get(relpath, ("",))[0] == key:
+                continue  # started already
+            if self.cache is None or not self.cache.holds(key):
+                if self.pool is None:
+                    self.pool = ProcessPoolExecutor(max_workers=self.jobs)
+                job = (relpath, data, key)
+                self.started[relpath] = (key, self.pool.submit(_parse_job, job))
+
+    def close(self) -> None:
+        """Stop the workers, when no index took them over."""
+        if self.pool is not None:
+            self.pool.shutdown(cancel_futures=True)
+            self.pool = None
 
 
 class ProjectIndex:
     """Summaries of the files under one or more import roots, with name resolution."""
 
     def __init__(
-        self, roots: Iterable[Path], cache: SummaryCache | None = None, jobs: int | None = None
+        self,
+        roots: Iterable[Path],
+        cache: SummaryCache | None = None,
+        jobs: int | None = None,
+        ahead: ParsesAhead | None = None,
     ) -> None:
         self.roots = [r.resolve() for r in roots]
         self.cache = cache
@@ -160,6 +224,9 @@ class ProjectIndex:
         """Digest of the bytes read from each file, for the whole-run cache."""
         self.texts: dict[str, bytes] = {}
         """The bytes read from each file, by path: suppressions and `fix` read them here."""
+        self.stamps: dict[str, Stamp] = {}
+        """What `stat` said of each file as it was read, where that tells a later change
+        (`sources.files.stamp_of`): the whole-run cache then need not read it again."""
         self._outside: dict[str, str | None] = {}
         """Files the run read besides module summaries (the contract's runner and config
         files, --hf-config): path → digest, "" when unreadable, None when absent."""
@@ -168,6 +235,13 @@ class ProjectIndex:
         self.on_load: Callable[[], None] | None = None
         """Called once per file summarised, parsed or from the cache (a progress hook)."""
         self._workers: ProcessPoolExecutor | None = None
+        self._parsing: dict[str, tuple[str, Future[ParseResult]]] = {}
+        """Parses started ahead (`ParsesAhead`), by relative path: (cache key, result)."""
+        if ahead is not None:
+            self._workers, self._parsing, ahead.pool = ahead.pool, ahead.started, None
+        self._loaded_ahead: dict[str, tuple[bytes, Stamp | None, str, FileSummary]] = {}
+        """Files read while a worker parsed (`read_ahead`), by path: their bytes, stamp,
+        cache key and cached summary."""
 
     def _pool(self) -> ProcessPoolExecutor:
         """The parser processes, started at the first cache miss and kept until `close`: each
@@ -216,7 +290,7 @@ class ProjectIndex:
         """The bytes of a file the run reads besides module summaries (the contract's runner
         and config files), noted among the index's `inputs`, absent or unreadable too."""
         try:
-            data = read_source_bytes(path)
+            data, stamp = read_source_stamped(path)
         except SourceNotFound:
             self._outside[str(path)] = None
             raise
@@ -224,7 +298,12 @@ class ProjectIndex:
             self._outside[str(path)] = ""
             raise
         self.note_outside(path, data)
+        self._note_stamp(str(path), stamp)
         return data
+
+    def _note_stamp(self, path: str, stamp: Stamp | None) -> None:
+        if stamp is not None:
+            self.stamps[path] = stamp
 
     def note_outside(self, path: Path, data: bytes) -> None:
         """Note the bytes of a file read elsewhere (`--hf-config`) among the `inputs`."""
@@ -235,10 +314,13 @@ class ProjectIndex:
         """The bytes this index read from the file at `path` (as `display_path` gives it)."""
         return self.texts.get(path)
 
-    def inputs(self) -> tuple[dict[str, str], list[str]]:
+    def inputs(
+        self,
+    ) -> tuple[dict[str, str], list[str], dict[str, str], dict[str, Stamp]]:
         """What decided this run's results: each file it found (with the digest of the bytes
-        it read, or "" when it only saw the file exist), and each path it looked for a file
-        at and did not find."""
+        it read, or "" when it only saw the file exist), each path it looked for a file at and
+        did not find, the path relative to its import root of each file it summarised, and
+        the `stamps`."""
         present = {
             str(source.path): self.digests.get(str(source.path), "")
             for source in self._files.values()
@@ -251,12 +333,17 @@ class ProjectIndex:
             for root in self.roots
             for candidate in _candidates(root, module)
         ]
+        summarised = {
+            str(source.path): source.relpath
+            for source in self._files.values()
+            if source is not None and str(source.path) in self.digests
+        }
         for path, digest in self._outside.items():
             if digest is None:
                 absent.append(path)
             else:
                 present.setdefault(path, digest)
-        return present, sorted(set(absent))
+        return present, sorted(set(absent)), summarised, self.stamps
 
     def error_for(self, module: str) -> InputError | None:
         """The input error recorded when the file of `module` could not be read or parsed."""
@@ -275,15 +362,18 @@ class ProjectIndex:
             self.preload([module])
         return self._by_module.get(module)
 
-    def preload(self, modules: Iterable[str]) -> None:
+    def preload(
+        self, modules: Iterable[str], idle: Callable[[Callable[[], bool]], None] | None = None
+    ) -> None:
         """Load the summaries of `modules`, parsing cache misses in parallel.
 
         Files are read and their cache entries looked for first, so that the misses (after an
         edit, the edited file) go to a worker at once and are parsed there, libcst imported,
-        while this process loads the cached summaries of the other files."""
-        parses = _Parses(self._pool if self.jobs > 1 else None, self.jobs)
+        while this process loads the cached summaries of the other files, then does `idle`'s
+        work (see `_Parses.results`)."""
+        parses = _Parses(self._pool if self.jobs > 1 else None, self.jobs, self._parsing)
         pending: dict[str, str] = {}
-        found: list[tuple[str, tuple[str, bytes, str]]] = []
+        found: list[tuple[str, tuple[str, bytes, str], FileSummary | None]] = []
         for module in dict.fromkeys(modules):
             if module in self._by_module:
                 continue
@@ -291,29 +381,37 @@ class ProjectIndex:
             self._by_module[module] = None
             if source is None:
                 continue
-            try:
-                data = read_source_bytes(source.path)
-            except UnreadableSource as exc:
-                self.errors.append(InputError(str(source.path), str(exc), code=exc.code))
-                continue
-            self.digests[str(source.path)] = file_digest(data)
-            self.texts[str(source.path)] = data
-            job = (source.relpath, data, content_key(data, source.relpath))
+            path = str(source.path)
+            ahead = self._loaded_ahead.pop(path, None)
+            if ahead is not None:
+                data, stamp, key, cached = ahead
+            else:
+                try:
+                    data, stamp = read_source_stamped(source.path)
+                except UnreadableSource as exc:
+                    self.errors.append(InputError(path, str(exc), code=exc.code))
+                    continue
+                key, cached = content_key(data, source.relpath), None
+            self.digests[path] = file_digest(data)
+            self.texts[path] = data
+            self._note_stamp(path, stamp)
+            job = (source.relpath, data, key)
             pending[source.relpath] = module
-            found.append((module, job))
-            if self.cache is None or not self.cache.holds(job[2]):
+            found.append((module, job, cached))
+            if cached is None and (self.cache is None or not self.cache.holds(key)):
                 parses.add(job, len(found))
-        for position, (module, job) in enumerate(found, 1):
+        for position, (module, job, cached) in enumerate(found, 1):
             if parses.has(job[0]):
                 continue
-            cached = self.cache.load(job[2]) if self.cache else None
+            if cached is None and self.cache:
+                cached = self.cache.load(job[2])
             if cached is None:
                 parses.add(job, position)  # an entry that does not load is a miss
                 continue
             self._by_module[module] = cached
             if self.on_load:
                 self.on_load()
-        for relpath, summary, detail, line, code in parses.results():
+        for relpath, summary, detail, line, code in parses.results(idle):
             module = pending[relpath]
             if summary is None:
                 source = self.source_file(module)
@@ -338,7 +436,8 @@ class ProjectIndex:
         frontier = set(roots)
         seen: set[tuple[str, str]] = set()
         while frontier:
-            self.preload(sorted({module for module, _ in frontier}))
+            ahead = _LoadAhead(self, frontier, seen)
+            self.preload(sorted({module for module, _ in frontier}), ahead.run)
             seen |= frontier
             wanted: set[tuple[str, str]] = set()
             for module, name in frontier:
@@ -346,6 +445,25 @@ class ProjectIndex:
                 if summary is not None:
                     wanted.update(self._needed_by(summary, name))
             frontier = wanted - seen
+
+    def read_ahead(self, module: str) -> FileSummary | None:
+        """The cached summary of `module`'s file, read with the file's bytes for the `preload`
+        that asks for it (as if it read them then); None on a miss, which is left to it."""
+        source = self.source_file(module)
+        if source is None or self.cache is None:
+            return None
+        path = str(source.path)
+        if path not in self._loaded_ahead:
+            try:
+                data, stamp = read_source_stamped(source.path)
+            except UnreadableSource:
+                return None
+            key = content_key(data, source.relpath)
+            found = self.cache.load(key) if self.cache.holds(key) else None
+            if found is None:
+                return None
+            self._loaded_ahead[path] = (data, stamp, key, found)
+        return self._loaded_ahead[path][3]
 
     def _needed_by(self, summary: FileSummary, name: str) -> Iterator[tuple[str, str]]:
         """The (module, name) pairs that resolving `name` in `summary` looks at next."""
@@ -522,6 +640,45 @@ class ProjectIndex:
         if found is None:
             found = self._mro[ref.qualname] = _c3(ref, self, frozenset())
         return found
+
+
+class _LoadAhead:
+    """While a worker parses a file of a `preload_closure` wave, this process reads the cached
+    summaries the next waves will ask for, as far as the summaries loaded so far tell.
+
+    Only what the closure reaches anyway is looked up (the same files and absent paths the
+    waves record), never through a file still being parsed."""
+
+    def __init__(
+        self, index: ProjectIndex, wave: set[tuple[str, str]], seen: set[tuple[str, str]]
+    ) -> None:
+        self.index = index
+        self.wave = wave
+        self.visited = seen | wave
+        self.todo: list[tuple[str, str]] | None = None
+
+    def run(self, done: Callable[[], bool]) -> None:
+        """Read ahead until `done()` or nothing is left; a later call goes on from there."""
+        index = self.index
+        if self.todo is None:
+            self.todo = [
+                pair
+                for module, name in sorted(self.wave)
+                if (summary := index._by_module.get(module)) is not None
+                for pair in index._needed_by(summary, name)
+            ]
+        while self.todo and not done():
+            pair = self.todo.pop()
+            if pair in self.visited:
+                continue
+            self.visited.add(pair)
+            module, name = pair
+            if module in index._by_module:
+                summary = index._by_module[module]  # None: being parsed, or not summarised
+            else:
+                summary = index.read_ahead(module)
+            if summary is not None:
+                self.todo += index._needed_by(summary, name)
 
 
 def _present(candidate: Path) -> bool:

@@ -11,6 +11,7 @@ import io
 import os
 import re
 import stat
+import time
 import tokenize
 from pathlib import Path
 
@@ -108,7 +109,16 @@ def read_regular(path: Path, limit: int, what: str = "file", private: bool = Fal
     Every file eagle3lint reads goes through here: the read stops at `limit` even if the file
     grows meanwhile.
     """
+    return read_regular_stamped(path, limit, what, private)[0]
+
+
+def read_regular_stamped(
+    path: Path, limit: int, what: str = "file", private: bool = False
+) -> tuple[bytes, Stamp | None]:
+    """`read_regular`, with the file's `Stamp` as it was read (None: too recently changed to
+    tell a later change by it)."""
     fd, info = open_regular(path, private)
+    read_at = time.time_ns()
     try:
         if info.st_size > limit:
             raise UnreadableSource(
@@ -121,7 +131,7 @@ def read_regular(path: Path, limit: int, what: str = "file", private: bool = Fal
             size += len(chunk)
         if size > limit:
             raise UnreadableSource(f"{what} is over the {_size(limit)} limit", path)
-        return b"".join(chunks)
+        return b"".join(chunks), stamp_of(info, read_at)
     except OSError as exc:
         if exc.errno == errno.EISDIR:
             raise UnreadableSource("is a directory", path) from exc
@@ -145,6 +155,38 @@ def _size(limit: int) -> str:
 def read_source_bytes(path: Path) -> bytes:
     """A source file's bytes (see `read_regular`), refusing files over `MAX_FILE_BYTES`."""
     return read_regular(path, MAX_FILE_BYTES)
+
+
+def read_source_stamped(path: Path) -> tuple[bytes, Stamp | None]:
+    """`read_source_bytes`, with the file's `Stamp` (see `read_regular_stamped`)."""
+    return read_regular_stamped(path, MAX_FILE_BYTES)
+
+
+Stamp = tuple[int, int, int, int, int]
+"""What `stat` says of a file: size, modification and change times (ns), inode, device."""
+
+SETTLED_NS = 2_000_000_000
+"""How long before it is read a file must have last changed for its `Stamp` to tell a later
+change (as git's index does against "racy" files): the kernel sets the change time (which no
+program can set back) from a clock that ticks every few milliseconds, so a file written again
+within one tick of its read could otherwise keep the stamp it had."""
+
+
+def stamp_of(info: os.stat_result, read_at: int) -> Stamp | None:
+    """The stamp of a file read at `read_at` (ns, `time.time_ns`); None if it changed within
+    `SETTLED_NS` before (or after, by a clock set back) that."""
+    if read_at - info.st_ctime_ns < SETTLED_NS:
+        return None
+    return (info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_ino, info.st_dev)
+
+
+def stamp_now(path: Path) -> Stamp | None:
+    """The stamp of the file at `path` now, whatever its age (None: nothing there)."""
+    try:
+        info = os.stat(path)
+    except OSError:
+        return None
+    return (info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_ino, info.st_dev)
 
 
 def decode_source(data: bytes) -> str:
