@@ -34,6 +34,7 @@ rank always is.
 from __future__ import annotations
 
 import ast
+import functools
 import importlib
 import importlib.abc
 import importlib.util
@@ -184,10 +185,16 @@ class Config:
         raise CannotConstruct(f"the forward reads config.{name}, which has no stand-in")
 
 
-class PipelineGroup:
-    def __init__(self, first: bool, last: bool) -> None:
+class Group:
+    """A process group as vLLM's code asks about it: this rank's place and the group's size."""
+
+    def __init__(self, first: bool, last: bool, world_size: int) -> None:
         self.is_first_rank, self.is_last_rank = first, last
-        self.world_size, self.rank_in_group = 3, 0
+        self.world_size, self.rank_in_group = world_size, 0
+
+
+ALONE = Group(True, True, 1)
+"""The tensor- and data-parallel groups: one rank each."""
 
 
 def _function_ast(func: Any) -> ast.FunctionDef | ast.AsyncFunctionDef:
@@ -273,10 +280,39 @@ def _stand_in_for(
             return layer_index
         if any(h in low for h in NUMBER_HINTS):
             return 0.5
+    derived = _from_config(owner_cls, name, config)
+    if derived is not None:
+        return derived
     raise CannotConstruct(
         f"{owner}.forward reads self.{name} ({'a value' if how == 'value' else 'its attributes'}),"
         " which has no stand-in"
     )
+
+
+def _from_config(owner_cls: type, name: str, config: Any) -> Any:
+    """What the owner's `__init__` assigns to `self.<name>` where that needs the config alone
+    (DeepseekV2Model's `self.hidden_size = config.hidden_size`); None where it needs more."""
+    if config is None:
+        return None
+    for init in _model_inits(owner_cls):
+        for node in ast.walk(_function_ast(init)):
+            target = node.targets[0] if isinstance(node, ast.Assign) else None
+            if isinstance(node, ast.AnnAssign):
+                target = node.target
+            if not (
+                isinstance(target, ast.Attribute)
+                and isinstance(target.value, ast.Name)
+                and target.value.id == "self"
+                and target.attr == name
+                and node.value is not None
+            ):
+                continue
+            code = compile(ast.fix_missing_locations(ast.Expression(node.value)), name, "eval")
+            try:
+                return eval(code, init.__globals__, {"config": config})
+            except Exception:  # it needs more than the config
+                continue
+    return None
 
 
 def _populate(
@@ -371,9 +407,15 @@ def _real_sublayer(
 
 
 def _saw_normed_stream(module: nn.Module, args: Any, output: Any) -> None:
-    """The stream a model's own norm was given: the residual it returns from a fused call
-    (Nemotron's `x + residual`; Cohere's, the residual it was handed), else its input."""
-    if isinstance(output, tuple) and len(output) == 2 and isinstance(output[1], torch.Tensor):
+    """The stream a model's own norm normalizes: from a fused call, the new residual it returns
+    (Nemotron's `x + residual`), unless it hands back the residual it was given (Cohere's, which
+    normalizes `x` alone); else its input."""
+    if (
+        isinstance(output, tuple)
+        and len(output) == 2
+        and isinstance(output[1], torch.Tensor)
+        and not any(output[1] is value for value in args)
+    ):
         RECORDER.saw(output[1])
         return
     for value in args:
@@ -382,16 +424,20 @@ def _saw_normed_stream(module: nn.Module, args: Any, output: Any) -> None:
             return
 
 
-def _patch_distributed(funcs: list[Any], group: PipelineGroup) -> None:
-    """The module globals vLLM's forwards ask about the process group."""
+def _patch_distributed(funcs: list[Any], group: Group) -> None:
+    """The module globals vLLM's code asks about the process groups (`group`: the pipeline's)."""
+    answers = {
+        "get_pp_group": lambda: group,
+        "get_tp_group": lambda: ALONE,
+        "get_dp_group": lambda: ALONE,
+        "get_tensor_model_parallel_world_size": lambda: ALONE.world_size,
+        "get_tensor_model_parallel_rank": lambda: ALONE.rank_in_group,
+    }
     for func in funcs:
         namespace = func.__globals__
-        if "get_pp_group" in namespace:
-            namespace["get_pp_group"] = lambda: group
-        if "get_tensor_model_parallel_world_size" in namespace:
-            namespace["get_tensor_model_parallel_world_size"] = lambda: 1
-        if "get_tensor_model_parallel_rank" in namespace:
-            namespace["get_tensor_model_parallel_rank"] = lambda: 0
+        for name, answer in answers.items():
+            if name in namespace:
+                namespace[name] = answer
 
 
 def _layer_classes(model_cls: type) -> list[type]:
@@ -443,7 +489,7 @@ def _is_layer_class(value: Any, model_cls: type) -> bool:
 def _build(model_cls: type, layer_cls: type, layout: tuple[int, int, bool, bool]) -> nn.Module:
     start, end, first, last = layout
     missing = importlib.import_module("vllm.model_executor.models.utils").PPMissingLayer
-    group = PipelineGroup(first, last)
+    group = Group(first, last, 3)
     config = _tiny_config(layer_cls, model_cls)
     # Also for the layers' `__init__`, which may ask the tensor-parallel size.
     _patch_distributed([_undecorated(layer_cls.__init__)], group)
@@ -506,11 +552,13 @@ def _run_init(layer_cls: type, config: Any, layer_index: int) -> nn.Module:
     if not _is_model_code(init):
         raise CannotConstruct(f"{layer_cls.__name__} has no __init__ of its own")
     if config is None:
-        raise CannotConstruct("no config class is named in the layer's or the model's __init__")
+        raise CannotConstruct("no config class is named in the model file or registered for it")
     model_config = Settings(hf_config=config, hf_text_config=config)
+    # vLLM's own defaults: one rank of each kind.
+    parallel = importlib.import_module("vllm.config").ParallelConfig
     given = {
         "config": config,
-        "vllm_config": Settings(model_config=model_config),
+        "vllm_config": Settings(model_config=model_config, parallel_config=parallel()),
         "model_config": model_config,
         "prefix": f"model.layers.{layer_index}",
         **dict.fromkeys(LAYER_INDEX_NAMES, layer_index),
@@ -536,6 +584,7 @@ def _run_init(layer_cls: type, config: Any, layer_index: int) -> nn.Module:
             and issubclass(found, nn.Module)
             and found.__module__.startswith("vllm.")
             and not _is_model_norm(found)
+            and found not in layer_cls.__mro__  # `super(Base, self).__init__()` names its base
         ):
             namespace[name] = Placeholder
     patched = types.FunctionType(
@@ -578,33 +627,66 @@ def _global_names(code: types.CodeType) -> set[str]:
 
 def _tiny_config(layer_cls: type, model_cls: type) -> Any:
     """An instance of the model's own config class with its defaults, at the stand-ins' width
-    and depth; None when none builds. The class is the one the layer's `__init__` annotates
-    its `config` with, else the one the model's `__init__` annotates a `config` variable with."""
-    pretrained = importlib.import_module("transformers").PretrainedConfig
-    layer_init = _undecorated(layer_cls.__init__)
-    model_init = next(_model_inits(model_cls), None)
-    for init, written in (
-        (layer_init, _param_annotations(layer_init)),
-        (model_init, _variable_annotations(model_init)),
-    ):
-        for annotation in written:
-            for node in ast.walk(annotation):
-                found = init.__globals__.get(node.id) if isinstance(node, ast.Name) else None
-                if (
-                    isinstance(found, type)
-                    and issubclass(found, pretrained)
-                    and found is not pretrained
-                ):
-                    try:
-                        config = found()
-                    except Exception:  # a class whose defaults are incomplete
-                        continue
-                    for key, value in TINY.items():
-                        if hasattr(config, key):
-                            setattr(config, key, value)
-                    _as_vllm_loads(config)
-                    return config
+    and depth, as vLLM's loading leaves it; None when none builds."""
+    for found in _config_classes(layer_cls, model_cls):
+        try:
+            config = found()
+        except Exception:  # a class whose defaults are incomplete
+            continue
+        for key, value in TINY.items():
+            if hasattr(config, key):
+                setattr(config, key, value)
+        _as_vllm_loads(config)
+        return config
     return None
+
+
+@functools.cache
+def _config_classes(layer_cls: type, model_cls: type) -> tuple[type, ...]:
+    """The config classes named where a `config` is annotated: in the layer's `__init__`, in
+    the model's, then anywhere in the layer's model file (its classes share one config); with
+    none named, the one vLLM registers for the model type the file is named after (Step3p5)."""
+    pretrained = importlib.import_module("transformers").PretrainedConfig
+    module = sys.modules[layer_cls.__module__]
+    places = [
+        (_function_ast(init), init.__globals__)
+        for init in (_undecorated(layer_cls.__init__), next(_model_inits(model_cls), None))
+        if init is not None and _is_model_code(init)
+    ]
+    places.append((ast.parse(inspect.getsource(module)), vars(module)))
+    found: list[type] = []
+    for tree, namespace in places:
+        for annotation in _config_annotations(tree):
+            for node in ast.walk(annotation):
+                named = namespace.get(node.id) if isinstance(node, ast.Name) else None
+                if (
+                    isinstance(named, type)
+                    and issubclass(named, pretrained)
+                    and named is not pretrained
+                    and named not in found
+                ):
+                    found.append(named)
+    loading = importlib.import_module("vllm.transformers_utils.config")
+    registry = getattr(loading, "_CONFIG_REGISTRY", {})
+    model_type = layer_cls.__module__.rsplit(".", 1)[-1]
+    if not found and model_type in registry:
+        found.append(registry[model_type])
+    return tuple(found)
+
+
+def _config_annotations(tree: ast.AST) -> list[ast.expr]:
+    """The annotations of parameters and variables named `config` in `tree`."""
+    found: list[ast.expr] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            named, annotation = node.target.id, node.annotation
+        elif isinstance(node, ast.arg) and node.annotation is not None:
+            named, annotation = node.arg, node.annotation
+        else:
+            continue
+        if named == "config":
+            found.append(annotation)
+    return found
 
 
 def _as_vllm_loads(config: Any) -> None:
@@ -614,25 +696,6 @@ def _as_vllm_loads(config: Any) -> None:
     patch = getattr(loading, "patch_rope_parameters", None)
     if patch is not None:
         patch(config)
-
-
-def _param_annotations(init: Any) -> list[ast.expr]:
-    if init is None or not _is_model_code(init):
-        return []
-    args = _function_ast(init).args
-    return [a.annotation for a in args.args + args.kwonlyargs if a.arg == "config" and a.annotation]
-
-
-def _variable_annotations(init: Any) -> list[ast.expr]:
-    if init is None:
-        return []
-    return [
-        node.annotation
-        for node in ast.walk(_function_ast(init))
-        if isinstance(node, ast.AnnAssign)
-        and isinstance(node.target, ast.Name)
-        and node.target.id == "config"
-    ]
 
 
 def _model_inits(model_cls: type) -> Iterator[Any]:
