@@ -265,6 +265,14 @@ def _stand_in_for(
         local = _model_local_class(owner_cls, name)
         if local is not None:
             return _real_sublayer(local, f"{owner}.{name}", layer_index, config)
+        built = _from_config(owner_cls, name, config)
+        if (
+            isinstance(built, nn.Module)
+            and type(built).__module__.startswith("torch.")
+            and not any(True for _ in built.parameters())
+        ):
+            # A weightless torch module (Sarvam's embedding dropout), as at inference.
+            return built.eval()
         return StandIn(kind, f"{owner}.{name}", arity)
     if how == "list":
         return nn.ModuleList(StandIn(kind, f"{owner}.{name}.{i}", 1) for i in range(2))
@@ -291,9 +299,9 @@ def _stand_in_for(
 
 def _from_config(owner_cls: type, name: str, config: Any) -> Any:
     """What the owner's `__init__` assigns to `self.<name>` where that needs the config alone
-    (DeepseekV2Model's `self.hidden_size = config.hidden_size`); None where it needs more."""
-    if config is None:
-        return None
+    (DeepseekV2Model's `self.hidden_size = config.hidden_size`; with no config class, only what
+    needs none of its fields, as Sarvam's `nn.Dropout(getattr(config, "embedding_dropout",
+    0.0))`); None where it needs more."""
     for init in _model_inits(owner_cls):
         for node in ast.walk(_function_ast(init)):
             target = node.targets[0] if isinstance(node, ast.Assign) else None

@@ -86,7 +86,6 @@ UNCONSTRUCTABLE: dict[str, dict[str, str]] = {
         # Gemma 4's layers take the text part of a config the file does not name.
         "gemma4.Gemma4Model[Gemma4CrossDecoderLayers]": "reads self.decoder_layers ",
         "gemma4.Gemma4Model[Gemma4DecoderLayer]": "reads self.enable_moe_block ",
-        "sarvam.SarvamMLAModel[SarvamMLABlock]": "tensors used as indices must be long",
     },
 }
 """Per release, the models the stand-ins cannot build, with (part of) the reason each gives."""
