@@ -262,17 +262,20 @@ def _stand_in_for(
         else "op"
     )
     if how == "call":
-        local = _model_local_class(owner_cls, name)
-        if local is not None:
-            return _real_sublayer(local, f"{owner}.{name}", layer_index, config)
         built = _from_config(owner_cls, name, config)
         if (
             isinstance(built, nn.Module)
             and type(built).__module__.startswith("torch.")
+            and "Norm" not in type(built).__name__  # norms are where the stream is read
             and not any(True for _ in built.parameters())
         ):
             # A weightless torch module (Sarvam's embedding dropout), as at inference.
             return built.eval()
+        if _is_model_norm(type(built)):
+            return _own_norm(built, f"{owner}.{name}")
+        local = _model_local_class(owner_cls, name)
+        if local is not None:
+            return _real_sublayer(local, f"{owner}.{name}", layer_index, config)
         return StandIn(kind, f"{owner}.{name}", arity)
     if how == "list":
         return nn.ModuleList(StandIn(kind, f"{owner}.{name}.{i}", 1) for i in range(2))
@@ -301,25 +304,37 @@ def _from_config(owner_cls: type, name: str, config: Any) -> Any:
     """What the owner's `__init__` assigns to `self.<name>` where that needs the config alone
     (DeepseekV2Model's `self.hidden_size = config.hidden_size`; with no config class, only what
     needs none of its fields, as Sarvam's `nn.Dropout(getattr(config, "embedding_dropout",
-    0.0))`); None where it needs more."""
+    0.0))`), and the local names bound before it that do (Cohere2-MoE's `norm_cls, norm_eps =
+    select_norm_impl(config)`); None where it needs more."""
     for init in _model_inits(owner_cls):
+        bound: dict[str, Any] = {"config": config}
         for node in ast.walk(_function_ast(init)):
             target = node.targets[0] if isinstance(node, ast.Assign) else None
             if isinstance(node, ast.AnnAssign):
                 target = node.target
-            if not (
+            if target is None or node.value is None:
+                continue
+            names = target.elts if isinstance(target, ast.Tuple) else [target]
+            local = all(isinstance(n, ast.Name) for n in names)
+            mine = (
                 isinstance(target, ast.Attribute)
                 and isinstance(target.value, ast.Name)
                 and target.value.id == "self"
                 and target.attr == name
-                and node.value is not None
-            ):
+            )
+            if not (local or mine):
                 continue
             code = compile(ast.fix_missing_locations(ast.Expression(node.value)), name, "eval")
             try:
-                return eval(code, init.__globals__, {"config": config})
+                value = eval(code, init.__globals__, bound)
             except Exception:  # it needs more than the config
                 continue
+            if mine:
+                return value
+            if len(names) == 1:
+                bound[names[0].id] = value
+            elif isinstance(value, tuple) and len(value) == len(names):
+                bound.update((n.id, v) for n, v in zip(names, value, strict=True))
     return None
 
 
@@ -339,8 +354,7 @@ def _populate(
     for name, (how, arity) in sorted(uses.items()):
         held = obj._modules.get(name)
         if how == "call" and _is_model_norm(type(held)):
-            _seed_parameters(held, f"{owner}.{name}")
-            held.register_forward_hook(_saw_normed_stream)
+            _own_norm(held, f"{owner}.{name}")
             continue
         if name in INSTANCE_ATTRS or (how not in ("call", "list") and _was_set(obj, name)):
             continue
@@ -365,11 +379,9 @@ def _was_set(obj: nn.Module, name: str) -> bool:
     )
 
 
-def _model_local_class(owner_cls: type, name: str) -> tuple[type, ast.Call, Any] | None:
-    """The model file's own sublayer class that `__init__` stores in `self.<name>` (Cohere's
-    LayerNorm, which returns the residual it is given instead of adding it), with the call that
-    builds it and that `__init__`: its real code runs, as vLLM's generic layers (RMSNorm,
-    attention, MoE) are what the stand-ins replace."""
+def _model_local_class(owner_cls: type, name: str) -> type | None:
+    """The model file's own norm class that `__init__` stores in `self.<name>` (Cohere's
+    LayerNorm, which returns the residual it is given instead of adding it)."""
     init = _undecorated(owner_cls.__dict__.get("__init__"))
     if init is None or not _is_model_code(init):
         return None
@@ -390,26 +402,24 @@ def _model_local_class(owner_cls: type, name: str) -> tuple[type, ast.Call, Any]
             and found.__module__ == owner_cls.__module__
             and any(h in name.lower() for h in NORM_HINTS)
         ):
-            return found, node.value, init
+            return found
     return None
 
 
-def _real_sublayer(
-    local: tuple[type, ast.Call, Any], owner: str, layer_index: int, config: Any
-) -> nn.Module:
-    """A model-local norm with its own forward; it reports what it reads. Built by the call the
-    owner's `__init__` makes, with the config (Nemotron's `LayerNorm1P(config.hidden_size,
-    eps=config.norm_eps)`); where that call needs more than the config, bare with stand-in
-    values."""
-    cls, call, init = local
-    try:
-        code = compile(ast.fix_missing_locations(ast.Expression(call)), owner, "eval")
-        module = eval(code, init.__globals__, {"config": config})
-        _seed_parameters(module, owner)
-    except Exception:
-        module = object.__new__(cls)
-        nn.Module.__init__(module)
-        _populate(module, cls, owner, layer_index, config)
+def _real_sublayer(cls: type, owner: str, layer_index: int, config: Any) -> nn.Module:
+    """A model-local norm whose construction needs more than the config: bare, its own forward
+    fed stand-in values; it reports what it reads."""
+    module = object.__new__(cls)
+    nn.Module.__init__(module)
+    _populate(module, cls, owner, layer_index, config)
+    module.register_forward_hook(_saw_normed_stream)
+    return module
+
+
+def _own_norm(module: nn.Module, owner: str) -> nn.Module:
+    """A model's own norm as built by its `__init__` (it runs its own code, as vLLM's generic
+    layers are what the stand-ins replace): seeded, and what it normalizes recorded."""
+    _seed_parameters(module, owner)
     module.register_forward_hook(_saw_normed_stream)
     return module
 

@@ -57,8 +57,6 @@ ISSUE_11_CASES: dict[str, str] = {
 UNCONSTRUCTABLE_BOTH: dict[str, str] = {
     # The stand-ins' width leaves the layer's own q/k/v split sizes off the projection's output.
     "jamba.JambaModel[JambaAttentionDecoderLayer]": "split_with_sizes expects",
-    # No config class is named in the model file (all say PretrainedConfig) nor registered.
-    "openpangu.OpenPanguModel[OpenPanguDecoderLayer]": "reads self.sandwich_norm ",
     # ArcticConfig has no use_residual default (real checkpoints set it in config.json).
     "arctic.ArcticModel[ArcticDecoderLayer]": "reads self.use_residual ",
 }
@@ -67,8 +65,6 @@ UNCONSTRUCTABLE: dict[str, dict[str, str]] = {
         **UNCONSTRUCTABLE_BOTH,
         # Its __init__ builds the rotary embedding itself, a vLLM custom op needing a config.
         "bamba.BambaModel[BambaAttentionDecoderLayer]": "reads self.kv_size ",
-        # No config class: Grok-1's comes with the checkpoint's remote code.
-        "grok1.Grok1Model[Grok1DecoderLayer]": "reads self.residual_moe ",
         "jais2.Jais2Model": "cannot import name 'Jais2Config' from 'transformers'",
         # MiniMaxConfig has no attention_type default.
         "minimax_text_01.MiniMaxText01Model[MiniMaxText01DecoderLayer]": ("reads self.expert_num "),
@@ -79,31 +75,17 @@ UNCONSTRUCTABLE: dict[str, dict[str, str]] = {
     },
     "0.25.0": {
         **UNCONSTRUCTABLE_BOTH,
-        # No config class is named in the model file (PretrainedConfig) nor registered.
+        # No config class is named in the model file (PretrainedConfig) nor registered; built
+        # bare, its forward reaches a vLLM op that needs a forward context.
         "bailing_moe_linear.BailingMoeV25Model[BailingMoeV25DecoderLayer]": (
-            "reads self.attention_type "
+            "Forward context is not set"
         ),
         # Gemma 4's layers take the text part of a config the file does not name.
         "gemma4.Gemma4Model[Gemma4CrossDecoderLayers]": "reads self.decoder_layers ",
-        "gemma4.Gemma4Model[Gemma4DecoderLayer]": "reads self.enable_moe_block ",
+        "gemma4.Gemma4Model[Gemma4DecoderLayer]": "reads self.layer_scalar ",
     },
 }
 """Per release, the models the stand-ins cannot build, with (part of) the reason each gives."""
-
-STAND_IN_MISMATCH: dict[str, dict[str, str]] = {
-    "0.16.0": {},
-    "0.25.0": {
-        # Its own __init__ cannot run here (the CohereConfig it names has no mlp_layer_types,
-        # which its checkpoints carry), and the norm class it builds comes from a helper at run
-        # time (commandr's LayerNorm, which returns the residual it is given), so the bare layer
-        # gets the stand-in fused add-norm, which adds it instead: the reference stream is
-        # wrong, not the tap. The layer returns `residual + attention + mlp`, the whole stream,
-        # and fix taps `hidden_states` alone (as for Cohere, proved).
-        "cohere2_moe.Cohere2MoeModel[Cohere2MoeDecoderLayer]": "layer 0: aux state differs",
-    },
-}
-"""Per release, models whose proof fails because a stand-in does not behave as the real
-sublayer does, with the failure each gives and why the repair is nevertheless right."""
 
 UNIMPORTABLE: dict[str, dict[str, str]] = {
     "0.16.0": {
@@ -160,7 +142,6 @@ def test_every_repaired_class_supports_eagle3(fixed: FixedRelease) -> None:
 def test_every_repaired_model_is_proved(fixed: FixedRelease) -> None:
     """Proved, or the release's own tap, or named here with its reason: nothing else."""
     unconstructable = UNCONSTRUCTABLE[fixed.version]
-    mismatch = STAND_IN_MISMATCH[fixed.version]
     problems = []
     for name, record in sorted(fixed.models.items()):
         status, why = record["status"], record.get("why", "")
@@ -169,11 +150,11 @@ def test_every_repaired_model_is_proved(fixed: FixedRelease) -> None:
                 problems.append(f"{name} cannot be built: {why}")
         elif name in unconstructable:
             problems.append(f"{name} is {status} now: remove it from UNCONSTRUCTABLE")
-        elif status == "failed" and not (name in mismatch and mismatch[name] in why):
+        elif status == "failed":
             problems.append(f"{name} failed: {why}")
         elif status == "release-tap":
             assert record["own_tap"], name
-    for name in [*unconstructable, *mismatch]:
+    for name in unconstructable:
         if name not in fixed.models:
             problems.append(f"{name} is listed here but fix no longer repairs it")
     assert not problems, "\n".join(problems)
@@ -188,7 +169,7 @@ def test_issue_11_case_is_proved_or_refused(
     alone (a refusal with its reason, checked in test_fix_changed_files_and_repaired_targets)."""
     release = _release(version, tmp_path_factory)
     record = release.models.get(name)
-    if record is not None and name not in STAND_IN_MISMATCH[version]:
+    if record is not None:
         assert record["status"] in ("proved", "cannot-construct"), (
             f"{ISSUE_11_CASES[name]}: {record.get('why')}"
         )
