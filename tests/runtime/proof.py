@@ -12,22 +12,29 @@ decoder-layer class: {"model", "layer", "status", "why", "own_tap"}, status one 
 "failed", "release-tap" (fix added methods only: the forward and its tap are the release's own,
 so what they do is reported, not held against fix) and "cannot-construct".
 
-A model is built with `object.__new__` and `nn.Module.__init__`, its layers are real decoder-layer
-objects built the same way, and every sublayer those forwards call (attention, MLP, norms,
-embeddings) is a seeded stand-in; a norm the model file defines itself (Cohere's LayerNorm) runs
-its own code. A stand-in norm honours the fused call `norm(x, residual)` -> `(normed x +
-residual, x + residual)`. The residual stream entering layer k is what the first sublayer inside
-layer k reads (for a fused norm, `x + residual`); after the last layer, what the model's final
-norm reads (for a model without one, what it returns). Each layer index is requested alone on
-four pipeline layouts (one rank; first, middle and last of three, each rank fed what the one
-before returned), and the aux states the forward collected (read from its frame when it returns,
-so non-last ranks count too) must be exactly the streams entering the requested layers; with
-none requested, every layout must return exactly what the unfixed model returned.
+A model is built with `object.__new__` and `nn.Module.__init__`; its layers are real decoder-layer
+objects built by their own `__init__`, from the defaults of the model's config class at a tiny
+width, with every vLLM sublayer class it names replaced by a placeholder (so the values their
+forwards read, such as DeepseekV2's `use_mha`, are the ones `__init__` sets; where that `__init__`
+cannot run here, bare objects with stand-in values). Every sublayer those forwards call (attention,
+MLP, norms, embeddings) is a seeded stand-in; a norm a model file defines itself (Cohere's
+LayerNorm, which returns the residual it is given) runs its own code. A stand-in norm honours the
+fused call `norm(x, residual)` -> `(normed x + residual, x + residual)`. The residual stream
+entering layer k is what the first sublayer inside layer k reads (for a fused norm, `x + residual`);
+after the last layer, what the model's final norm reads (for a model without one, what it returns).
+Each layer index is requested alone on four pipeline layouts (one rank; first, middle and last of
+three, each rank fed what the one before returned), and the aux states the forward collected (read
+from its frame when it returns, so non-last ranks count too) must be exactly the streams entering
+the requested layers; with none requested, every layout must return exactly what the unfixed model
+returned. A pipeline layout the unfixed forward cannot serve (it raises there, or returns no
+IntermediateTensors from a rank before the last) is not run, nor are the ranks after it; the single
+rank always is.
 """
 
 from __future__ import annotations
 
 import ast
+import functools
 import importlib
 import importlib.abc
 import importlib.util
@@ -39,6 +46,7 @@ import textwrap
 import traceback
 import types
 import zlib
+from collections.abc import Iterator
 from typing import Any, ClassVar
 
 os.environ.setdefault("VLLM_TARGET_DEVICE", "cpu")
@@ -53,8 +61,9 @@ NUM_LAYERS = 4
 HIDDEN = 8
 TOKENS = 3
 VOCAB = 16
+ONE_RANK = "one rank"
 LAYOUTS: dict[str, tuple[int, int, bool, bool]] = {
-    "one rank": (0, 4, True, True),
+    ONE_RANK: (0, 4, True, True),
     "first of 3": (0, 1, True, False),
     "middle of 3": (1, 3, False, False),
     "last of 3": (3, 4, False, True),
@@ -69,6 +78,15 @@ NEVER_STUBBED = frozenset({"vllm", "torch", "transformers"})
 MAX_STUBS = 4
 STUBS = StubFinder(set())
 LAYER_INDEX_NAMES = frozenset({"layer_idx", "layer_id", "layer_index", "idx"})
+TINY: dict[str, int] = {
+    "hidden_size": HIDDEN,
+    "num_hidden_layers": NUM_LAYERS,
+    "num_attention_heads": 2,
+    "num_key_value_heads": 1,
+    "head_dim": HIDDEN // 2,
+}
+"""A config's sizes at the stand-ins' width and depth, the heads dividing the width as the
+real ones do, for what a layer's `__init__` computes from them."""
 
 
 class CannotConstruct(Exception):
@@ -143,8 +161,9 @@ class StandIn(nn.Module):
 
 
 class Config:
-    """`self.config` for the forwards that read settings from it (Solar's skip connections,
-    scaled to four layers); any other setting means the model cannot be built here."""
+    """`self.config` for the forwards that read settings from it: Solar's skip connections,
+    scaled to four layers, else the default of the model's config class where one is known
+    (Granite's embedding_multiplier); any other setting means the model cannot be built here."""
 
     VALUES: ClassVar[dict[str, Any]] = {
         "bskcn_1": [1],
@@ -154,16 +173,28 @@ class Config:
         "bskcn_tv": [0.9, 0.8],
     }
 
+    def __init__(self, defaults: Any) -> None:
+        self.defaults = defaults
+
     def __getattr__(self, name: str) -> Any:
         if name in self.VALUES:
             return self.VALUES[name]
+        if self.defaults is not None:
+            # As the real config answers: `getattr(config, "x", default)` gets its default.
+            return getattr(self.defaults, name)
         raise CannotConstruct(f"the forward reads config.{name}, which has no stand-in")
 
 
-class PipelineGroup:
-    def __init__(self, first: bool, last: bool) -> None:
+class Group:
+    """A process group as vLLM's code asks about it: this rank's place and the group's size."""
+
+    def __init__(self, first: bool, last: bool, world_size: int) -> None:
         self.is_first_rank, self.is_last_rank = first, last
-        self.world_size, self.rank_in_group = 3, 0
+        self.world_size, self.rank_in_group = world_size, 0
+
+
+ALONE = Group(True, True, 1)
+"""The tensor- and data-parallel groups: one rank each."""
 
 
 def _function_ast(func: Any) -> ast.FunctionDef | ast.AsyncFunctionDef:
@@ -220,7 +251,7 @@ def _is_model_code(func: Any) -> bool:
 
 
 def _stand_in_for(
-    owner_cls: type, owner: str, name: str, how: str, arity: int, layer_index: int
+    owner_cls: type, owner: str, name: str, how: str, arity: int, layer_index: int, config: Any
 ) -> Any:
     low = name.lower()
     kind = (
@@ -231,14 +262,25 @@ def _stand_in_for(
         else "op"
     )
     if how == "call":
+        built = _from_config(owner_cls, name, config)
+        if (
+            isinstance(built, nn.Module)
+            and type(built).__module__.startswith("torch.")
+            and "Norm" not in type(built).__name__  # norms are where the stream is read
+            and not any(True for _ in built.parameters())
+        ):
+            # A weightless torch module (Sarvam's embedding dropout), as at inference.
+            return built.eval()
+        if _is_model_norm(type(built)):
+            return _own_norm(built, f"{owner}.{name}")
         local = _model_local_class(owner_cls, name)
         if local is not None:
-            return _real_sublayer(local, f"{owner}.{name}", layer_index)
+            return _real_sublayer(local, f"{owner}.{name}", layer_index, config)
         return StandIn(kind, f"{owner}.{name}", arity)
     if how == "list":
         return nn.ModuleList(StandIn(kind, f"{owner}.{name}.{i}", 1) for i in range(2))
     if name == "config":
-        return Config()
+        return Config(config)
     if how == "value":
         if "eps" in low:
             return 1e-6
@@ -249,24 +291,97 @@ def _stand_in_for(
             return layer_index
         if any(h in low for h in NUMBER_HINTS):
             return 0.5
+    derived = _from_config(owner_cls, name, config)
+    if derived is not None:
+        return derived
     raise CannotConstruct(
         f"{owner}.forward reads self.{name} ({'a value' if how == 'value' else 'its attributes'}),"
         " which has no stand-in"
     )
 
 
-def _populate(obj: nn.Module, cls: type, owner: str, layer_index: int) -> None:
+def _from_config(owner_cls: type, name: str, config: Any) -> Any:
+    """What the owner's `__init__` assigns to `self.<name>` where that needs the config alone
+    (DeepseekV2Model's `self.hidden_size = config.hidden_size`; with no config class, only what
+    needs none of its fields, as Sarvam's `nn.Dropout(getattr(config, "embedding_dropout",
+    0.0))`), and the local names bound before it that do (Cohere2-MoE's `norm_cls, norm_eps =
+    select_norm_impl(config)`); None where it needs more."""
+    for init in _model_inits(owner_cls):
+        bound: dict[str, Any] = {"config": config}
+        for node in ast.walk(_function_ast(init)):
+            target = node.targets[0] if isinstance(node, ast.Assign) else None
+            if isinstance(node, ast.AnnAssign):
+                target = node.target
+            if target is None or node.value is None:
+                continue
+            names = target.elts if isinstance(target, ast.Tuple) else [target]
+            local = all(isinstance(n, ast.Name) for n in names)
+            mine = (
+                isinstance(target, ast.Attribute)
+                and isinstance(target.value, ast.Name)
+                and target.value.id == "self"
+                and target.attr == name
+            )
+            if not (local or mine):
+                continue
+            code = compile(ast.fix_missing_locations(ast.Expression(node.value)), name, "eval")
+            try:
+                value = eval(code, init.__globals__, bound)
+            except Exception:  # it needs more than the config
+                continue
+            if mine:
+                return value
+            if len(names) == 1:
+                bound[names[0].id] = value
+            elif isinstance(value, tuple) and len(value) == len(names):
+                bound.update((n.id, v) for n, v in zip(names, value, strict=True))
+    return None
+
+
+def _populate(
+    obj: nn.Module,
+    cls: type,
+    owner: str,
+    layer_index: int,
+    config: Any,
+    unbuilt: str | None = None,
+) -> None:
+    """Give `obj` everything its forward reads: a sublayer it calls is always a stand-in; a
+    value or parameter its real `__init__` set is kept; anything else gets a stand-in value.
+    `unbuilt` is why the real `__init__` did not run ("" when it did, None when not tried)."""
+    built = unbuilt == ""
     uses = _self_uses(cls, cls.forward, {"forward"})
     for name, (how, arity) in sorted(uses.items()):
-        if name in INSTANCE_ATTRS or name in obj.__dict__ or name in obj._modules:
+        held = obj._modules.get(name)
+        if how == "call" and _is_model_norm(type(held)):
+            _own_norm(held, f"{owner}.{name}")
             continue
-        setattr(obj, name, _stand_in_for(cls, owner, name, how, arity, layer_index))
+        if name in INSTANCE_ATTRS or (how not in ("call", "list") and _was_set(obj, name)):
+            continue
+        try:
+            stand_in = _stand_in_for(cls, owner, name, how, arity, layer_index, config)
+        except CannotConstruct as exc:
+            if built:
+                # What the real `__init__` left unset, the forward reads on a path the config
+                # does not take (Qwen3-Next's layer scales); if it does, it raises, reported.
+                continue
+            raise CannotConstruct(f"{exc}{unbuilt or ''}") from None
+        setattr(obj, name, stand_in)
+
+
+def _was_set(obj: nn.Module, name: str) -> bool:
+    held = obj._modules.get(name)
+    return (
+        name in obj.__dict__
+        or name in obj._parameters
+        or name in obj._buffers
+        or (held is not None and not isinstance(held, Placeholder))
+    )
 
 
 def _model_local_class(owner_cls: type, name: str) -> type | None:
-    """The model file's own sublayer class that `__init__` stores in `self.<name>` (Cohere's
-    LayerNorm, which returns the residual it is given instead of adding it): its real code runs,
-    as vLLM's generic layers (RMSNorm, attention, MoE) are what the stand-ins replace."""
+    """The model file's own norm class that `__init__` stores in `self.<name>` (Cohere's
+    LayerNorm, which returns the residual it is given instead of adding it)."""
     init = _undecorated(owner_cls.__dict__.get("__init__"))
     if init is None or not _is_model_code(init):
         return None
@@ -291,38 +406,61 @@ def _model_local_class(owner_cls: type, name: str) -> type | None:
     return None
 
 
-def _real_sublayer(cls: type, owner: str, layer_index: int) -> nn.Module:
-    """A model-local norm with its own forward, fed stand-in values; it reports what it reads."""
+def _real_sublayer(cls: type, owner: str, layer_index: int, config: Any) -> nn.Module:
+    """A model-local norm whose construction needs more than the config: bare, its own forward
+    fed stand-in values; it reports what it reads."""
     module = object.__new__(cls)
     nn.Module.__init__(module)
-    _populate(module, cls, owner, layer_index)
-    module.register_forward_pre_hook(_saw_first_tensor)
+    _populate(module, cls, owner, layer_index, config)
+    module.register_forward_hook(_saw_normed_stream)
     return module
 
 
-def _saw_first_tensor(module: nn.Module, args: Any) -> None:
+def _own_norm(module: nn.Module, owner: str) -> nn.Module:
+    """A model's own norm as built by its `__init__` (it runs its own code, as vLLM's generic
+    layers are what the stand-ins replace): seeded, and what it normalizes recorded."""
+    _seed_parameters(module, owner)
+    module.register_forward_hook(_saw_normed_stream)
+    return module
+
+
+def _saw_normed_stream(module: nn.Module, args: Any, output: Any) -> None:
+    """The stream a model's own norm normalizes: from a fused call, the new residual it returns
+    (Nemotron's `x + residual`), unless it hands back the residual it was given (Cohere's, which
+    normalizes `x` alone); else its input."""
+    if (
+        isinstance(output, tuple)
+        and len(output) == 2
+        and isinstance(output[1], torch.Tensor)
+        and not any(output[1] is value for value in args)
+    ):
+        RECORDER.saw(output[1])
+        return
     for value in args:
         if isinstance(value, torch.Tensor) and value.is_floating_point():
             RECORDER.saw(value)
             return
 
 
-def _patch_distributed(funcs: list[Any], group: PipelineGroup) -> None:
-    """The module globals vLLM's forwards ask about the process group."""
+def _patch_distributed(funcs: list[Any], group: Group) -> None:
+    """The module globals vLLM's code asks about the process groups (`group`: the pipeline's)."""
+    answers = {
+        "get_pp_group": lambda: group,
+        "get_tp_group": lambda: ALONE,
+        "get_dp_group": lambda: ALONE,
+        "get_tensor_model_parallel_world_size": lambda: ALONE.world_size,
+        "get_tensor_model_parallel_rank": lambda: ALONE.rank_in_group,
+    }
     for func in funcs:
         namespace = func.__globals__
-        if "get_pp_group" in namespace:
-            namespace["get_pp_group"] = lambda: group
-        if "get_tensor_model_parallel_world_size" in namespace:
-            namespace["get_tensor_model_parallel_world_size"] = lambda: 1
+        for name, answer in answers.items():
+            if name in namespace:
+                namespace[name] = answer
 
 
 def _layer_classes(model_cls: type) -> list[type]:
     """The decoder-layer classes the model's `__init__` can build (all of a hybrid's kinds)."""
-    for klass in model_cls.__mro__:
-        init = _undecorated(klass.__dict__.get("__init__"))
-        if init is None or not _is_model_code(init):
-            continue
+    for init in _model_inits(model_cls):
         namespace = init.__globals__
         found: list[type] = []
         for node in ast.walk(_function_ast(init)):
@@ -369,6 +507,10 @@ def _is_layer_class(value: Any, model_cls: type) -> bool:
 def _build(model_cls: type, layer_cls: type, layout: tuple[int, int, bool, bool]) -> nn.Module:
     start, end, first, last = layout
     missing = importlib.import_module("vllm.model_executor.models.utils").PPMissingLayer
+    group = Group(first, last, 3)
+    config = _tiny_config(layer_cls, model_cls)
+    # Also for the layers' `__init__`, which may ask the tensor-parallel size.
+    _patch_distributed([_undecorated(layer_cls.__init__)], group)
     model = object.__new__(model_cls)
     nn.Module.__init__(model)
     layers = []
@@ -376,19 +518,210 @@ def _build(model_cls: type, layer_cls: type, layout: tuple[int, int, bool, bool]
         if not start <= k < end:
             layers.append(missing())
             continue
-        layer = object.__new__(layer_cls)
-        nn.Module.__init__(layer)
-        _populate(layer, layer_cls, layer_cls.__name__, k)
+        layer, unbuilt = _constructed(layer_cls, config, k)
+        _populate(layer, layer_cls, layer_cls.__name__, k, config, unbuilt)
         layer.register_forward_pre_hook(_enter(k))
         layer.register_forward_hook(_leave)
         layers.append(layer)
     model.layers = nn.ModuleList(layers)
     model.start_layer, model.end_layer = start, end
     model.aux_hidden_state_layers = ()
-    _populate(model, model_cls, model_cls.__name__, -1)
-    group = PipelineGroup(first, last)
+    _populate(model, model_cls, model_cls.__name__, -1, config)
     _patch_distributed([model_cls.forward, layer_cls.forward], group)
     return model
+
+
+class Placeholder(nn.Module):
+    """What a vLLM sublayer class builds while a layer's real `__init__` runs: its arguments
+    are dropped, as `_populate` puts a stand-in in its place for what the forward calls."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__()
+
+
+class Settings:
+    """`vllm_config` and its parts for a layer's real `__init__`: the values given here, and
+    None (an option left unset) for any other."""
+
+    def __init__(self, **values: Any) -> None:
+        self.__dict__.update(values)
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return None
+
+
+def _constructed(layer_cls: type, config: Any, layer_index: int) -> tuple[nn.Module, str]:
+    """The layer as its own `__init__` builds it from the model's config class (defaults, at
+    the stand-ins' width) with every vLLM sublayer class a `Placeholder`, so that the values
+    its forward reads (`self.use_mha`, a layer-scale parameter) are the ones `__init__` sets.
+    Where that `__init__` cannot run here, a bare instance and why (for the report)."""
+    try:
+        return _run_init(layer_cls, config, layer_index), ""
+    except Exception as exc:
+        layer = object.__new__(layer_cls)
+        nn.Module.__init__(layer)
+        return layer, f" (its __init__ did not run with stand-ins: {_short(exc)[:200]})"
+
+
+def _run_init(layer_cls: type, config: Any, layer_index: int) -> nn.Module:
+    init = _undecorated(layer_cls.__init__)
+    if not _is_model_code(init):
+        raise CannotConstruct(f"{layer_cls.__name__} has no __init__ of its own")
+    if config is None:
+        raise CannotConstruct("no config class is named in the model file or registered for it")
+    model_config = Settings(hf_config=config, hf_text_config=config)
+    # vLLM's own defaults: one rank of each kind.
+    parallel = importlib.import_module("vllm.config").ParallelConfig
+    given = {
+        "config": config,
+        "vllm_config": Settings(model_config=model_config, parallel_config=parallel()),
+        "model_config": model_config,
+        "prefix": f"model.layers.{layer_index}",
+        **dict.fromkeys(LAYER_INDEX_NAMES, layer_index),
+    }
+    kwargs: dict[str, Any] = {}
+    for param in list(inspect.signature(init).parameters.values())[1:]:
+        per_layer = getattr(config, f"{param.name}s", None)
+        if param.name in given:
+            kwargs[param.name] = given[param.name]
+        elif isinstance(per_layer, list | tuple) and len(per_layer) > layer_index:
+            # Qwen3-Next's `layer_type`, which the model takes from `config.layer_types`.
+            kwargs[param.name] = per_layer[layer_index]
+        elif param.default is inspect.Parameter.empty and param.kind not in (
+            param.VAR_POSITIONAL,
+            param.VAR_KEYWORD,
+        ):
+            raise CannotConstruct(f"{layer_cls.__name__}.__init__ needs {param.name}")
+    namespace = dict(init.__globals__)
+    for name in _global_names(init.__code__):
+        found = namespace.get(name)
+        if (
+            isinstance(found, type)
+            and issubclass(found, nn.Module)
+            and found.__module__.startswith("vllm.")
+            and not _is_model_norm(found)
+            and found not in layer_cls.__mro__  # `super(Base, self).__init__()` names its base
+        ):
+            namespace[name] = Placeholder
+    patched = types.FunctionType(
+        init.__code__, namespace, init.__name__, init.__defaults__, init.__closure__
+    )
+    patched.__kwdefaults__ = init.__kwdefaults__
+    layer = object.__new__(layer_cls)
+    patched(layer, **kwargs)
+    _seed_parameters(layer, layer_cls.__name__)
+    return layer
+
+
+def _seed_parameters(module: nn.Module, owner: str) -> None:
+    """Seeded values, as a checkpoint would load, for the parameters `__init__` leaves at
+    zeros or ones (a layer scale, a norm's weight)."""
+    for name, param in module.named_parameters(recurse=False):
+        noise = torch.randn(param.shape, generator=_seed(owner, name))
+        param.data = param.data.float() + 0.1 * noise
+
+
+def _is_model_norm(cls: type) -> bool:
+    """A norm a model file defines itself (Cohere's LayerNorm, which returns the residual it is
+    given; Nemotron's LayerNorm1P): built by its own `__init__`, it runs its own code, as
+    vLLM's generic layers (RMSNorm, attention, MoE) are what the stand-ins replace."""
+    return (
+        issubclass(cls, nn.Module)
+        and cls.__module__.startswith("vllm.model_executor.models.")
+        and "Norm" in cls.__name__
+    )
+
+
+def _global_names(code: types.CodeType) -> set[str]:
+    """The names `code` (and the comprehensions and lambdas inside it) may load."""
+    names = set(code.co_names)
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            names |= _global_names(const)
+    return names
+
+
+def _tiny_config(layer_cls: type, model_cls: type) -> Any:
+    """An instance of the model's own config class with its defaults, at the stand-ins' width
+    and depth, as vLLM's loading leaves it; None when none builds."""
+    for found in _config_classes(layer_cls, model_cls):
+        try:
+            config = found()
+        except Exception:  # a class whose defaults are incomplete
+            continue
+        for key, value in TINY.items():
+            if hasattr(config, key):
+                setattr(config, key, value)
+        _as_vllm_loads(config)
+        return config
+    return None
+
+
+@functools.cache
+def _config_classes(layer_cls: type, model_cls: type) -> tuple[type, ...]:
+    """The config classes named where a `config` is annotated: in the layer's `__init__`, in
+    the model's, then anywhere in the layer's model file (its classes share one config); with
+    none named, the one vLLM registers for the model type the file is named after (Step3p5)."""
+    pretrained = importlib.import_module("transformers").PretrainedConfig
+    module = sys.modules[layer_cls.__module__]
+    places = [
+        (_function_ast(init), init.__globals__)
+        for init in (_undecorated(layer_cls.__init__), next(_model_inits(model_cls), None))
+        if init is not None and _is_model_code(init)
+    ]
+    places.append((ast.parse(inspect.getsource(module)), vars(module)))
+    found: list[type] = []
+    for tree, namespace in places:
+        for annotation in _config_annotations(tree):
+            for node in ast.walk(annotation):
+                named = namespace.get(node.id) if isinstance(node, ast.Name) else None
+                if (
+                    isinstance(named, type)
+                    and issubclass(named, pretrained)
+                    and named is not pretrained
+                    and named not in found
+                ):
+                    found.append(named)
+    loading = importlib.import_module("vllm.transformers_utils.config")
+    registry = getattr(loading, "_CONFIG_REGISTRY", {})
+    model_type = layer_cls.__module__.rsplit(".", 1)[-1]
+    if not found and model_type in registry:
+        found.append(registry[model_type])
+    return tuple(found)
+
+
+def _config_annotations(tree: ast.AST) -> list[ast.expr]:
+    """The annotations of parameters and variables named `config` in `tree`."""
+    found: list[ast.expr] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            named, annotation = node.target.id, node.annotation
+        elif isinstance(node, ast.arg) and node.annotation is not None:
+            named, annotation = node.arg, node.annotation
+        else:
+            continue
+        if named == "config":
+            found.append(annotation)
+    return found
+
+
+def _as_vllm_loads(config: Any) -> None:
+    """What vLLM's config loading adds to a transformers config (`rope_parameters` from the
+    legacy RoPE fields), where the release has that step."""
+    loading = importlib.import_module("vllm.transformers_utils.config")
+    patch = getattr(loading, "patch_rope_parameters", None)
+    if patch is not None:
+        patch(config)
+
+
+def _model_inits(model_cls: type) -> Iterator[Any]:
+    """The `__init__` functions of vLLM model code along the class's MRO, nearest first."""
+    for klass in model_cls.__mro__:
+        init = _undecorated(klass.__dict__.get("__init__"))
+        if init is not None and _is_model_code(init):
+            yield init
 
 
 def _enter(k: int) -> Any:
@@ -412,9 +745,9 @@ def _inputs(model_cls: type, layout: tuple[int, int, bool, bool], handed: Any) -
         "intermediate_tensors": None if first else handed,
         "inputs_embeds": None,
     }
-    if not first and type(handed).__name__ != "IntermediateTensors":
-        raise CannotConstruct(f"the previous rank returned {type(handed).__name__}")
     params = inspect.signature(model_cls.forward).parameters
+    if "position_ids" in params:  # Bailing's name for the positions
+        kwargs["position_ids"] = kwargs.pop("positions")
     accepted = {k: v for k, v in kwargs.items() if k in params or _has_var_keyword(params.values())}
     required = [
         p.name
@@ -464,14 +797,24 @@ def _run(
     return output, held.get("aux_hidden_states"), RECORDER
 
 
-def _plain(model_cls: type, layer_cls: type) -> dict[str, Any]:
-    """Each layout's output with no aux layers requested, ranks chained as in a pipeline."""
+def _plain(model_cls: type, layer_cls: type) -> tuple[dict[str, Any], str]:
+    """Each layout's output with no aux layers requested, ranks chained as in a pipeline, up
+    to the first pipeline layout the forward cannot serve (the ranks after it are fed nothing),
+    with why: it raises, or a rank before the last returns no IntermediateTensors. The single
+    rank must run."""
     outputs: dict[str, Any] = {}
     handed: Any = None
     for label, layout in LAYOUTS.items():
-        outputs[label] = _run(model_cls, layer_cls, layout, (), handed)[0]
-        handed = outputs[label]
-    return outputs
+        try:
+            handed = _run(model_cls, layer_cls, layout, (), handed)[0]
+        except Exception as exc:
+            if label == ONE_RANK:
+                raise
+            return outputs, f"{label}, where it raises {_short(exc)}"
+        if not layout[3] and type(handed).__name__ != "IntermediateTensors":
+            return outputs, f"{label}, where it returns {type(handed).__name__}"
+        outputs[label] = handed
+    return outputs, ""
 
 
 def _flatten(output: Any) -> list[torch.Tensor | None]:
@@ -500,6 +843,8 @@ def _check_taps(
     raised: list[str] = []
     handed: Any = None
     for label, layout in LAYOUTS.items():
+        if label not in plain:
+            break
         start, end, _, last = layout
         for k in range(NUM_LAYERS + 1):
             where = f"{label}, layer {k}"
@@ -586,8 +931,8 @@ def _prove(
     key = f"{model}/{layer_cls.__name__}"
     source = inspect.getsource(model_cls.forward)
     try:
-        plain = _plain(model_cls, layer_cls)
-        again = _plain(model_cls, layer_cls)
+        plain, stopped = _plain(model_cls, layer_cls)
+        again, _ = _plain(model_cls, layer_cls)
     except Exception as exc:  # the stand-ins do not fit this model's code, or the fix broke it
         broken = fixed and key in baseline
         why = f"with no aux layers the fixed forward raises {_short(exc)}; the unfixed one ran"
@@ -602,7 +947,8 @@ def _prove(
         record.update(status="cannot-construct", why=why)
         return record
     if not fixed:
-        baseline[key] = {"source": source, "outputs": {k: _flatten(v) for k, v in plain.items()}}
+        outputs = {k: _flatten(v) for k, v in plain.items()}
+        baseline[key] = {"source": source, "outputs": outputs, "stopped": stopped}
         record.update(status="baseline", why="")
         return record
     before = baseline.get(key)
@@ -612,14 +958,19 @@ def _prove(
         wrong.append("the unfixed model did not run with the same stand-ins")
     else:
         own_tap = before["source"] == source
-        for label, output in plain.items():
-            if not _same(_flatten(output), before["outputs"][label]):
+        for label, output in before["outputs"].items():
+            if label not in plain:
+                wrong.append(f"with no aux layers the fixed forward raises on {stopped}")
+            elif not _same(_flatten(plain[label]), output):
                 wrong.append(f"{label}: with no aux layers the output differs from before the fix")
     problems = [p for found in _check_taps(model_cls, layer_cls, plain) for p in found]
     # Where fix added methods only, what the forward's tap does is the release's own doing.
     release = problems if own_tap else []
     wrong += [] if own_tap else problems
     status = "failed" if wrong else "release-tap" if release else "proved"
+    if before is not None and before["stopped"]:
+        # A release that cannot serve a pipeline layout holds the fix to those it serves.
+        release.append(f"pipeline layouts not run from the unfixed forward's {before['stopped']}")
     record.update(status=status, why="; ".join((wrong or release)[:6]), own_tap=own_tap)
     return record
 
