@@ -162,10 +162,11 @@ def started(monkeypatch: pytest.MonkeyPatch) -> list[tuple[dict[str, str], Parse
     return calls
 
 
-def test_an_edited_file_is_parsed_from_the_start_and_used(
+def _edit_and_check_taken_over(
     tree: Path, started: list[tuple[dict[str, str], ParsesAhead]]
 ) -> None:
-    check(tree, "--jobs", "2")
+    """Edit one model file, check: its parse started ahead, the run took it over, and the
+    result is what a check without any cache gives."""
     model = tree / "model_executor" / "models" / "no_protocol.py"
     model.write_text(claiming(model.read_text()))
     edited = check(tree, "--jobs", "2")
@@ -174,6 +175,13 @@ def test_an_edited_file_is_parsed_from_the_start_and_used(
     ]
     assert started[0][1].started == {}  # the run took the parse over
     assert edited == check(tree, "--no-cache")
+
+
+def test_an_edited_file_is_parsed_from_the_start_and_used(
+    tree: Path, started: list[tuple[dict[str, str], ParsesAhead]]
+) -> None:
+    check(tree, "--jobs", "2")
+    _edit_and_check_taken_over(tree, started)
 
 
 def test_a_parse_started_ahead_of_another_edit_is_not_used(
@@ -232,11 +240,4 @@ def test_parses_started_for_another_entry_are_used(
     check(tree, "--jobs", "2")
     # The same command line, other options (from the tree's configuration): another entry.
     (tree / "eagle3lint.toml").write_text('ignore = ["EAG5"]\n')
-    model = tree / "model_executor" / "models" / "no_protocol.py"
-    model.write_text(claiming(model.read_text()))
-    after = check(tree, "--jobs", "2")
-    assert [files for files, _ in started] == [
-        {str(model): "vllm/model_executor/models/no_protocol.py"}
-    ]
-    assert started[0][1].started == {}  # the run took the parse over
-    assert after == check(tree, "--no-cache")
+    _edit_and_check_taken_over(tree, started)
