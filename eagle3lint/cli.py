@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import gc
 import inspect
 import io
 import json
@@ -319,7 +320,8 @@ def check(
     interactive = sys.stdout.isatty() and sys.stderr.isatty() and not quiet
     cached = not (interactive or args.no_cache or write_baseline is not None)
     command_line = (args, output_format, statistics, color, exit_zero, quiet, verbose)
-    with _guard(args.debug), _guess(args, command_line if cached else None) as guess:
+    guessed = _guess(args, command_line if cached else None)
+    with _guard(args.debug), _collector_paused(), guessed as guess:
         options = args.check_options(progress=sys.stderr.isatty())
         if write_baseline is not None:
             raise typer.Exit(_write_baseline(options, write_baseline))
@@ -339,6 +341,22 @@ def check(
         if not args.no_cache:
             _housekeeping()
     raise typer.Exit(code)
+
+
+@contextmanager
+def _collector_paused() -> Iterator[None]:
+    """No cyclic garbage collection while a check runs. A check builds some 10^5 small objects
+    (summaries, then findings) that live until it ends; the collector walked them again and again
+    and found nothing to free, as they hold no reference cycles: 0.2 s of the 1.2 s a check of
+    vLLM 0.33.0 takes after an edit. Reference counting still frees everything else (peak RSS of
+    a cold `--jobs 1` check of vLLM 0.16.0, parsing in-process: 96 MB paused, 92 MB not)."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 @contextmanager

@@ -52,3 +52,45 @@ def test_a_corrupt_cache_entry_is_rebuilt(
         data["summary"]["classes"] = "not a mapping"
         entry.write_text(json.dumps(data))
     assert targets(root, *args) == first
+
+
+@pytest.mark.parametrize(
+    ("change", "complaint"),
+    [
+        (lambda s: s.pop("module"), "FileSummary.module is missing"),
+        (lambda s: s.update(path=7), "expected str, got int"),
+        (lambda s: s.update(version=["0.16.0"]), "expected str, got list"),
+        (lambda s: s.update(config_reads=["hidden_size", None]), "expected str, got NoneType"),
+        (lambda s: s.update(config_reads="hidden_size"), "expected a list, got str"),
+        (lambda s: s["classes"]["Model"].update(line=True), "expected int, got bool"),
+        (lambda s: s["classes"]["Model"].update(bases={}), "expected a list, got dict"),
+        (lambda s: s.update(classes=[]), "expected an object, got list"),
+        (lambda s: s["classes"].update(Model="class"), "expected an object for ClassSummary"),
+    ],
+)
+def test_a_summary_of_the_wrong_shape_is_refused_field_by_field(
+    change: Callable[[dict], object], complaint: str
+) -> None:
+    """What the cache hands back is checked field by field, whatever shape it has taken."""
+    from eagle3lint.errors import SummaryFormatError
+    from eagle3lint.index.extract import summarize
+    from eagle3lint.index.model import FileSummary, from_json, to_json
+
+    source = (
+        "import torch\nclass Model(torch.nn.Module):\n    def forward(self, x):\n        return x\n"
+    )
+    data = to_json(summarize(source, "pkg/model.py"))
+    assert to_json(from_json(FileSummary, data)) == data
+    change(data)
+    with pytest.raises(SummaryFormatError, match=complaint):
+        from_json(FileSummary, data)
+
+
+def test_a_check_leaves_garbage_collection_as_it_found_it(tmp_path: Path) -> None:
+    """`check` pauses the cyclic collector for its own run only (it runs in-process here)."""
+    import gc
+
+    (tmp_path / "model.py").write_text("x = 1\n")
+    assert gc.isenabled()
+    runner.invoke(app, ["check", str(tmp_path), "--format", "json", "--exit-zero"])
+    assert gc.isenabled()
