@@ -31,7 +31,7 @@ from eagle3lint.shapes.names import MIXIN, PROTOCOL
 from eagle3lint.sources.files import (
     SourceNotFound,
     UnreadableSource,
-    decode_source,
+    decode_text,
 )
 
 PP_RELAY_FLAG = "supports_aux_hidden_states_over_pp"
@@ -169,7 +169,7 @@ def _read_text(index: ProjectIndex, path: Path) -> str:
     """A source file read outside the summaries, noted among the run's inputs."""
     data = index.read_outside(path)
     try:
-        return decode_source(data)
+        return decode_text(data)
     except UnreadableSource as exc:
         exc.path = path
         raise
