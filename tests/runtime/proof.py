@@ -87,6 +87,17 @@ TINY: dict[str, int] = {
 }
 """A config's sizes at the stand-ins' width and depth, the heads dividing the width as the
 real ones do, for what a layer's `__init__` computes from them."""
+SET_ELSEWHERE: dict[str, dict[str, Any]] = {
+    # Read by ArcticDecoderLayer, absent from vLLM's ArcticConfig: Snowflake Arctic's
+    # config.json sets it (its dense-MoE residual MLP, on every second layer).
+    "ArcticConfig": {"use_residual": True},
+    # `attention_type` is set per layer by MiniMaxText01Model's layer builder from
+    # `attn_type_list`: 1 (softmax attention) is what it gives every layer when the list is
+    # absent. `max_model_len` is set by MiniMaxText01ForCausalLM from vLLM's model config.
+    "MiniMaxConfig": {"attention_type": 1, "max_model_len": 2 * TOKENS},
+}
+"""Per config class, settings a layer's `__init__` reads that the class does not define, with
+the value real checkpoints or the model's own code give them before the layer is built."""
 
 
 class CannotConstruct(Exception):
@@ -443,13 +454,18 @@ def _saw_normed_stream(module: nn.Module, args: Any, output: Any) -> None:
 
 
 def _patch_distributed(funcs: list[Any], group: Group) -> None:
-    """The module globals vLLM's code asks about the process groups (`group`: the pipeline's)."""
+    """The module globals vLLM's code asks about the process groups (`group`: the pipeline's)
+    and the forward context (which a model reads attention metadata from, for its layers'
+    attention: a stand-in here)."""
     answers = {
         "get_pp_group": lambda: group,
         "get_tp_group": lambda: ALONE,
         "get_dp_group": lambda: ALONE,
         "get_tensor_model_parallel_world_size": lambda: ALONE.world_size,
         "get_tensor_model_parallel_rank": lambda: ALONE.rank_in_group,
+        # What a collective over one tensor-parallel rank returns: its input.
+        "tensor_model_parallel_all_reduce": lambda tensor: tensor,
+        "get_forward_context": lambda: Settings(),
     }
     for func in funcs:
         namespace = func.__globals__
@@ -610,9 +626,18 @@ def _run_init(layer_cls: type, config: Any, layer_index: int) -> nn.Module:
     )
     patched.__kwdefaults__ = init.__kwdefaults__
     layer = object.__new__(layer_cls)
-    patched(layer, **kwargs)
+    with _current_vllm_config():
+        patched(layer, **kwargs)
     _seed_parameters(layer, layer_cls.__name__)
     return layer
+
+
+def _current_vllm_config() -> Any:
+    """vLLM's default config (on CPU) as the current one, as while vLLM builds a model: the ops
+    a layer's `__init__` builds itself (Bamba's rotary embedding) ask for it."""
+    config = importlib.import_module("vllm.config")
+    cpu = config.VllmConfig(device_config=config.DeviceConfig(device="cpu"))
+    return config.set_current_vllm_config(cpu)
 
 
 def _seed_parameters(module: nn.Module, owner: str) -> None:
@@ -654,6 +679,9 @@ def _tiny_config(layer_cls: type, model_cls: type) -> Any:
         for key, value in TINY.items():
             if hasattr(config, key):
                 setattr(config, key, value)
+        for key, value in SET_ELSEWHERE.get(found.__name__, {}).items():
+            if not hasattr(config, key):
+                setattr(config, key, value)
         _as_vllm_loads(config)
         return config
     return None
@@ -663,7 +691,8 @@ def _tiny_config(layer_cls: type, model_cls: type) -> Any:
 def _config_classes(layer_cls: type, model_cls: type) -> tuple[type, ...]:
     """The config classes named where a `config` is annotated: in the layer's `__init__`, in
     the model's, then anywhere in the layer's model file (its classes share one config); with
-    none named, the one vLLM registers for the model type the file is named after (Step3p5)."""
+    none named, the one vLLM registers for the model type the file is named after (Step3p5),
+    else transformers' config for that model type."""
     pretrained = importlib.import_module("transformers").PretrainedConfig
     module = sys.modules[layer_cls.__module__]
     places = [
@@ -689,6 +718,11 @@ def _config_classes(layer_cls: type, model_cls: type) -> tuple[type, ...]:
     model_type = layer_cls.__module__.rsplit(".", 1)[-1]
     if not found and model_type in registry:
         found.append(registry[model_type])
+    # Else transformers' own, the text part first: what a decoder layer is built from (Gemma 4).
+    mapping = importlib.import_module("transformers").CONFIG_MAPPING
+    for name in (f"{model_type}_text", model_type):
+        if not found and name in mapping:
+            found.append(mapping[name])
     return tuple(found)
 
 
