@@ -132,12 +132,12 @@ class StandIn(nn.Module):
     """A seeded sublayer: `norm` (RMS norm, fused with a residual when one is passed), `embed`
     (a lookup table) or `op` (tanh of a linear map, for attention, MLP and the rest)."""
 
-    def __init__(self, kind: str, seed: str, arity: int) -> None:
+    def __init__(self, kind: str, seed: str, arity: int, width: int = HIDDEN) -> None:
         super().__init__()
         self.kind, self.arity = kind, arity
         gen = _seed(seed)
         self.weight = nn.Parameter(1 + 0.1 * torch.randn(HIDDEN, generator=gen))
-        self.matrix = nn.Parameter(torch.randn(HIDDEN, HIDDEN, generator=gen) / HIDDEN**0.5)
+        self.matrix = nn.Parameter(torch.randn(HIDDEN, width, generator=gen) / HIDDEN**0.5)
         self.table = nn.Parameter(torch.randn(VOCAB, HIDDEN, generator=gen))
 
     def forward(self, *args: Any, **kwargs: Any) -> Any:
@@ -262,8 +262,9 @@ def _is_model_code(func: Any) -> bool:
 
 
 def _stand_in_for(
-    owner_cls: type, owner: str, name: str, how: str, arity: int, layer_index: int, config: Any
+    owner_obj: nn.Module, owner: str, name: str, how: str, arity: int, layer_index: int, config: Any
 ) -> Any:
+    owner_cls = type(owner_obj)
     low = name.lower()
     kind = (
         "norm"
@@ -287,7 +288,7 @@ def _stand_in_for(
         local = _model_local_class(owner_cls, name)
         if local is not None:
             return _real_sublayer(local, f"{owner}.{name}", layer_index, config)
-        return StandIn(kind, f"{owner}.{name}", arity)
+        return StandIn(kind, f"{owner}.{name}", arity, _output_width(owner_obj, name))
     if how == "list":
         return nn.ModuleList(StandIn(kind, f"{owner}.{name}.{i}", 1) for i in range(2))
     if name == "config":
@@ -309,6 +310,16 @@ def _stand_in_for(
         f"{owner}.forward reads self.{name} ({'a value' if how == 'value' else 'its attributes'}),"
         " which has no stand-in"
     )
+
+
+def _output_width(owner: nn.Module, name: str) -> int:
+    """How wide a stand-in's output is: the stand-ins' width, except for vLLM's fused q/k/v
+    projection in a layer that splits it itself by the sizes its `__init__` set (Jamba's and
+    Bamba's attention layers: `qkv.split([self.q_size, self.kv_size, self.kv_size])`)."""
+    q_size, kv_size = getattr(owner, "q_size", None), getattr(owner, "kv_size", None)
+    if name == "qkv_proj" and isinstance(q_size, int) and isinstance(kv_size, int):
+        return q_size + 2 * kv_size
+    return HIDDEN
 
 
 def _from_config(owner_cls: type, name: str, config: Any) -> Any:
@@ -370,7 +381,7 @@ def _populate(
         if name in INSTANCE_ATTRS or (how not in ("call", "list") and _was_set(obj, name)):
             continue
         try:
-            stand_in = _stand_in_for(cls, owner, name, how, arity, layer_index, config)
+            stand_in = _stand_in_for(obj, owner, name, how, arity, layer_index, config)
         except CannotConstruct as exc:
             if built:
                 # What the real `__init__` left unset, the forward reads on a path the config

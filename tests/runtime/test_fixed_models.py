@@ -54,14 +54,8 @@ ISSUE_11_CASES: dict[str, str] = {
 """The models whose fixed forward is wrong today, with the issue's reason."""
 
 
-UNCONSTRUCTABLE_BOTH: dict[str, str] = {
-    # The layer splits its own q/k/v projection by head sizes the stand-ins' width cannot hold.
-    "jamba.JambaModel[JambaAttentionDecoderLayer]": "split_with_sizes expects",
-}
 UNCONSTRUCTABLE: dict[str, dict[str, str]] = {
     "0.16.0": {
-        **UNCONSTRUCTABLE_BOTH,
-        "bamba.BambaModel[BambaAttentionDecoderLayer]": "split_with_sizes expects",
         "jais2.Jais2Model": "cannot import name 'Jais2Config' from 'transformers'",
         # Called by Zamba2HybridLayer with the shared block's index, not by the model.
         "zamba2.Zamba2Model[Zamba2AttentionDecoderLayer]": "missing 1 required positional argument",
@@ -69,7 +63,6 @@ UNCONSTRUCTABLE: dict[str, dict[str, str]] = {
         "zamba2.Zamba2Model[Zamba2HybridLayer]": "reads self.block_idx ",
     },
     "0.25.0": {
-        **UNCONSTRUCTABLE_BOTH,
         # The venv's transformers (5.24) refuses to give the global `head_dim` vLLM 0.25.0's
         # Gemma 4 layers read from its per-layer text config: vLLM itself fails the same way.
         "gemma4.Gemma4Model[Gemma4CrossDecoderLayers]": "AmbiguousGlobalPerLayerAttributeError",
