@@ -64,7 +64,8 @@ UNCONSTRUCTABLE: dict[str, dict[str, str]] = {
     },
     "0.25.0": {
         # The venv's transformers (5.24) refuses to give the global `head_dim` vLLM 0.25.0's
-        # Gemma 4 layers read from its per-layer text config: vLLM itself fails the same way.
+        # Gemma 4 layers read from its per-layer text config, unless the config allows it
+        # (`allow_global_per_layer_attribute_access`), which vLLM 0.25.0 never sets.
         "gemma4.Gemma4Model[Gemma4CrossDecoderLayers]": "AmbiguousGlobalPerLayerAttributeError",
         "gemma4.Gemma4Model[Gemma4DecoderLayer]": "AmbiguousGlobalPerLayerAttributeError",
     },
