@@ -232,6 +232,9 @@ def to_json(obj: Any) -> Any:
 
 Builder = Callable[[Any], Any]
 
+_SCALARS = (str, int, bool)
+_MISSING = object()
+
 
 def from_json(cls: type[T], data: Any) -> T:
     """Rebuild a summary (or the contract) from `to_json` output, checking every field's type
@@ -295,13 +298,11 @@ def _builder(tp: Any) -> Builder:
     raise TypeError(f"unsupported type {tp!r}")
 
 
-_SCALARS = (str, int, bool)
-
-
 def _dataclass_builder(tp: type) -> Builder:
     """A builder for dataclass `tp`, generated as one function: a warm run rebuilds tens of
     thousands of these objects, and a generic loop over the fields, calling a checker per
-    scalar, was half of the run's time. Scalar checks are written inline; nested types call
+    scalar, was half of the run's time. Scalar types are tested inline (their builder only
+    says what was wrong); nested types call
     their own builders, looked up on first use (the dataclasses refer to each other)."""
     hints = typing.get_type_hints(tp)
     namespace: dict[str, Any] = {"tp": tp, "Error": SummaryFormatError, "MISSING": _MISSING}
@@ -323,28 +324,25 @@ def _dataclass_builder(tp: type) -> Builder:
         else:
             lines.append("    if value is not MISSING:")
         indent = "    " if required else "        "
+        builder = f"build_{index}"
         scalar, optional = _scalar(hint)
         if scalar is not None:
             test = f"type(value) is not {scalar.__name__}"
             if optional:
                 test = f"value is not None and {test}"
+            namespace[builder] = _builder(hint)
             lines += [
                 f"{indent}if {test}:",
-                f"{indent}    raise Error(f'expected {scalar.__name__}, got "
-                "{type(value).__name__}')",
+                f"{indent}    {builder}(value)  # raises, saying what was found",
                 f"{indent}kwargs[{name!r}] = value",
             ]
         else:
-            builder = f"build_{index}"
             namespace[builder] = _resolve_on_first_use(namespace, builder, hint)
             lines.append(f"{indent}kwargs[{name!r}] = {builder}(value)")
     lines.append("    return tp(**kwargs)")
     # Only field names and type names of eagle3lint's own dataclasses go into the code.
     exec("\n".join(lines), namespace)
     return namespace["build"]
-
-
-_MISSING = object()
 
 
 def _scalar(hint: Any) -> tuple[type | None, bool]:

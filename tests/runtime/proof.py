@@ -362,7 +362,6 @@ def _from_config(owner_cls: type, name: str, config: Any) -> Any:
 
 def _populate(
     obj: nn.Module,
-    cls: type,
     owner: str,
     layer_index: int,
     config: Any,
@@ -372,6 +371,7 @@ def _populate(
     value or parameter its real `__init__` set is kept; anything else gets a stand-in value.
     `unbuilt` is why the real `__init__` did not run ("" when it did, None when not tried)."""
     built = unbuilt == ""
+    cls = type(obj)
     uses = _self_uses(cls, cls.forward, {"forward"})
     for name, (how, arity) in sorted(uses.items()):
         held = obj._modules.get(name)
@@ -433,7 +433,7 @@ def _real_sublayer(cls: type, owner: str, layer_index: int, config: Any) -> nn.M
     fed stand-in values; it reports what it reads."""
     module = object.__new__(cls)
     nn.Module.__init__(module)
-    _populate(module, cls, owner, layer_index, config)
+    _populate(module, owner, layer_index, config)
     module.register_forward_hook(_saw_normed_stream)
     return module
 
@@ -546,14 +546,14 @@ def _build(model_cls: type, layer_cls: type, layout: tuple[int, int, bool, bool]
             layers.append(missing())
             continue
         layer, unbuilt = _constructed(layer_cls, config, k)
-        _populate(layer, layer_cls, layer_cls.__name__, k, config, unbuilt)
+        _populate(layer, layer_cls.__name__, k, config, unbuilt)
         layer.register_forward_pre_hook(_enter(k))
         layer.register_forward_hook(_leave)
         layers.append(layer)
     model.layers = nn.ModuleList(layers)
     model.start_layer, model.end_layer = start, end
     model.aux_hidden_state_layers = ()
-    _populate(model, model_cls, model_cls.__name__, -1, config)
+    _populate(model, model_cls.__name__, -1, config)
     _patch_distributed([model_cls.forward, layer_cls.forward], group)
     return model
 
