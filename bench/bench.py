@@ -31,7 +31,7 @@ import eagle3lint.rules
 from eagle3lint.sources.download import fetch_release
 
 TARGETS = {
-    "cold full / libcst parse": 0.60,
+    "cold full / libcst parse": 0.40,
     "warm full / ruff --no-cache": 1.0,
     "one file edited / ruff": 2.0,
     "cold --arch / cold full": 0.15,

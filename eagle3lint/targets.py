@@ -435,10 +435,11 @@ def file_targets(
         summary = index.summary(module)
         if summary is None:
             continue
-        for cls in summary.classes.values():
-            ref = ClassRef(summary, cls)
-            if ref.qualname in known:
+        for name in list(summary.classes):
+            ref = index.class_ref(module, name)
+            if ref is None or ref.qualname in known:
                 continue
+            cls = ref.cls
             target = Target(cls.name, ref, index, contract, registered=False)
             interfaces = contract.interfaces_module or ""
             # A model is an nn.Module with vLLM interfaces; a mixin of interface methods alone

@@ -36,6 +36,18 @@ def test_same_findings_with_and_without_cache_and_jobs(
     assert len(reference) > 250
 
 
+def test_a_cache_filled_by_a_narrower_check_gives_the_same_findings(
+    vllm_release: Callable, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A single-architecture run summarises only the classes it reads; a full run after it
+    reads the other classes of those cached files, and finds what a run from nothing does."""
+    root = vllm_release("0.16.0")
+    reference = targets(root, "--no-cache", "--jobs", "1")
+    monkeypatch.setenv("EAGLE3LINT_CACHE_DIR", str(tmp_path / "cache"))
+    targets(root, "--arch", "KimiK25ForConditionalGeneration", "--arch", "LlamaForCausalLM")
+    assert targets(root, "--jobs", "1") == reference
+
+
 def test_a_corrupt_cache_entry_is_rebuilt(
     vllm_release: Callable, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

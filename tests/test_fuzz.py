@@ -53,7 +53,9 @@ def mutate(text: str, edits: list[Mutation]) -> str:
             tokens = list(TOKEN.finditer(text))
             if len(tokens) < 2:
                 continue
-            first, second = sorted({where % len(tokens), amount % len(tokens)})
+            first, second = sorted((where % len(tokens), amount % len(tokens)))
+            if first == second:
+                continue
             a, b = tokens[first], tokens[second]
             text = (
                 text[: a.start()]
@@ -116,8 +118,10 @@ def test_mutated_release_files_never_crash_check_or_fix(
     source = mutate(original, edits)
     try:
         path.write_text(source, encoding="utf-8")
-        outcome = _parse_job((f"vllm/{relpath}", source.encode(), "key"))
-        assert outcome[4] != "EAG903", outcome[2]
+        # Every class, and the target's alone with the other class bodies left out.
+        for wanted in (None, (TARGETS[relpath],)):
+            outcome = _parse_job((f"vllm/{relpath}", source.encode(), "key", wanted, None))
+            assert outcome[4] != "EAG903", outcome[2]
         try:
             run = run_check(CheckOptions(paths=[vllm], archs=[TARGETS[relpath]], jobs=1))
         except UsageError as exc:

@@ -127,10 +127,7 @@ def _config_facts(vllm_dir: Path) -> ConfigFacts:
 
 
 def _find_class(index: ProjectIndex, name: str) -> ClassRef | None:
-    summary = index.summary(INTERFACES)
-    if summary is None or name not in summary.classes:
-        return None
-    return ClassRef(summary, summary.classes[name])
+    return index.class_ref(INTERFACES, name)
 
 
 def _read_protocol(index: ProjectIndex, contract: Contract) -> Contract:

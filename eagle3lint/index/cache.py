@@ -44,6 +44,7 @@ def extractor_fingerprint() -> str:
         "index/model.py",
         "index/locate.py",
         "index/modules.py",
+        "index/skim.py",
         "contract/config_files.py",
         "contract/model.py",
         "contract/drafter.py",

@@ -7,16 +7,18 @@ about. That keeps a cold parse of a whole vLLM tree close to the cost of libcst'
 
 from __future__ import annotations
 
+import ast
 import operator
 import re
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 
 import libcst as cst
 
 from eagle3lint.index.locate import HeaderLocator, function_positions
 from eagle3lint.index.model import (
     AttrSummary,
+    BodySpan,
     ClassSummary,
     DictEntry,
     DictLiteral,
@@ -31,6 +33,7 @@ from eagle3lint.index.model import (
     TapSummary,
 )
 from eagle3lint.index.modules import module_name_for, resolve_relative
+from eagle3lint.index.skim import bodies_of, skim, source_lines
 from eagle3lint.shapes.loop import LayerLoop, layer_loops
 from eagle3lint.shapes.names import AUX_LAYERS_ATTR
 from eagle3lint.shapes.residual import classify
@@ -53,17 +56,49 @@ _CONFIG_READ = re.compile(r"\b(?:config|hf_config|text_config)\.([A-Za-z_]\w*)")
 _DOTTED = re.compile(r"(?<![\w.])([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)")
 
 
-def summarize(source: str, relpath: str) -> FileSummary:
-    """Parse `source` (the file at `relpath` under its import root) into a summary.
+def summarize(
+    source: str,
+    relpath: str,
+    wanted: Collection[str] | None = None,
+    syntax: ast.Module | None = None,
+) -> FileSummary:
+    """Parse `source` (the file at `relpath` under its import root) into a summary: of every
+    class, or with `wanted` of those classes only, the other top-level classes' bodies left
+    unread (`FileSummary.unread`; `syntax` is CPython's tree of `source`, parsed when not
+    given, which says where they are).
 
     Raises `libcst.ParserSyntaxError` for code that does not parse.
     """
-    tree = cst.parse_module(source)
+    parsed, unread, bodies = source, [], []
+    if wanted is not None:
+        bodies, functions = bodies_of(source, syntax or ast.parse(source))
+        parsed, unread = skim(source, bodies, wanted, functions)
+    tree = cst.parse_module(parsed)
     module, is_package = module_name_for(relpath)
-    builder = _FileBuilder(source, relpath, module, is_package)
+    builder = _FileBuilder(parsed, relpath, module, is_package)
+    # Config reads are the whole file's, unread classes too.
+    builder.summary.config_reads = sorted(set(_CONFIG_READ.findall(source)))
+    builder.summary.bodies = bodies if unread else []
+    builder.summary.unread = unread
     builder.walk(tree.body, platform=None)
     if not builder.has_module_getattr:
         builder.summary.lazy_exports.clear()
+    return builder.summary
+
+
+def summarize_bodies(source: str, relpath: str, bodies: Iterable[BodySpan]) -> FileSummary:
+    """A summary holding only the classes at `bodies` of `source`, each parsed on its own:
+    the bodies a summary of `source` left unread (its module-level facts are not repeated)."""
+    module, is_package = module_name_for(relpath)
+    builder = _FileBuilder(source, relpath, module, is_package)
+    lines = source_lines(source)
+    for body in bodies:
+        tree = cst.parse_module("".join(lines[body.header - 1 : body.end]))
+        statement = tree.body[0]
+        if isinstance(statement, cst.ClassDef):
+            # Headers are searched for from here, as in a walk of the whole file.
+            builder._last_line = body.header
+            builder.summary.classes[body.name] = builder._class(statement)
     return builder.summary
 
 
@@ -72,9 +107,7 @@ class _FileBuilder:
         self.source = source
         self.is_package = is_package
         self.locator = HeaderLocator(source)
-        self.summary = FileSummary(
-            path=relpath, module=module, config_reads=sorted(set(_CONFIG_READ.findall(source)))
-        )
+        self.summary = FileSummary(path=relpath, module=module)
         self._last_line = 1
         self.has_module_getattr = False
         self._imports_only = False

@@ -21,7 +21,7 @@ from eagle3lint.shapes.model import LayerConvention, LayerLoop
 
 T = TypeVar("T")
 
-SUMMARY_FORMAT = 7
+SUMMARY_FORMAT = 8
 """Bumped whenever the shape or meaning of a summary changes: old cache entries are then ignored."""
 
 
@@ -195,6 +195,17 @@ class PlatformImport:
 
 
 @dataclass(slots=True)
+class BodySpan:
+    """Where a top-level class or function is: its first line (its first decorator's), the
+    first line of its body and its last line."""
+
+    name: str
+    header: int
+    start: int
+    end: int
+
+
+@dataclass(slots=True)
 class FileSummary:
     path: str
     module: str
@@ -215,6 +226,13 @@ class FileSummary:
     """Class factories defined at module level, by function name."""
     class_maps: dict[str, list[str]] = field(default_factory=dict)
     """Module-level dicts whose values are all names (`{"attention": AttentionLayer, ...}`)."""
+    bodies: list[BodySpan] = field(default_factory=list)
+    """Where the bodies of the top-level classes are, for those that can be left unread
+    (`index.skim`); empty in a summary of every class."""
+    unread: list[str] = field(default_factory=list)
+    """Top-level classes whose bodies were left unread: their entries in `classes` hold the
+    header alone (name, position, bases). The index reads a body before it hands such a class
+    out."""
 
 
 def to_json(obj: Any) -> Any:

@@ -10,14 +10,20 @@ import dataclasses
 import os
 import re
 import stat
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
 from eagle3lint.errors import InputError
 from eagle3lint.index.cache import SummaryCache, content_key, file_digest
-from eagle3lint.index.model import ClassSummary, FactorySummary, FileSummary, ForwardSummary
+from eagle3lint.index.model import (
+    BodySpan,
+    ClassSummary,
+    FactorySummary,
+    FileSummary,
+    ForwardSummary,
+)
 from eagle3lint.index.modules import module_name_for
 from eagle3lint.shapes.names import DECODER_ATTR, LANGUAGE_MODEL_ATTR
 from eagle3lint.sources.files import (
@@ -26,6 +32,7 @@ from eagle3lint.sources.files import (
     UnreadableSource,
     check_syntax,
     decode_source,
+    decode_text,
     read_source_bytes,
     read_source_stamped,
 )
@@ -83,19 +90,28 @@ class SourceFile:
 ParseResult = tuple[str, FileSummary | None, str, int | None, str]
 """(relpath, summary, cache key or error message, error line, error code)."""
 
+ParseJob = tuple[str, bytes, str, tuple[str, ...] | None, list[BodySpan] | None]
+"""(relpath, bytes, cache key, the classes to read (None: all of them), and where the class
+bodies are when a summary of these bytes said so: then only the bodies of those classes are
+parsed, with the rest of the file)."""
 
-def _parse_job(job: tuple[str, bytes, str]) -> ParseResult:
+
+def _parse_job(job: ParseJob) -> ParseResult:
     """Worker: summarise one file; whatever goes wrong becomes an error for that file alone."""
     # libcst costs a third of a second to import; a warm run never parses, so never pays it.
     import libcst as cst
 
-    from eagle3lint.index.extract import summarize
+    from eagle3lint.index.extract import summarize, summarize_bodies
 
-    relpath, data, key = job
+    relpath, data, key, wanted, bodies = job
     try:
-        text = decode_source(data)
-        check_syntax(text, relpath)
-        summary = summarize(text, relpath)
+        if bodies is not None and wanted is not None:
+            # Bytes a summary was made of: they passed the nesting and syntax checks then.
+            text = decode_text(data)
+            summary = summarize_bodies(text, relpath, [b for b in bodies if b.name in wanted])
+        else:
+            text = decode_source(data)
+            summary = summarize(text, relpath, wanted, check_syntax(text, relpath))
     except UnreadableSource as exc:
         return relpath, None, str(exc), exc.line, exc.code
     except cst.ParserSyntaxError as exc:
@@ -126,13 +142,14 @@ class _Parses:
         self.pool = pool
         self.workers = workers
         self.ahead = ahead
-        self.jobs: dict[str, tuple[int, tuple[str, bytes, str]]] = {}
+        self.jobs: dict[str, tuple[int, ParseJob]] = {}
         self.started: dict[str, Future[ParseResult]] = {}
 
-    def add(self, job: tuple[str, bytes, str], position: int) -> None:
+    def add(self, job: ParseJob, position: int) -> None:
         self.jobs[job[0]] = (position, job)
         early = self.ahead.pop(job[0], None)
-        # A parse started ahead is of the bytes read then: used only if these are the same.
+        # A parse started ahead is of the bytes read then (and of every class): used only if
+        # these are the same.
         if early is not None and early[0] == job[2]:
             self.started[job[0]] = early[1]
         elif self.pool is not None and len(self.started) < self.workers:
@@ -193,7 +210,8 @@ class ParsesAhead:
             if self.cache is None or not self.cache.holds(key):
                 if self.pool is None:
                     self.pool = ProcessPoolExecutor(max_workers=self.jobs)
-                job = (relpath, data, key)
+                # The classes the run will read are not known yet: all of them are.
+                job: ParseJob = (relpath, data, key, None, None)
                 self.started[relpath] = (key, self.pool.submit(_parse_job, job))
 
     def close(self) -> None:
@@ -239,6 +257,8 @@ class ProjectIndex:
         """Parses started ahead (`ParsesAhead`), by relative path: (cache key, result)."""
         if ahead is not None:
             self._workers, self._parsing, ahead.pool = ahead.pool, ahead.started, None
+        self._keys: dict[str, str] = {}
+        """The cache key of each file read, by path."""
         self._loaded_ahead: dict[str, tuple[bytes, Stamp | None, str, FileSummary]] = {}
         """Files read while a worker parsed (`read_ahead`), by path: their bytes, stamp,
         cache key and cached summary."""
@@ -363,19 +383,33 @@ class ProjectIndex:
         return self._by_module.get(module)
 
     def preload(
-        self, modules: Iterable[str], idle: Callable[[Callable[[], bool]], None] | None = None
+        self,
+        modules: Iterable[str],
+        idle: Callable[[Callable[[], bool]], None] | None = None,
+        wanted: Mapping[str, Collection[str]] | None = None,
     ) -> None:
         """Load the summaries of `modules`, parsing cache misses in parallel.
 
-        Files are read and their cache entries looked for first, so that the misses (after an
-        edit, the edited file) go to a worker at once and are parsed there, libcst imported,
-        while this process loads the cached summaries of the other files, then does `idle`'s
-        work (see `_Parses.results`)."""
+        A module `wanted` names is summarised for those classes alone, the bodies of its other
+        top-level classes left unread (`index.skim`); one loaded before with some of them
+        unread is read again, and the bodies read then are added to the summary already handed
+        out. Files are read and their cache entries looked for first, so that the misses
+        (after an edit, the edited file) go to a worker at once and are parsed there, libcst
+        imported, while this process loads the cached summaries of the other files, then does
+        `idle`'s work (see `_Parses.results`)."""
         parses = _Parses(self._pool if self.jobs > 1 else None, self.jobs, self._parsing)
         pending: dict[str, str] = {}
-        found: list[tuple[str, tuple[str, bytes, str], FileSummary | None]] = []
+        found: list[tuple[str, ParseJob, FileSummary | None]] = []
         for module in dict.fromkeys(modules):
+            names = None if wanted is None or module not in wanted else tuple(wanted[module])
             if module in self._by_module:
+                loaded = self._by_module[module]
+                source = self.source_file(module)
+                if loaded is not None and source is not None and _unread(loaded, names):
+                    path = str(source.path)
+                    job = (source.relpath, self.texts[path], self._keys[path], names, None)
+                    pending[source.relpath] = module
+                    parses.add(_rest_of(job, loaded), len(found))
                 continue
             source = self.source_file(module)
             self._by_module[module] = None
@@ -394,8 +428,9 @@ class ProjectIndex:
                 key, cached = content_key(data, source.relpath), None
             self.digests[path] = file_digest(data)
             self.texts[path] = data
+            self._keys[path] = key
             self._note_stamp(path, stamp)
-            job = (source.relpath, data, key)
+            job = (source.relpath, data, key, names, None)
             pending[source.relpath] = module
             found.append((module, job, cached))
             if cached is None and (self.cache is None or not self.cache.holds(key)):
@@ -411,6 +446,9 @@ class ProjectIndex:
             self._by_module[module] = cached
             if self.on_load:
                 self.on_load()
+            if _unread(cached, job[3]):
+                # Cached by a run that read other classes: the bodies missing are read now.
+                parses.add(_rest_of(job, cached), position)
         for relpath, summary, detail, line, code in parses.results(idle):
             module = pending[relpath]
             if summary is None:
@@ -419,9 +457,14 @@ class ProjectIndex:
                     InputError(str(source.path if source else relpath), detail, line, code)
                 )
                 continue
-            self._by_module[module] = summary
-            if self.on_load:
-                self.on_load()
+            handed_out = self._by_module.get(module)
+            if handed_out is not None:
+                _add_bodies(handed_out, summary)
+                summary = handed_out
+            else:
+                self._by_module[module] = summary
+                if self.on_load:
+                    self.on_load()
             if self.cache and detail:
                 self.cache.store(detail, summary)
 
@@ -437,14 +480,17 @@ class ProjectIndex:
         seen: set[tuple[str, str]] = set()
         while frontier:
             ahead = _LoadAhead(self, frontier, seen)
-            self.preload(sorted({module for module, _ in frontier}), ahead.run)
+            wanted: dict[str, set[str]] = {}
+            for module, name in frontier:
+                wanted.setdefault(module, set()).add(name)
+            self.preload(sorted(wanted), ahead.run, wanted)
             seen |= frontier
-            wanted: set[tuple[str, str]] = set()
+            needed: set[tuple[str, str]] = set()
             for module, name in frontier:
                 summary = self._by_module.get(module)
                 if summary is not None:
-                    wanted.update(self._needed_by(summary, name))
-            frontier = wanted - seen
+                    needed.update(self._needed_by(summary, name))
+            frontier = needed - seen
 
     def read_ahead(self, module: str) -> FileSummary | None:
         """The cached summary of `module`'s file, read with the file's bytes for the `preload`
@@ -473,6 +519,10 @@ class ProjectIndex:
             for base in cls.bases:
                 call = _CALL.match(base)
                 texts += [call[1], *_CALL_ARG.findall(call[2])] if call else [base.split("[")[0]]
+            # The decoder layers a model builds: their forwards tell its residual convention.
+            layers = (*cls.layer_classes, *cls.layer_params.values())
+            for layer in (*layers, *cls.super_init_classes.values()):
+                texts += summary.class_maps.get(layer, [layer])
             for attr in (DECODER_ATTR, LANGUAGE_MODEL_ATTR):
                 assign = cls.init_assigns.get(attr)
                 # A model built by architecture name is found through the registry instead.
@@ -518,13 +568,16 @@ class ProjectIndex:
         """What `name` means at the top level of `module` (following imports and aliases)."""
         if _depth > 20:
             return ExternalRef(f"{module}.{name}")
-        summary = self.summary(module)
+        if module not in self._by_module:
+            self.preload([module], wanted={module: (name,)})
+        summary = self._by_module.get(module)
         if summary is None:
             if self.source_file(f"{module}.{name}"):
                 return ModuleRef(f"{module}.{name}")
             return ExternalRef(f"{module}.{name}")
         if name in summary.classes:
-            return ClassRef(summary, summary.classes[name])
+            found = self.class_ref(module, name)
+            return found if found is not None else ExternalRef(f"{module}.{name}")
         if name in summary.aliases and summary.aliases[name] != name:
             return self._base(module, summary.aliases[name], _depth + 1)
         ref = summary.imports.get(name)
@@ -539,6 +592,19 @@ class ProjectIndex:
         if self.source_file(f"{ref.module}.{ref.name}"):
             return ModuleRef(f"{ref.module}.{ref.name}")
         return self.resolve(ref.module, ref.name, _depth + 1)
+
+    def class_ref(self, module: str, name: str) -> ClassRef | None:
+        """The class `name` defined at the top level of `module`, its body read."""
+        if module not in self._by_module:
+            self.preload([module], wanted={module: (name,)})
+        summary = self._by_module.get(module)
+        if summary is None or name not in summary.classes:
+            return None
+        if name in summary.unread:
+            self.preload([module], wanted={module: (name,)})
+            if name in summary.unread:
+                return None  # reading it failed: the file's error says why
+        return ClassRef(summary, summary.classes[name])
 
     def resolve_dotted(self, module: str, text: str, _depth: int = 0) -> Resolved:
         """Resolve `a.b.C` as written in `module`."""
@@ -679,6 +745,30 @@ class _LoadAhead:
                 summary = index.read_ahead(module)
             if summary is not None:
                 self.todo += index._needed_by(summary, name)
+
+
+def _unread(summary: FileSummary, names: tuple[str, ...] | None) -> bool:
+    """Whether any class of `names` (None: any class) has its body unread in `summary`."""
+    return bool(summary.unread) and (names is None or not set(names).isdisjoint(summary.unread))
+
+
+def _rest_of(job: ParseJob, summary: FileSummary) -> ParseJob:
+    """`job` reduced to reading the bodies of its classes that `summary` left unread."""
+    wanted = job[3]
+    missing = tuple(n for n in summary.unread if wanted is None or n in wanted)
+    return (*job[:3], missing, summary.bodies)
+
+
+def _add_bodies(into: FileSummary, read: FileSummary) -> None:
+    """Put the class bodies `read` has and `into` left unread into `into`, in place: the
+    class references handed out hold it."""
+    still = set(read.unread)
+    now = {name for name in into.unread if name in read.classes and name not in still}
+    for name in now:
+        into.classes[name] = read.classes[name]
+    into.unread = [name for name in into.unread if name not in now]
+    if not into.unread:
+        into.bodies = []
 
 
 def _present(candidate: Path) -> bool:

@@ -214,12 +214,12 @@ def decode_text(data: bytes) -> str:
     return _INDENT_FORM_FEED.sub("", text) if "\f" in text else text
 
 
-def check_syntax(text: str, name: str) -> None:
+def check_syntax(text: str, name: str) -> ast.Module:
     """Refuse what CPython would not compile (libcst accepts some Python 2, such as
-    `except E, e:`). Only the parser runs: nothing is compiled to code or executed; it costs
-    about a tenth of the libcst parse."""
+    `except E, e:`), and return CPython's syntax tree. Only the parser runs: nothing is
+    compiled to code or executed; it costs about a tenth of the libcst parse."""
     try:
-        compile(text, name, "exec", flags=ast.PyCF_ONLY_AST, dont_inherit=True)
+        return compile(text, name, "exec", flags=ast.PyCF_ONLY_AST, dont_inherit=True)
     except SyntaxError as exc:
         raise SourceSyntaxError(f"syntax error: {exc.msg}", line=exc.lineno) from exc
     except (ValueError, RecursionError, MemoryError) as exc:
