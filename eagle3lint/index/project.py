@@ -378,8 +378,10 @@ class ProjectIndex:
 
     # -- summaries ------------------------------------------------------------------------
     def summary(self, module: str) -> FileSummary | None:
+        """The summary of `module`'s file; the bodies of its top-level classes are read when
+        a class is asked for (`class_ref`, `resolve`)."""
         if module not in self._by_module:
-            self.preload([module])
+            self.preload([module], wanted={module: ()})
         return self._by_module.get(module)
 
     def preload(
