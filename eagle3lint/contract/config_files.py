@@ -8,6 +8,7 @@ module only when its cached facts are missing.
 
 from __future__ import annotations
 
+import ast
 import bisect
 import contextlib
 import itertools
@@ -31,52 +32,45 @@ from eagle3lint.sources.files import (
     SourceSyntaxError,
     check_syntax,
     read_source,
+    source_lines,
 )
 
-_DEF = re.compile(r"^([ \t]*)(?:async[ \t]+)?def[ \t]")
 
-
-def _functions_around(text: str, needle: str) -> str:
-    """The functions containing `needle`, each dedented, as one module's source.
+def _functions_around(text: str, tree: ast.Module, needle: str) -> str:
+    """The innermost functions containing `needle`, each dedented, as one module's source.
 
     These files run to thousands of lines while the gate and the proposer's mapping each sit
-    in one method; parsing only those methods is several times cheaper. The caller falls
-    back to the whole file when the cut does not parse.
+    in one method; parsing only those methods is several times cheaper. Where functions are
+    comes from CPython's tree (`tree`, of `text`), so a signature over several lines is never
+    cut. The caller falls back to the whole file when the cut does not parse.
     """
-    lines = text.splitlines(keepends=True)
-    starts: dict[int, int] = {}
+    lines = source_lines(text)
+    functions = [
+        node for node in ast.walk(tree) if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+    ]
     line_offsets = list(itertools.accumulate((len(line) for line in lines), initial=0))
+    spans: dict[int, int] = {}
     for match in re.finditer(re.escape(needle), text):
-        at = bisect.bisect_right(line_offsets, match.start()) - 1
-        indent = len(lines[at]) - len(lines[at].lstrip())
-        for number in range(at, -1, -1):
-            found = _DEF.match(lines[number])
-            if found and len(found.group(1)) < indent:
-                starts.setdefault(number, len(found.group(1)))
-                break
-    blocks = []
-    for start, indent in sorted(starts.items()):
-        end = start + 1
-        while end < len(lines):
-            stripped = lines[end].strip()
-            dedented = len(lines[end]) - len(lines[end].lstrip()) <= indent
-            if stripped and not stripped.startswith("#") and dedented:
-                break
-            end += 1
-        blocks.append(textwrap.dedent("".join(lines[start:end])))
-    return "\n".join(blocks)
+        line = bisect.bisect_right(line_offsets, match.start())
+        around = [f for f in functions if f.lineno <= line <= (f.end_lineno or f.lineno)]
+        if around:
+            inner = max(around, key=lambda f: f.lineno)
+            spans[inner.lineno] = inner.end_lineno or inner.lineno
+    return "\n".join(
+        textwrap.dedent("".join(lines[start - 1 : end])) for start, end in sorted(spans.items())
+    )
 
 
 def _parse(text: str, path: Path, needle: str) -> cst.Module:
     """The functions around `needle` (or, failing that, the whole file) as a tree; a contract
     file that does not parse is reported, never skipped."""
     try:
-        check_syntax(text, str(path))
+        tree = check_syntax(text, str(path))
     except SourceSyntaxError as exc:
         exc.path = path
         raise
     with contextlib.suppress(cst.ParserSyntaxError):
-        return cst.parse_module(_functions_around(text, needle))
+        return cst.parse_module(_functions_around(text, tree, needle))
     try:
         return cst.parse_module(text)
     except cst.ParserSyntaxError as exc:

@@ -33,7 +33,7 @@ from eagle3lint.index.model import (
     TapSummary,
 )
 from eagle3lint.index.modules import module_name_for, resolve_relative
-from eagle3lint.index.skim import bodies_of, skim, source_lines
+from eagle3lint.index.skim import bodies_of, skim
 from eagle3lint.shapes.loop import LayerLoop, layer_loops
 from eagle3lint.shapes.names import AUX_LAYERS_ATTR
 from eagle3lint.shapes.residual import classify
@@ -50,6 +50,7 @@ from eagle3lint.shapes.syntax import (
     string_value,
 )
 from eagle3lint.shapes.taps import Tap, dict_captures, taps_in
+from eagle3lint.sources.files import source_lines
 
 _MODULE_NAME = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*$")
 _CONFIG_READ = re.compile(r"\b(?:config|hf_config|text_config)\.([A-Za-z_]\w*)")

@@ -15,17 +15,10 @@ import re
 from collections.abc import Collection, Iterable
 
 from eagle3lint.index.model import BodySpan
+from eagle3lint.sources.files import source_lines
 
-_LINE = re.compile(r".*?(?:\r\n|\r|\n)|.+\Z", re.DOTALL)
-"""A line with its ending, split where CPython's tokenizer splits (not `str.splitlines`,
-which also splits at form feeds and other separators the tokenizer keeps inside a line)."""
 _ENDING = re.compile(r"(?:\r\n|\r|\n)\Z")
 _DEFINES_CLASS = re.compile(r"^[ \t]+class\b", re.MULTILINE)
-
-
-def source_lines(source: str) -> list[str]:
-    """The lines of `source`, each with its ending."""
-    return _LINE.findall(source)
 
 
 def bodies_of(source: str, module: ast.Module) -> tuple[list[BodySpan], list[BodySpan]]:

@@ -214,6 +214,16 @@ def decode_text(data: bytes) -> str:
     return _INDENT_FORM_FEED.sub("", text) if "\f" in text else text
 
 
+_LINE = re.compile(r".*?(?:\r\n|\r|\n)|.+\Z", re.DOTALL)
+"""A line with its ending, split where CPython's tokenizer splits (not `str.splitlines`,
+which also splits at form feeds and other separators the tokenizer keeps inside a line)."""
+
+
+def source_lines(source: str) -> list[str]:
+    """The lines of `source`, each with its ending, numbered as CPython numbers them."""
+    return _LINE.findall(source)
+
+
 def check_syntax(text: str, name: str) -> ast.Module:
     """Refuse what CPython would not compile (libcst accepts some Python 2, such as
     `except E, e:`), and return CPython's syntax tree. Only the parser runs: nothing is
