@@ -92,8 +92,8 @@ ParseResult = tuple[str, FileSummary | None, str, int | None, str]
 
 ParseJob = tuple[str, bytes, str, tuple[str, ...] | None, list[BodySpan] | None]
 """(relpath, bytes, cache key, the classes to read (None: all of them), and where the class
-bodies are when a summary of these bytes said so: then only the bodies of those classes are
-parsed, with the rest of the file)."""
+bodies are when a summary of these bytes said so: then those classes are parsed alone, for a
+summary that holds them and nothing else)."""
 
 
 def _parse_job(job: ParseJob) -> ParseResult:
