@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from runtime import installed_tree
-from venvs import install
+from venvs import install, overlay
 
 from eagle3lint.engine import CheckOptions, run_check
 from eagle3lint.targets import Role, Target
@@ -114,16 +114,39 @@ def _inner_models(release: FixedRelease) -> list[tuple[str, str]]:
 
 
 def _prove(release: FixedRelease, workdir: Path) -> None:
+    """The proof, run apart for the models that need packages in front of the venv's."""
+    models: dict[Path | None, list[tuple[str, str]]] = {}
+    for module, name in _inner_models(release):
+        models.setdefault(overlay(release.version, module), []).append((module, name))
+    targets: dict[Path | None, list[tuple[str, str, str]]] = {}
+    for arch, target in sorted(release.repaired.items()):
+        module = target.ref.file.module
+        targets.setdefault(overlay(release.version, module), []).append(
+            (arch, module, target.ref.name)
+        )
+    for packages in sorted(models.keys() | targets.keys(), key=str):
+        group = models.get(packages, []), targets.get(packages, [])
+        _prove_group(release, workdir, packages, *group)
+
+
+def _prove_group(
+    release: FixedRelease,
+    workdir: Path,
+    packages: Path | None,
+    models: list[tuple[str, str]],
+    targets: list[tuple[str, str, str]],
+) -> None:
     python = install(release.version)
-    baseline = workdir / f"baseline-{release.version}.pt"
-    models = _inner_models(release)
-    targets = [
-        (arch, t.ref.file.module, t.ref.name) for arch, t in sorted(release.repaired.items())
-    ]
-    _ask(python, {"overlay": None, "models": models, "baseline": str(baseline)})
-    overlay = {module: str(path) for module, path in release.changed.items()}
-    request = {"overlay": overlay, "targets": targets, "models": models, "baseline": str(baseline)}
-    for record in _ask(python, request):
+    baseline = workdir / f"baseline-{release.version}-{packages.name if packages else 'venv'}.pt"
+    _ask(python, {"overlay": None, "models": models, "baseline": str(baseline)}, packages)
+    fixed_files = {module: str(path) for module, path in release.changed.items()}
+    request = {
+        "overlay": fixed_files,
+        "targets": targets,
+        "models": models,
+        "baseline": str(baseline),
+    }
+    for record in _ask(python, request, packages):
         if "arch" in record:
             release.supports_eagle3[record["arch"]] = record
         else:
@@ -132,7 +155,10 @@ def _prove(release: FixedRelease, workdir: Path) -> None:
             release.models[name] = record
 
 
-def _ask(python: Path, request: dict[str, Any]) -> list[dict[str, Any]]:
+def _ask(python: Path, request: dict[str, Any], packages: Path | None) -> list[dict[str, Any]]:
+    env = dict(os.environ, PYTHONHASHSEED="0")
+    if packages is not None:
+        env["PYTHONPATH"] = str(packages)
     done = subprocess.run(
         [str(python), str(PROOF)],
         input=json.dumps(request),
@@ -140,7 +166,7 @@ def _ask(python: Path, request: dict[str, Any]) -> list[dict[str, Any]]:
         text=True,
         timeout=PROOF_TIMEOUT,
         check=False,
-        env=dict(os.environ, PYTHONHASHSEED="0"),
+        env=env,
     )
     if done.returncode != 0:
         raise RuntimeError(f"proof.py failed ({done.returncode}):\n{done.stderr[-3000:]}")

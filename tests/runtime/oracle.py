@@ -9,7 +9,8 @@ that dies on one class loses nothing else. For each arch: the class's module and
 `supports_eagle3()`, `is_text_generation_model()`, `is_pooling_model()`, whether the registry
 lists it as a speculative-decoding model, the platform vLLM resolved, and for each
 `SupportsEagle3` member whether the class only inherits the protocol's own stub (body `...`).
-On failure: the exception, and for a missing module its name (the caller retries with a stub).
+On failure: the exception, the module the registry names, and for a missing module its name
+(the caller retries with a stub).
 """
 
 from __future__ import annotations
@@ -157,8 +158,8 @@ def main() -> int:
             "draft_section": arch in drafts,
             "stubs": sorted(stubs),
         }
+        full = module_name if "." in module_name else f"{MODELS_PACKAGE}.{module_name}"
         try:
-            full = module_name if "." in module_name else f"{MODELS_PACKAGE}.{module_name}"
             cls = getattr(importlib.import_module(full), class_name)
             record.update(
                 ok=True,
@@ -174,7 +175,7 @@ def main() -> int:
             if isinstance(exc, KeyboardInterrupt):
                 raise
             error = f"{type(exc).__name__}: {exc}"[:500]
-            record.update(ok=False, error=error, missing=_missing_module(exc))
+            record.update(ok=False, error=error, missing=missing_module(exc), module=full)
         print(json.dumps(record), flush=True)
     return 0
 
@@ -196,7 +197,7 @@ def _runner_default() -> Any:
     return runner
 
 
-def _missing_module(exc: BaseException) -> str:
+def missing_module(exc: BaseException) -> str:
     """The module that is not installed, when that is why the import failed (directly or as
     the cause of a friendlier ImportError); "" for any other failure."""
     seen: BaseException | None = exc

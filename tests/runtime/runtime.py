@@ -3,19 +3,21 @@ eagle3lint says statically about the same installed tree.
 
 vLLM's answers come from `oracle.py` run by the release's own venv (the only place analysed code
 runs). A class whose optional third-party dependency is not installed is retried with a stub for
-that module, and its answer records the stubs it needed.
+that module, and its answer records the stubs it needed; a class whose model file needs newer
+packages than the release allows is asked again with those in front (`venvs.MODEL_OVERLAYS`).
 """
 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from venvs import install
+from venvs import install, overlay
 
 ORACLE = Path(__file__).resolve().parent / "oracle.py"
 ORACLE_TIMEOUT = 3600
@@ -24,10 +26,14 @@ NEVER_STUBBED = frozenset({"vllm", "torch", "transformers"})
 MAX_STUB_ROUNDS = 8
 
 
-def _ask(python: Path, archs: list[str] | None, stubs: set[str]) -> dict[str, dict[str, Any]]:
-    """One oracle process over `archs` (all when None); restarted past a class that kills it."""
+def _ask(
+    python: Path, archs: list[str] | None, stubs: set[str], packages: Path | None = None
+) -> dict[str, dict[str, Any]]:
+    """One oracle process over `archs` (all when None), with `packages` first on its path;
+    restarted past a class that kills it."""
     answers: dict[str, dict[str, Any]] = {}
     pending = archs
+    env = dict(os.environ, PYTHONPATH=str(packages)) if packages else None
     while True:
         request = json.dumps({"archs": pending, "stubs": sorted(stubs)})
         done = subprocess.run(
@@ -37,6 +43,7 @@ def _ask(python: Path, archs: list[str] | None, stubs: set[str]) -> dict[str, di
             text=True,
             timeout=ORACLE_TIMEOUT,
             check=False,
+            env=env,
         )
         asked: list[str] = []
         for line in done.stdout.splitlines():
@@ -82,6 +89,14 @@ def ask_vllm(version: str) -> dict[str, dict[str, Any]]:
         stubs |= wanted
         retry = [arch for arch, record in answers.items() if not record["ok"]]
         answers.update(_ask(python, retry, stubs))
+    # Model files that need newer packages than the release allows, with those packages.
+    overlaid: dict[Path, list[str]] = {}
+    for arch, record in answers.items():
+        packages = None if record["ok"] else overlay(version, record["module"])
+        if packages is not None:
+            overlaid.setdefault(packages, []).append(arch)
+    for packages, archs in overlaid.items():
+        answers.update(_ask(python, archs, stubs, packages))
     return answers
 
 

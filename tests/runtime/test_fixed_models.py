@@ -5,11 +5,10 @@ of the installed tree; the release's own venv then imports every changed module 
 installed one, asks `supports_eagle3()` about every repaired class, and runs each repaired
 model's `Model.forward` with its real decoder-layer code and stand-in sublayers (`proof.py`).
 
-Every model ends in one of: proved; release-tap (fix added methods only, the forward and its tap
-are the release's own, and the fix changed none of its outputs); cannot-construct, allowed only
-for the models listed in `UNCONSTRUCTABLE` with the reason they cannot be built; failed, never.
-The cases issue 11 names (`ISSUE_11_CASES`) each get a test of their own: proved, or left
-alone by `fix` with its reason.
+Every model ends proved or release-tap (fix added methods only, the forward and its tap are the
+release's own, and the fix changed none of its outputs); never failed, nor cannot-construct (a
+model the stand-ins cannot build proves nothing). The cases issue 11 names (`ISSUE_11_CASES`)
+each get a test of their own: proved, or left alone by `fix` with its reason.
 """
 
 from __future__ import annotations
@@ -54,39 +53,6 @@ ISSUE_11_CASES: dict[str, str] = {
 """The models whose fixed forward is wrong today, with the issue's reason."""
 
 
-UNCONSTRUCTABLE: dict[str, dict[str, str]] = {
-    "0.16.0": {
-        "jais2.Jais2Model": "cannot import name 'Jais2Config' from 'transformers'",
-        # Called by Zamba2HybridLayer with the shared block's index, not by the model.
-        "zamba2.Zamba2Model[Zamba2AttentionDecoderLayer]": "missing 1 required positional argument",
-        # Its __init__ needs the shared transformer block the model builds.
-        "zamba2.Zamba2Model[Zamba2HybridLayer]": "reads self.block_idx ",
-    },
-    "0.25.0": {
-        # The venv's transformers (5.24) refuses to give the global `head_dim` vLLM 0.25.0's
-        # Gemma 4 layers read from its per-layer text config, unless the config allows it
-        # (`allow_global_per_layer_attribute_access`), which vLLM 0.25.0 never sets.
-        "gemma4.Gemma4Model[Gemma4CrossDecoderLayers]": "AmbiguousGlobalPerLayerAttributeError",
-        "gemma4.Gemma4Model[Gemma4DecoderLayer]": "AmbiguousGlobalPerLayerAttributeError",
-    },
-}
-"""Per release, the models the stand-ins cannot build, with (part of) the reason each gives."""
-
-UNIMPORTABLE: dict[str, dict[str, str]] = {
-    "0.16.0": {
-        "AudioFlamingo3ForConditionalGeneration": "No module named 'transformers.models.",
-        "GlmAsrForConditionalGeneration": "No module named 'transformers.models.",
-        "Jais2ForCausalLM": "cannot import name 'Jais2Config' from 'transformers'",
-        "MusicFlamingoForConditionalGeneration": "No module named 'transformers.models.",
-    },
-    "0.25.0": {
-        "Phi4ForCausalLMV": "cannot import name 'PixtralRotaryEmbedding' from 'transformers",
-    },
-}
-"""Per release, repaired classes the venv cannot import: the transformers vLLM's own install
-resolved to lacks what the model file needs (never stubbed, as the verdicts depend on it)."""
-
-
 @pytest.fixture(scope="module", params=FIX_RELEASES)
 def fixed(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> FixedRelease:
     return _release(request.param, tmp_path_factory)
@@ -110,38 +76,23 @@ def test_fix_changed_files_and_repaired_targets(fixed: FixedRelease) -> None:
 
 
 def test_every_repaired_class_supports_eagle3(fixed: FixedRelease) -> None:
-    allowed = UNIMPORTABLE[fixed.version]
     problems = []
     for arch in fixed.repaired:
         answer = fixed.supports_eagle3.get(arch, {"supports_eagle3": None, "why": "no answer"})
-        if answer["supports_eagle3"] is True:
-            assert arch not in allowed, f"{arch} imports now: remove it from UNIMPORTABLE"
-            continue
-        why = answer.get("why", "supports_eagle3() is False")
-        if arch in allowed and allowed[arch] in why:
-            continue
-        problems.append(f"{arch}: {why}")
+        if answer["supports_eagle3"] is not True:
+            problems.append(f"{arch}: {answer.get('why', 'supports_eagle3() is False')}")
     assert not problems, "\n".join(problems)
 
 
 def test_every_repaired_model_is_proved(fixed: FixedRelease) -> None:
-    """Proved, or the release's own tap, or named here with its reason: nothing else."""
-    unconstructable = UNCONSTRUCTABLE[fixed.version]
+    """Proved, or the release's own tap: nothing else."""
     problems = []
     for name, record in sorted(fixed.models.items()):
         status, why = record["status"], record.get("why", "")
-        if status == "cannot-construct":
-            if not (name in unconstructable and unconstructable[name] in why):
-                problems.append(f"{name} cannot be built: {why}")
-        elif name in unconstructable:
-            problems.append(f"{name} is {status} now: remove it from UNCONSTRUCTABLE")
-        elif status == "failed":
-            problems.append(f"{name} failed: {why}")
-        elif status == "release-tap":
+        if status == "release-tap":
             assert record["own_tap"], name
-    for name in unconstructable:
-        if name not in fixed.models:
-            problems.append(f"{name} is listed here but fix no longer repairs it")
+        elif status != "proved":
+            problems.append(f"{name} is {status}: {why}")
     assert not problems, "\n".join(problems)
 
 
@@ -155,9 +106,7 @@ def test_issue_11_case_is_proved_or_refused(
     release = _release(version, tmp_path_factory)
     record = release.models.get(name)
     if record is not None:
-        assert record["status"] in ("proved", "cannot-construct"), (
-            f"{ISSUE_11_CASES[name]}: {record.get('why')}"
-        )
+        assert record["status"] == "proved", f"{ISSUE_11_CASES[name]}: {record.get('why')}"
 
 
 _RELEASES: dict[str, FixedRelease] = {}
