@@ -706,8 +706,8 @@ def _constructed(
 
 def _containers(model_cls: type, layer_cls: type) -> frozenset[type]:
     """The classes of the model's file that its `__init__` builds for real: those that are
-    neither its decoder layers nor the model (Gemma 4's YOCO halves, which hold its embedding,
-    Zamba2's shared attention block)."""
+    neither its decoder layers nor the model (Gemma 4's YOCO halves, which hold its
+    embedding)."""
     layers = {layer_cls, *_layer_classes(model_cls)}
     return frozenset(
         value
