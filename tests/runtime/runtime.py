@@ -92,7 +92,8 @@ def ask_vllm(version: str) -> dict[str, dict[str, Any]]:
     # Model files that need newer packages than the release allows, with those packages.
     overlaid: dict[Path, list[str]] = {}
     for arch, record in answers.items():
-        packages = None if record["ok"] else overlay(version, record["module"])
+        # A class that took the process down has no module in its record.
+        packages = None if record["ok"] else overlay(version, record.get("module", ""))
         if packages is not None:
             overlaid.setdefault(packages, []).append(arch)
     for packages, archs in overlaid.items():
