@@ -15,6 +15,7 @@ from eagle3lint.index.cache import SummaryCache
 from eagle3lint.index.extract import summarize, summarize_bodies
 from eagle3lint.index.project import ClassRef, ProjectIndex
 from eagle3lint.index.skim import bodies_of, skim
+from eagle3lint.sources.files import source_lines
 
 SOURCE = '''\
 import torch
@@ -101,10 +102,11 @@ def test_a_class_read_alone_is_summarised_as_in_the_whole_file(newline: str) -> 
 
 
 def test_left_out_bodies_keep_every_line_and_column() -> None:
-    bodies, functions = bodies_of(SOURCE, ast.parse(SOURCE))
+    lines = source_lines(SOURCE)
+    bodies, functions = bodies_of(lines, ast.parse(SOURCE))
     assert [b.name for b in bodies] == ["Attention", "DecoderLayer", "Model"]
     assert [f.name for f in functions] == ["helper"]  # `make` defines a class: kept
-    text, unread = skim(SOURCE, bodies, {"Model"}, functions)
+    text, unread = skim(lines, bodies, {"Model"}, functions)
     assert unread == ["Attention", "DecoderLayer"]
     assert text.count("\n") == SOURCE.count("\n")
     ast.parse(text)

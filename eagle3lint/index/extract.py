@@ -72,8 +72,9 @@ def summarize(
     """
     parsed, unread, bodies = source, [], []
     if wanted is not None:
-        bodies, functions = bodies_of(source, syntax or ast.parse(source))
-        parsed, unread = skim(source, bodies, wanted, functions)
+        lines = source_lines(source)
+        bodies, functions = bodies_of(lines, syntax or ast.parse(source))
+        parsed, unread = skim(lines, bodies, wanted, functions)
     tree = cst.parse_module(parsed)
     module, is_package = module_name_for(relpath)
     builder = _FileBuilder(parsed, relpath, module, is_package)

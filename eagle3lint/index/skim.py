@@ -15,18 +15,16 @@ import re
 from collections.abc import Collection, Iterable
 
 from eagle3lint.index.model import BodySpan
-from eagle3lint.sources.files import source_lines
 
 _ENDING = re.compile(r"(?:\r\n|\r|\n)\Z")
 _DEFINES_CLASS = re.compile(r"^[ \t]+class\b", re.MULTILINE)
 
 
-def bodies_of(source: str, module: ast.Module) -> tuple[list[BodySpan], list[BodySpan]]:
-    """Where the bodies of the top-level classes of `source` are, and those of its top-level
-    functions that no summary reads: all but class factories (a function that defines a
-    class). A body that shares a line with its header (`class A(B): pass`) is not listed:
-    there is nothing to save."""
-    lines = source_lines(source)
+def bodies_of(lines: list[str], module: ast.Module) -> tuple[list[BodySpan], list[BodySpan]]:
+    """Where the bodies of the top-level classes of a file (its `source_lines`) are, and those
+    of its top-level functions that no summary reads: all but class factories (a function that
+    defines a class). A body that shares a line with its header (`class A(B): pass`) is not
+    listed: there is nothing to save."""
     classes, functions = [], []
     for node in module.body:
         if isinstance(node, ast.ClassDef):
@@ -64,22 +62,23 @@ def _body(
 
 
 def skim(
-    source: str,
+    lines: list[str],
     bodies: Iterable[BodySpan],
     wanted: Collection[str],
     functions: Iterable[BodySpan] = (),
 ) -> tuple[str, list[str]]:
-    """`source` with the `bodies` of classes not named in `wanted` and the bodies of
-    `functions` left out, and the names of those classes (in file order, once each)."""
-    lines = source_lines(source)
+    """The file (its `source_lines`, which stay as they are) with the `bodies` of classes not
+    named in `wanted` and the bodies of `functions` left out, and the names of those classes
+    (in file order, once each)."""
+    edited = list(lines)
     unread: dict[str, None] = {}
     for body in bodies:
         if body.name not in wanted:
-            _leave_out(lines, body)
+            _leave_out(edited, body)
             unread[body.name] = None
     for body in functions:
-        _leave_out(lines, body)
-    return "".join(lines), list(unread)
+        _leave_out(edited, body)
+    return "".join(edited), list(unread)
 
 
 def _leave_out(lines: list[str], body: BodySpan) -> None:
