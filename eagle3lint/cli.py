@@ -519,12 +519,23 @@ def fix(
     diff: Annotated[
         bool, typer.Option("--diff", help="Print a unified diff; write nothing.")
     ] = False,
+    recover: Annotated[
+        bool,
+        typer.Option(
+            "--recover",
+            help="Only undo what an interrupted fix run wrote (fix also does it first).",
+        ),
+    ] = False,
 ) -> None:
     """Apply every fixable finding, then check again (exit 0 ready, 1 blockers remain)."""
     with _guard(args.debug):
+        from eagle3lint.errors import UsageError
         from eagle3lint.fixer import run_fix
 
-        code = run_fix(args.check_options(progress=sys.stderr.isatty()), diff=diff)
+        if diff and recover:
+            raise UsageError("--diff writes nothing and --recover writes: give one of them")
+        options = args.check_options(progress=sys.stderr.isatty())
+        code = run_fix(options, diff=diff, recover=recover)
         if not args.no_cache:
             _housekeeping()
     raise typer.Exit(code)

@@ -19,7 +19,7 @@ from typing import BinaryIO
 
 import libcst as cst
 
-from eagle3lint import storage
+from eagle3lint import journal, signals, storage
 from eagle3lint.codemod.errors import CodemodRefused
 from eagle3lint.codemod.registry import apply_repair, edit_order
 from eagle3lint.codemod.verify import render_checked
@@ -132,7 +132,7 @@ def rewrite(
     return edit
 
 
-def write_edits(edits: list[FileEdit]) -> str | None:
+def write_edits(edits: list[FileEdit], tag: str | None = None) -> str | None:
     """Write every edit of a run or none of them; returns why none was written, or None.
 
     First every file is checked (writable, unchanged since it was read) and its new content
@@ -146,6 +146,9 @@ def write_edits(edits: list[FileEdit]) -> str | None:
     after it: a save that went into it in between is put back (and the run undone). What
     remains is an editor that saves by renaming a file of its own over this one in the
     microseconds between the comparison and the rename (docs/security.md).
+
+    Temporary files carry `tag` (the run's journal names it). SIGINT, SIGTERM and SIGHUP are
+    held off while files are replaced or put back, so no signal cuts that in the middle.
     """
     staged: list[tuple[FileEdit, Path, os.stat_result, str]] = []
     replaced: list[tuple[Path, os.stat_result, bytes]] = []
@@ -159,22 +162,9 @@ def write_edits(edits: list[FileEdit]) -> str | None:
             if problem:
                 break
             info = path.stat()
-            staged.append((edit, path, info, storage.stage(path, edit.new, info)))
-        for edit, path, info, tmp in [] if problem else staged:
-            # Without blocking: the file may have been replaced by a FIFO meanwhile.
-            with os.fdopen(os.open(path, os.O_RDONLY | os.O_NONBLOCK), "rb") as current:
-                if not _still(current, path, edit.original):
-                    problem = f"{path} changed on disk since it was read; run fix again"
-                    break
-                os.replace(tmp, path)
-                current.seek(0)
-                saved = current.read(MAX_FILE_BYTES + 1)
-            if saved != edit.original:
-                # Written into the old file after the comparison: the user's save wins.
-                storage.write_atomically(path, saved, like=info)
-                problem = f"{path} changed while it was being written; left as saved, run fix again"
-                break
-            replaced.append((path, info, edit.original))
+            staged.append((edit, path, info, storage.stage(path, edit.new, info, tag=tag)))
+        with signals.held():
+            problem = problem or _replace_all(staged, replaced, tag)
     except OSError as exc:
         problem = f"cannot write {path}: {exc.strerror or exc}"
     finally:
@@ -182,7 +172,35 @@ def write_edits(edits: list[FileEdit]) -> str | None:
             storage.discard(tmp)
     if problem is None:
         return None
-    return problem + _restore(replaced)
+    with signals.held():
+        return problem + _restore(replaced, tag)
+
+
+def _replace_all(
+    staged: list[tuple[FileEdit, Path, os.stat_result, str]],
+    replaced: list[tuple[Path, os.stat_result, bytes]],
+    tag: str | None,
+) -> str | None:
+    """Rename each staged file over its own, the file compared with what was read just before;
+    the files replaced go to `replaced`. Returns why it stopped early, or None."""
+    path = Path()
+    try:
+        for edit, path, info, tmp in staged:
+            # Without blocking: the file may have been replaced by a FIFO meanwhile.
+            with os.fdopen(os.open(path, os.O_RDONLY | os.O_NONBLOCK), "rb") as current:
+                if not _still(current, path, edit.original):
+                    return f"{path} changed on disk since it was read; run fix again"
+                os.replace(tmp, path)
+                current.seek(0)
+                saved = current.read(MAX_FILE_BYTES + 1)
+            if saved != edit.original:
+                # Written into the old file after the comparison: the user's save wins.
+                storage.write_atomically(path, saved, like=info, tag=tag)
+                return f"{path} changed while it was being written; left as saved, run fix again"
+            replaced.append((path, info, edit.original))
+    except OSError as exc:
+        return f"cannot write {path}: {exc.strerror or exc}"
+    return None
 
 
 def _unwritable(path: Path, original: bytes) -> str | None:
@@ -199,13 +217,13 @@ def _unwritable(path: Path, original: bytes) -> str | None:
     return None
 
 
-def _restore(replaced: list[tuple[Path, os.stat_result, bytes]]) -> str:
+def _restore(replaced: list[tuple[Path, os.stat_result, bytes]], tag: str | None) -> str:
     """Put the original content back into the files a failed run already replaced; the
     sentence to add to the failure (which files were restored, or could not be)."""
     lost = []
     for path, info, original in reversed(replaced):
         try:
-            storage.write_atomically(path, original, like=info)
+            storage.write_atomically(path, original, like=info, tag=tag)
         except OSError as exc:
             lost.append(f"{path} ({exc.strerror or exc})")
     if lost:
@@ -302,21 +320,30 @@ def plan_edits(
     return edits, skipped
 
 
-def run_fix(options: CheckOptions, diff: bool = False) -> int:
-    """The `fix` command; returns the exit code (ruff's convention for --diff)."""
+def run_fix(options: CheckOptions, diff: bool = False, recover: bool = False) -> int:
+    """The `fix` command; returns the exit code (ruff's convention for --diff).
+
+    `recover` only undoes what an interrupted run left (`journal.py`) and writes nothing else.
+    """
     first = run_check(options)
     release = first.workspace.vllm_dir
     # Out-of-tree files checked against a cached release may be fixed; the release itself not.
     cached = release.resolve() if options.vllm_version and release is not None else None
-    if cached is not None and not diff and not first.workspace.files:
+    if cached is not None and not diff and not recover and not first.workspace.files:
         raise UsageError(
             f"--vllm {options.vllm_version} is a cached copy of a release, which is not yours "
             "to edit: add --diff to see the changes, or run fix on a checkout or a copy of "
             "the sources."
         )
     interfaces_dir = release / "model_executor" / "models" if release is not None else None
+    root = _lock_root(first.workspace, cached)
     out = sys.stdout
     if diff:
+        if left := journal.pending(root):
+            _say(
+                f"{left} was left by an interrupted fix run: the diff is against the files as "
+                "it left them; `eagle3lint fix --recover` undoes what it wrote"
+            )
         sources = SourceCache(first.index.source_bytes)
         # A cached release alone: the diff is what fix would write on a copy of it (the
         # message above sends users here to see it). With out-of-tree files: what fix writes.
@@ -324,9 +351,9 @@ def run_fix(options: CheckOptions, diff: bool = False) -> int:
         edits, skipped = plan_edits(first.report, interfaces_dir, read_only, sources)
         changed = [e for e in edits if e.changed]
         # A cached release's paths as in a checkout (`vllm/...`), where the diff applies.
-        root = cached.parent if cached is not None and read_only is None else None
+        diff_root = cached.parent if cached is not None and read_only is None else None
         for edit in changed:
-            out.write(unified_diff(edit, root))
+            out.write(unified_diff(edit, diff_root))
         # Only the patch on stdout (ruff's convention), so `fix --diff > fix.patch` applies.
         for line in skipped:
             sys.stderr.write(f"not fixed: {printable(line)}\n")
@@ -335,30 +362,57 @@ def run_fix(options: CheckOptions, diff: bool = False) -> int:
 
     waited: list[str] = []
 
-    def say(message: str) -> None:
-        sys.stderr.write(f"{printable(message)}\n")
-
     def wait(message: str) -> None:
         waited.append(message)
-        say(message)
+        _say(message)
 
-    with contextlib.ExitStack() as held:
-        if any(f.repair for f in first.report.findings):  # else there is nothing to write
-            root = _lock_root(first.workspace, cached)
+    wanted = any(f.repair for f in first.report.findings)
+    with contextlib.ExitStack() as held, signals.terminate_as_interrupt():
+        if wanted or recover or journal.pending(root):  # else there is nothing to write
             try:
-                held.enter_context(storage.tree_lock(root, on_wait=wait, on_stale=say))
+                held.enter_context(storage.tree_lock(root, on_wait=wait, on_stale=_say))
             except OSError as exc:
                 raise UsageError(f"cannot lock {root} to fix it: {exc.strerror or exc}") from exc
-            if waited:
-                # The run that held the lock has likely rewritten what this check read; the
-                # plan edits the bytes a check read, so check again rather than fail.
+            recovered = _recover(root)
+            if recover:
+                if not recovered:
+                    _say(f"nothing to recover: no interrupted fix run left a journal in {root}")
+                return 0
+            if waited or recovered:
+                # The run that held the lock (or the one undone) has likely rewritten what this
+                # check read; the plan edits the bytes a check read, so check again.
                 first = run_check(options)
-        return _fix_locked(options, first, interfaces_dir, cached)
+        return _fix_locked(options, first, interfaces_dir, cached, root)
+
+
+def _write_journaled(record: journal.Journal, changed: list[FileEdit]) -> str | None:
+    """Journal the edits, then write them (`write_edits`); why nothing was written, or None."""
+    try:
+        record.record((e.path, e.original, e.new or b"") for e in changed)
+    except (journal.JournalError, OSError) as exc:
+        return f"cannot write the journal {record.path}: {getattr(exc, 'strerror', None) or exc}"
+    return write_edits(changed, record.temp_tag)
+
+
+def _say(message: str) -> None:
+    sys.stderr.write(f"{printable(message)}\n")
+
+
+def _recover(root: Path) -> bool:
+    """Undo what an interrupted run left under `root` (the lock held); whether there was one."""
+    try:
+        result = journal.recover(root)
+    except journal.JournalError as exc:
+        raise UsageError(str(exc)) from None
+    if result is not None:
+        _say(result.summary())
+    return result is not None
 
 
 def _lock_root(workspace: Workspace, cached: Path | None) -> Path:
-    """Where the lock of a `fix` run lives: the checkout holding the `vllm` folder, or for
-    out-of-tree files checked against a cached release, the folder holding them all."""
+    """Where the lock (and the journal) of a `fix` run lives: the checkout holding the `vllm`
+    folder, or for out-of-tree files checked against a cached release, the folder holding
+    them all."""
     if workspace.import_root is not None and cached is None:
         return workspace.import_root
     folders = [p.resolve() for p in workspace.extra_roots] + [
@@ -368,39 +422,53 @@ def _lock_root(workspace: Workspace, cached: Path | None) -> Path:
 
 
 def _fix_locked(
-    options: CheckOptions, run: CheckRun, interfaces_dir: Path | None, cached: Path | None
+    options: CheckOptions,
+    run: CheckRun,
+    interfaces_dir: Path | None,
+    cached: Path | None,
+    root: Path,
 ) -> int:
     """Plan, write and check again, up to `MAX_PASSES` times; the exit code.
 
-    The run is one transaction: when a later pass cannot write, the files earlier passes wrote
-    get their content from before the run back, so a failed run leaves the tree as it was.
+    The run is one transaction, journaled (`journal.py`) before any file is replaced: when a
+    later pass cannot write, or the run is interrupted (Ctrl-C, SIGTERM), every file the run
+    wrote gets its content from before the run back, so a failed run leaves the tree as it
+    was; a run killed outright is undone by the next one.
     """
     out = sys.stdout
-    before: dict[Path, bytes] = {}
-    written: dict[Path, bytes] = {}
+    record = journal.Journal(root)
     failure: str | None = None
     report = run.report
-    for _ in range(MAX_PASSES):
-        sources = SourceCache(run.index.source_bytes)
-        edits, skipped = plan_edits(report, interfaces_dir, cached, sources)
-        changed = [e for e in edits if e.changed]
-        failure = write_edits(changed) if changed else None
-        if failure is not None and written:
-            undo = [FileEdit(path, new, before[path]) for path, new in written.items()]
-            problem = write_edits(undo)
-            if problem is None:
-                failure += f"; the {len(undo)} file(s) earlier passes wrote were restored"
-                written = {}
-            else:
-                failure += f"; restoring the files earlier passes wrote failed too: {problem}"
-        elif failure is None:
-            for edit in changed:
-                before.setdefault(edit.path, edit.original)
-                written[edit.path] = edit.new or b""
-        run = run_check(options)
-        report = run.report
-        if failure or not changed:
-            break
+    try:
+        for _ in range(MAX_PASSES):
+            sources = SourceCache(run.index.source_bytes)
+            edits, skipped = plan_edits(report, interfaces_dir, cached, sources)
+            changed = [e for e in edits if e.changed]
+            if changed:
+                failure = _write_journaled(record, changed)
+            if failure is not None:
+                with signals.held():
+                    undone = record.rollback()
+                if undone.restored:
+                    failure += (
+                        f"; the {len(undone.restored)} file(s) earlier passes wrote were restored"
+                    )
+                if undone.left:
+                    failure += f" ({undone.summary()})"
+            run = run_check(options)
+            report = run.report
+            if failure or not changed:
+                break
+    except BaseException as exc:
+        if record.entries:
+            how = "interrupted" if isinstance(exc, KeyboardInterrupt) else "failed"
+            with signals.held():
+                _say(f"{how}: {record.rollback().summary()}")
+        raise
+    if record.entries:
+        with signals.held():
+            record.close()
+    written = [] if failure else list(record.entries)
     for line in skipped:
         out.write(f"not fixed: {printable(line)}\n")
     if failure:

@@ -16,7 +16,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 TEMP_SUFFIX = ".eagle3lint"
-"""Every temporary file ends so: `.NAME.RANDOM.eagle3lint`, hidden beside the file it will be."""
+"""Every temporary file ends so: `.NAME.RANDOM.eagle3lint` (`.NAME.TAG-RANDOM.eagle3lint` for a
+`fix` run's, whose journal names the tag), hidden beside the file it will be."""
 
 
 def stage(
@@ -25,14 +26,16 @@ def stage(
     like: os.stat_result | None = None,
     private: bool = False,
     sync: bool = True,
+    tag: str | None = None,
 ) -> str:
     """A temporary file holding `data` beside `path`, synced to disk if `sync`; returns its
-    name.
+    name, which carries `tag` when given (so that a later run can find it: `discard_tagged`).
 
     It takes the mode and owner of `like` (the file it will replace). A new file gets mode
     0600 if `private`, else what the umask leaves of 0666, as `open()` would give it.
     """
-    tmp = os.path.join(path.parent, f".{path.name}.{secrets.token_hex(4)}{TEMP_SUFFIX}")
+    unique = f"{tag}-{secrets.token_hex(4)}" if tag else secrets.token_hex(4)
+    tmp = os.path.join(path.parent, f".{path.name}.{unique}{TEMP_SUFFIX}")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600 if private else 0o666)
     try:
         with os.fdopen(fd, "wb") as handle:
@@ -56,12 +59,28 @@ def discard(tmp: str) -> None:
         os.unlink(tmp)
 
 
+def discard_tagged(folder: Path, tag: str) -> int:
+    """Remove the temporary files in `folder` that carry `tag` (those of a run that is over);
+    how many there were."""
+    marker = f".{tag}-"
+    removed = 0
+    with contextlib.suppress(OSError), os.scandir(folder) as entries:
+        for entry in entries:
+            name = entry.name
+            if name.startswith(".") and name.endswith(TEMP_SUFFIX) and marker in name:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(entry.path)
+                    removed += 1
+    return removed
+
+
 def write_atomically(
     path: Path,
     data: bytes,
     private: bool = False,
     like: os.stat_result | None = None,
     sync: bool = True,
+    tag: str | None = None,
 ) -> None:
     """Replace (or create) `path` with `data` in one rename, keeping an existing file's
     permissions and owner (those of `like` if given: the file as it was first read). Raises
@@ -74,7 +93,7 @@ def write_atomically(
     if like is None:
         with contextlib.suppress(FileNotFoundError):
             like = os.stat(path)
-    tmp = stage(path, data, like, private, sync)
+    tmp = stage(path, data, like, private, sync, tag)
     try:
         os.replace(tmp, path)
     except BaseException:
@@ -83,6 +102,21 @@ def write_atomically(
 
 
 LOCK_NAME = ".eagle3lint-fix.lock"
+
+_held_locks: set[int] = set()
+"""Descriptors of the tree locks this process holds. A forked child (a parse worker) would
+share the lock with them, and hold it after this process dies: the next `fix` would wait for
+a dead run. The child closes its copies at once."""
+
+
+def _drop_inherited_locks() -> None:
+    for fd in _held_locks:
+        with contextlib.suppress(OSError):
+            os.close(fd)
+    _held_locks.clear()
+
+
+os.register_at_fork(after_in_child=_drop_inherited_locks)
 
 
 @contextlib.contextmanager
@@ -123,8 +157,10 @@ def tree_lock(
             on_stale(f"took over the lock {path} left by fix run pid {stale}, which is not running")
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        _held_locks.add(fd)
         yield
     finally:
+        _held_locks.discard(fd)
         with contextlib.suppress(OSError):
             os.unlink(path)
         os.close(fd)
