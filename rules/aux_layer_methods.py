@@ -102,6 +102,9 @@ class MyModelForCausalLM(nn.Module, SupportsEagle3):
 class MyModelForCausalLM(nn.Module, SupportsEagle3):
     def get_eagle3_default_aux_hidden_state_layers(self) -> tuple[int, ...]:
         return (1, 23, 44)
+
+    # Callers of the old name (a wrapper delegating to this model) keep working.
+    get_eagle3_aux_hidden_state_layers = get_eagle3_default_aux_hidden_state_layers
 """,
 )
 
@@ -231,6 +234,9 @@ class OldNameForCausalLM(nn.Module, SupportsEagle3):
         self.model.aux_hidden_state_layers = layers
     def get_eagle3_default_aux_hidden_state_layers(self):
         return (2, 4, 6)
+
+    # Callers of the old name (a wrapper delegating to this model) keep working.
+    get_eagle3_aux_hidden_state_layers = get_eagle3_default_aux_hidden_state_layers
 """,
         ),
     )
@@ -417,7 +423,8 @@ class OldNameForCausalLM(nn.Module, SupportsEagle3):
                         path,
                         method.line,
                         method.column,
-                        hint=f"Rename it to {contract.getter}.",
+                        hint=f"Rename it to {contract.getter} (fix keeps the old name as an "
+                        "alias, for callers such as a wrapper delegating to this model).",
                         repair=RenameMethod(path, cls=entry.name, old=name, new=contract.getter)
                         if can_rename
                         else None,

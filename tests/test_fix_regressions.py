@@ -251,3 +251,51 @@ def test_solar_tap_follows_the_pre_layer_blending(
         and "layer(" not in ast.unparse(statement)
     ]
     assert all(i < tap_at for i in rebinds), (tap_at, rebinds)
+
+
+def _class_names(source: str, cls: str) -> set[str]:
+    """The methods and class-level names `cls` defines in `source`."""
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ClassDef) and node.name == cls:
+            names = {n.name for n in node.body if isinstance(n, ast.FunctionDef)}
+            for item in node.body:
+                if isinstance(item, ast.Assign):
+                    names.update(t.id for t in item.targets if isinstance(t, ast.Name))
+            return names
+    raise AssertionError(f"{cls} not found")
+
+
+def test_the_seed_command_on_0_18_0_breaks_no_caller(
+    vllm_release: Callable[[str], Path],
+) -> None:
+    """Issue 24: on 0.18.0, where Kimi-K2.5 already runs, fixing it renamed DeepseekV2's getter
+    to the name the runner calls while Kimi-K2.5's own getter still called the old name on its
+    language model: AttributeError after the weights load. Both names now stay defined."""
+    release = vllm_release("0.18.0")
+    kimi_config = Path(__file__).resolve().parent.parent / "examples" / "kimi-k2.5" / "config.json"
+    run = run_check(
+        CheckOptions(
+            paths=[release],
+            archs=["KimiK25ForConditionalGeneration"],
+            hf_config=kimi_config,
+        )
+    )
+    edits, skipped = plan_edits(run.report, release / MODELS)
+    planned = {
+        e.path.relative_to(release).as_posix(): e.new.decode()
+        for e in edits
+        if e.changed and e.new is not None
+    }
+    assert not skipped, skipped
+    kimi = planned[f"{MODELS}/kimi_k25.py"]
+    deepseek = planned[f"{MODELS}/deepseek_v2.py"]
+    # Kimi-K2.5's getter (under the name the runner calls) delegates by the old name ...
+    assert "self.language_model.get_eagle3_aux_hidden_state_layers()" in kimi
+    # ... which the language model still defines, beside the name the runner calls.
+    assert {
+        "get_eagle3_aux_hidden_state_layers",
+        "get_eagle3_default_aux_hidden_state_layers",
+    } <= _class_names(deepseek, "DeepseekV2ForCausalLM")
+    assert "get_eagle3_default_aux_hidden_state_layers" in _class_names(
+        kimi, "KimiK25ForConditionalGeneration"
+    )

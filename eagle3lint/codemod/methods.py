@@ -13,7 +13,6 @@ from ._layout import BLANK_LINE, parse_statement
 from ._nodes import (
     class_body,
     find_class,
-    find_method,
     method_index,
     method_name,
     replace,
@@ -95,26 +94,42 @@ def {getter_name}(self) -> tuple[int, ...]:
     )
 
 
+ALIAS_COMMENT = "# Callers of the old name (a wrapper delegating to this model) keep working."
+
+
 def rename_method(module: cst.Module, class_name: str, old: str, new: str) -> cst.Module:
-    """Rename the method `old` of `class_name` to `new`, with the class's own `self.old` uses.
+    """Rename the method `old` of `class_name` to `new`, with the class's own `self.old` uses,
+    and keep `old` as an alias of it.
 
-    Calls through other objects (`self.language_model.old()`) are left alone: they name another
-    class's method. Nothing changes when `old` is gone and `new` exists (already renamed).
+    Callers elsewhere may still use the old name: a wrapper's getter delegating to its language
+    model (`self.language_model.old()`, vLLM 0.18's Kimi-K2.5) or code outside the tree. The
+    alias keeps every such call working, so the rename can break no caller::
 
-    Refuses when the class is missing, when it defines both names, or neither.
+        def new(self) -> tuple[int, ...]: ...
+
+        # Callers of the old name (a wrapper delegating to this model) keep working.
+        old = new
+
+    Nothing changes when `old` is not a method and `new` is (already renamed). Refuses when the
+    class is missing, when it defines both methods, or neither.
     """
     cls = find_class(module, class_name)
-    has_old = find_method(cls, old) is not None
-    has_new = find_method(cls, new) is not None
-    if has_old and has_new:
+    body = class_body(cls)
+    at = method_index(body, old)
+    has_new = method_index(body, new) is not None
+    if at is not None and has_new:
         raise CodemodRefused(f"{class_name} already defines {new}; not renaming {old} onto it")
-    if not has_old:
+    if at is None:
         if has_new:
             return module
         raise CodemodRefused(f"{class_name} defines no method {old!r} to rename")
     renamed = cls.visit(_MethodRenamer(old, new))
     assert isinstance(renamed, cst.ClassDef)
-    return replace(module, cls, renamed)
+    alias = parse_statement(module, f"{old} = {new}\n").with_changes(
+        leading_lines=[BLANK_LINE, cst.EmptyLine(indent=True, comment=cst.Comment(ALIAS_COMMENT))]
+    )
+    body = class_body(renamed)
+    return replace(module, cls, with_body(renamed, [*body[: at + 1], alias, *body[at + 1 :]]))
 
 
 class _MethodRenamer(cst.CSTTransformer):

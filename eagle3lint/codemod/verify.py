@@ -1,6 +1,9 @@
 """The last check before rewritten code is handed back for writing: what a reviewer would check.
 
-The new code must compile, and every function a codemod touched must read no name that is
+The new code must compile, no class may lose a method or class attribute it had (a caller
+elsewhere, such as a wrapper delegating to its language model, may use it: vLLM 0.18's
+Kimi-K2.5 broke when its decoder's getter was renamed), and every function a codemod touched
+must read no name that is
 unbound on some path to the read (StableLM's generated tap read `residual`, which that forward
 never binds) and no name defined nowhere. Only problems the rewrite introduced count: a
 function that already read a name on a path that may not bind it is vLLM's, not ours.
@@ -38,9 +41,9 @@ def render_checked(
     compiled (a codemod bug) or did not either (the file was broken before). `parsed` is
     `original` parsed, when the caller holds it (a file is parsed once per `fix` run).
 
-    Refuses when the new code does not compile, or when a function it changed reads a name
-    that is not bound on every path to the read, or that is defined nowhere, where the
-    original did not.
+    Refuses when the new code does not compile, when a class loses a method or class attribute
+    it had (a caller may use it), or when a function it changed reads a name that is not bound
+    on every path to the read, or that is defined nowhere, where the original did not.
     """
     code = new_module.code
     if code == original:
@@ -58,11 +61,18 @@ def render_checked(
         raise CodemodRefused(
             f"{path}: the rewritten code does not compile: {error}{where}; {before}"
         ) from error
+    before = parsed or cst.parse_module(original)
+    removed = _removed_members(before, new_module)
+    if removed:
+        raise CodemodRefused(
+            f"{path}: the rewrite would remove {', '.join(removed)}, which callers may use; "
+            "this is a codemod bug"
+        )
     key = (original, code)
     if key not in _INTRODUCED:
         if len(_INTRODUCED) >= 256:
             _INTRODUCED.clear()
-        _INTRODUCED[key] = _introduced(parsed or cst.parse_module(original), new_module)
+        _INTRODUCED[key] = _introduced(before, new_module)
     problem = _INTRODUCED[key]
     if problem is not None:
         function, name, what = problem
@@ -70,6 +80,38 @@ def render_checked(
             f"{path}: the rewritten {function} reads {name!r}, which {what}; this is a codemod bug"
         )
     return code
+
+
+def _members(module: cst.Module) -> set[str]:
+    """`Class.name` for every method and class-level assignment of the module's classes."""
+    found = set()
+    for statement in module.body:
+        if not isinstance(statement, cst.ClassDef):
+            continue
+        for item in statement.body.body:
+            if isinstance(item, cst.FunctionDef):
+                found.add(f"{statement.name.value}.{item.name.value}")
+            elif isinstance(item, cst.SimpleStatementLine):
+                for small in item.body:
+                    targets = (
+                        [t.target for t in small.targets]
+                        if isinstance(small, cst.Assign)
+                        else [small.target]
+                        if isinstance(small, cst.AnnAssign)
+                        else []
+                    )
+                    found.update(
+                        f"{statement.name.value}.{t.value}"
+                        for t in targets
+                        if isinstance(t, cst.Name)
+                    )
+    return found
+
+
+def _removed_members(before: cst.Module, after: cst.Module) -> list[str]:
+    """What a class had before the rewrite and no longer has: a caller of it would fail (a
+    rename keeps the old name as an alias for that reason)."""
+    return sorted(_members(before) - _members(after))
 
 
 Problem = tuple[str, str, str]

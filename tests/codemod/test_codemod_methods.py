@@ -163,10 +163,14 @@ def test_rename_method_and_its_self_calls(assert_rewrites: RewriteCheck) -> None
         def layers_for_logging(self) -> str:
             return str(self.get_eagle3_aux_hidden_state_layers())
     """
+    # The old name stays as an alias: the delegating call (and any caller elsewhere) still works.
     after = """\
     class M(nn.Module):
         def get_eagle3_default_aux_hidden_state_layers(self) -> tuple[int, ...]:
             return self.language_model.get_eagle3_aux_hidden_state_layers()
+
+        # Callers of the old name (a wrapper delegating to this model) keep working.
+        get_eagle3_aux_hidden_state_layers = get_eagle3_default_aux_hidden_state_layers
 
         def layers_for_logging(self) -> str:
             return str(self.get_eagle3_default_aux_hidden_state_layers())

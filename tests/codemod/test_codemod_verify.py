@@ -108,3 +108,29 @@ def test_only_functions_the_rewrite_touched_are_checked() -> None:
     original = "def f():\n    return undefined_name\n\n\nX = 1\n"
     new = cst.parse_module(original.replace("X = 1", "X = 2"))
     assert render_checked(original, new, "m.py") == new.code
+
+
+@pytest.mark.parametrize(
+    ("original", "rewritten", "removed"),
+    [
+        # A bare rename: a wrapper's `self.language_model.old()` would raise AttributeError.
+        (
+            "class M:\n    def old(self):\n        pass\n",
+            "class M:\n    def new(self):\n        pass\n",
+            "M.old",
+        ),
+        ("class M:\n    packed = {}\n", "class M:\n    pass\n", "M.packed"),
+        ("class M:\n    old: int = 1\n", "class M:\n    other: int = 1\n", "M.old"),
+    ],
+)
+def test_refuses_a_rewrite_that_takes_a_name_from_a_class(
+    original: str, rewritten: str, removed: str
+) -> None:
+    with pytest.raises(CodemodRefused, match=rf"would remove {removed}, which callers may use"):
+        render_checked(original, cst.parse_module(rewritten), "m.py")
+
+
+def test_a_rename_that_keeps_the_old_name_as_an_alias_passes() -> None:
+    original = "class M:\n    def old(self):\n        pass\n"
+    rewritten = "class M:\n    def new(self):\n        pass\n\n    old = new\n"
+    assert render_checked(original, cst.parse_module(rewritten), "m.py") == rewritten
