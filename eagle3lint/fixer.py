@@ -22,7 +22,7 @@ import libcst as cst
 from eagle3lint import journal, signals, storage
 from eagle3lint.codemod.errors import CodemodRefused
 from eagle3lint.codemod.registry import apply_repair, edit_order
-from eagle3lint.codemod.verify import render_checked
+from eagle3lint.codemod.verify import VerdictStore, render_checked
 from eagle3lint.engine import CheckOptions, CheckRun, run_check
 from eagle3lint.findings import Repair, Severity
 from eagle3lint.report.escape import printable
@@ -68,11 +68,18 @@ class SourceCache:
 
     The bytes are the ones the check's index read where it read the file, so the plan edits
     exactly what was checked and `write_edits` refuses a file saved since; other files are
-    read here with the same binary, encoding and nesting checks as `check`.
+    read here with the same binary, encoding and nesting checks as `check`. `verdicts` keeps
+    what the last check of a rewrite found (`codemod.verify`), as `check` keeps summaries.
     """
 
-    def __init__(self, known: Callable[[str], bytes | None] = lambda path: None) -> None:
+    def __init__(
+        self,
+        known: Callable[[str], bytes | None] = lambda path: None,
+        verdicts: VerdictStore | None = None,
+    ) -> None:
         self._known = known
+        self.verdicts = verdicts
+        """Where the scope analysis of a rewrite is kept across runs (the summary cache)."""
         self._loaded: dict[Path, tuple[bytes, cst.Module | None, str | None]] = {}
 
     def load(self, path: Path) -> tuple[bytes, cst.Module | None, str | None]:
@@ -108,7 +115,8 @@ def rewrite(
     relatively, as vLLM does; any other file (`vllm/models/...`, out-of-tree code) absolutely.
     """
     relative = interfaces_dir is not None and path.parent.resolve() == interfaces_dir.resolve()
-    original, parsed, problem = (sources or SourceCache()).load(path)
+    sources = sources or SourceCache()
+    original, parsed, problem = sources.load(path)
     edit = FileEdit(path, original)
     if parsed is None:
         edit.refused = [(r, problem or "") for r in repairs]
@@ -122,7 +130,8 @@ def rewrite(
             continue
         edit.applied.append(repair)
     try:
-        code = render_checked(original.decode(module.encoding), module, str(path), parsed)
+        text = original.decode(module.encoding)
+        code = render_checked(text, module, str(path), parsed, sources.verdicts)
     except CodemodRefused as exc:
         edit.refused += [(r, f"{exc.reason}; left unchanged") for r in edit.applied]
         edit.applied = []
@@ -344,7 +353,7 @@ def run_fix(options: CheckOptions, diff: bool = False, recover: bool = False) ->
                 f"{left} was left by an interrupted fix run: the diff is against the files as "
                 "it left them; `eagle3lint fix --recover` undoes what it wrote"
             )
-        sources = SourceCache(first.index.source_bytes)
+        sources = SourceCache(first.index.source_bytes, first.index.cache)
         # A cached release alone: the diff is what fix would write on a copy of it (the
         # message above sends users here to see it). With out-of-tree files: what fix writes.
         read_only = cached if first.workspace.files else None
@@ -441,7 +450,7 @@ def _fix_locked(
     report = run.report
     try:
         for _ in range(MAX_PASSES):
-            sources = SourceCache(run.index.source_bytes)
+            sources = SourceCache(run.index.source_bytes, run.index.cache)
             edits, skipped = plan_edits(report, interfaces_dir, cached, sources)
             changed = [e for e in edits if e.changed]
             if changed:

@@ -11,7 +11,12 @@ function that already read a name on a path that may not bind it is vLLM's, not 
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Protocol
 
 import libcst as cst
 from libcst.metadata import (
@@ -23,6 +28,8 @@ from libcst.metadata import (
     ScopeProvider,
 )
 
+from eagle3lint import __version__
+
 from .errors import CodemodRefused
 
 MODULE_NAMES = frozenset(
@@ -31,8 +38,28 @@ MODULE_NAMES = frozenset(
 """Names every module has, which libcst's builtin scope does not list."""
 
 
+class VerdictStore(Protocol):
+    """Where verdicts outlive the process: the summary cache (`index.cache.SummaryCache`)."""
+
+    def load(self, key: str, kind: type[Verified]) -> Verified | None: ...
+
+    def store(self, key: str, summary: object) -> None: ...
+
+
+@dataclass
+class Verified:
+    """The scope analysis of one (original, rewritten) pair, as the cache keeps it: the
+    problem it found (function, name, what), or an empty list."""
+
+    problem: list[str]
+
+
 def render_checked(
-    original: str, new_module: cst.Module, path: str, parsed: cst.Module | None = None
+    original: str,
+    new_module: cst.Module,
+    path: str,
+    parsed: cst.Module | None = None,
+    store: VerdictStore | None = None,
 ) -> str:
     """The code of `new_module`, after checking it as a reviewer would.
 
@@ -40,6 +67,8 @@ def render_checked(
     returned as is, and when the rewrite does not compile the reason says whether the original
     compiled (a codemod bug) or did not either (the file was broken before). `parsed` is
     `original` parsed, when the caller holds it (a file is parsed once per `fix` run).
+    `store` keeps the scope analysis, the costly part, across runs: keyed by both texts and this
+    module's code, so `fix --diff` then `fix`, or a fix run again, analyse nothing twice.
 
     Refuses when the new code does not compile, when a class loses a method or class attribute
     it had (a caller may use it), or when a function it changed reads a name that is not bound
@@ -68,12 +97,7 @@ def render_checked(
             f"{path}: the rewrite would remove {', '.join(removed)}, which callers may use; "
             "this is a codemod bug"
         )
-    key = (original, code)
-    if key not in _INTRODUCED:
-        if len(_INTRODUCED) >= 256:
-            _INTRODUCED.clear()
-        _INTRODUCED[key] = _introduced(before, new_module)
-    problem = _INTRODUCED[key]
+    problem = _introduced_cached(original, code, before, new_module, store)
     if problem is not None:
         function, name, what = problem
         raise CodemodRefused(
@@ -120,6 +144,47 @@ Problem = tuple[str, str, str]
 _INTRODUCED: dict[tuple[str, str], Problem | None] = {}
 """(original, rewritten code) → `_introduced`: `fix` rewrites each file again whenever a
 refusal elsewhere changes the plan, mostly to the same code."""
+
+
+def _introduced_cached(
+    original: str,
+    code: str,
+    before: cst.Module,
+    after: cst.Module,
+    store: VerdictStore | None,
+) -> Problem | None:
+    """`_introduced`, from memory, else from `store`, else computed (and kept in both)."""
+    key = (original, code)
+    if key in _INTRODUCED:
+        return _INTRODUCED[key]
+    if len(_INTRODUCED) >= 256:
+        _INTRODUCED.clear()
+    stored_key = _store_key(original, code) if store is not None else ""
+    found = store.load(stored_key, Verified) if store is not None else None
+    if found is not None and len(found.problem) in (0, 3):
+        problem = (found.problem[0], found.problem[1], found.problem[2]) if found.problem else None
+    else:
+        problem = _introduced(before, after)
+        if store is not None:
+            store.store(stored_key, Verified(list(problem or ())))
+    _INTRODUCED[key] = problem
+    return problem
+
+
+def _store_key(original: str, code: str) -> str:
+    digest = hashlib.blake2b(digest_size=20)
+    digest.update(_code_version())
+    for text in (original, code):
+        digest.update(b"\0" + text.encode("utf-8", "surrogatepass"))
+    return digest.hexdigest()
+
+
+@cache
+def _code_version() -> bytes:
+    """What a verdict depends on besides the two texts: this module and libcst."""
+    from importlib.metadata import version
+
+    return f"verify\0{__version__}\0{version('libcst')}\0".encode() + Path(__file__).read_bytes()
 
 
 def _introduced(before: cst.Module, after: cst.Module) -> Problem | None:

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
+from pathlib import Path
+
 import libcst as cst
 import pytest
 
-from eagle3lint.codemod import CodemodRefused, render_checked
+from eagle3lint.codemod import CodemodRefused, render_checked, verify
+from eagle3lint.index.cache import SummaryCache
 
 
 def test_returns_the_new_code() -> None:
@@ -134,3 +138,25 @@ def test_a_rename_that_keeps_the_old_name_as_an_alias_passes() -> None:
     original = "class M:\n    def old(self):\n        pass\n"
     rewritten = "class M:\n    def new(self):\n        pass\n\n    old = new\n"
     assert render_checked(original, cst.parse_module(rewritten), "m.py") == rewritten
+
+
+def test_the_scope_analysis_of_a_rewrite_is_kept_in_the_cache(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`fix --diff` then `fix` (or a run again) analyses no rewrite twice, and a refusal read
+    back from the cache says what the analysis said."""
+    store = SummaryCache(tmp_path)
+    good = _tapped("            aux.append(hidden_states)\n")
+    bad = _tapped("            aux.append(residual)\n")
+    for original, module in (good, bad):
+        with contextlib.suppress(CodemodRefused):
+            render_checked(original, module, "m.py", store=store)
+    verify._INTRODUCED.clear()
+
+    def no_analysis(*_: object) -> None:
+        raise AssertionError("analysed again")
+
+    monkeypatch.setattr(verify, "_introduced", no_analysis)
+    assert render_checked(*good, "m.py", store=store) == good[1].code
+    with pytest.raises(CodemodRefused, match="reads 'residual', which is defined nowhere"):
+        render_checked(*bad, "m.py", store=store)
