@@ -468,15 +468,17 @@ def _fix_locked(
             report = run.report
             if failure or not changed:
                 break
+        if record.entries:
+            with signals.held():
+                record.close()
     except BaseException as exc:
+        # Also when the journal is closed already: a run that says it was interrupted has
+        # changed nothing.
         if record.entries:
             how = "interrupted" if isinstance(exc, KeyboardInterrupt) else "failed"
             with signals.held():
                 _say(f"{how}: {record.rollback().summary()}")
         raise
-    if record.entries:
-        with signals.held():
-            record.close()
     written = [] if failure else list(record.entries)
     for line in skipped:
         out.write(f"not fixed: {printable(line)}\n")
