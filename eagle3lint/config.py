@@ -19,12 +19,12 @@ the working directory.
 Command-line flags override it.
 
 The walk stops at the repository root (a folder holding `.git`), and it neither passes through
-a folder nor uses a file that someone other than the user, root or the owner of the path
-analysed could have written (`eagle3lint.trust`): an `eagle3lint.toml` planted in /tmp by
-another user, with `ignore = ["EAG"]`, would otherwise turn every blocker of a tree below it
-into an exit 0. A configuration passed over so is named on stderr, once (`config not used:`):
-it would have applied, so the run must say why it did not. One above the first untrusted
-folder is not looked for, so not named either.
+a folder nor uses a file that someone other than the user, root or (in their own folders) the
+owner of the path analysed could have written (`eagle3lint.trust.climb`): an
+`eagle3lint.toml` planted in /tmp by another user, with `ignore = ["EAG"]`, would otherwise
+turn every blocker of a tree below it into an exit 0. A configuration passed over so is named
+on stderr, once (`config not used:`): it would have applied, so the run must say why it did
+not. One above the first untrusted folder is not looked for, so not named either.
 """
 
 from __future__ import annotations
@@ -80,14 +80,14 @@ class Config:
     rule_timeout: float = DEFAULT_RULE_TIMEOUT
 
 
-def find_config(start: Path, trusted: frozenset[int]) -> tuple[Path, dict[str, Any]] | None:
-    """The nearest configuration at or above `start` that `trusted` users alone could have
-    written (see `trust.climb`): an `eagle3lint.toml` (its top level is the table), else a
-    pyproject.toml with a `[tool.eagle3lint]` table (one without is skipped, as ruff does).
-    Read through the regular-file reader: a FIFO or a device there is a usage error, not a
-    hang."""
+def find_config(start: Path, named: bool = True) -> tuple[Path, dict[str, Any]] | None:
+    """The nearest configuration at or above `start` (a path analysed if `named`, else the
+    working directory) that `trust.climb` allows: an `eagle3lint.toml` (its top level is the
+    table), else a pyproject.toml with a `[tool.eagle3lint]` table (one without is skipped,
+    as ruff does). Read through the regular-file reader: a FIFO or a device there is a usage
+    error, not a hang."""
     first = start if os.path.isdir(start) else start.parent
-    for folder in trust.climb(first, trusted):
+    for folder, trusted in trust.climb(first, named):
         for name in ("eagle3lint.toml", "pyproject.toml"):
             candidate = folder / name
             if not os.path.lexists(candidate):
@@ -149,14 +149,14 @@ def config_start(paths: list[Path]) -> Path | None:
 def load_config(start: Path | None = None) -> Config:
     """The configuration that applies to `start`, a path analysed, else the working
     directory's (a release checked from a project, `--vllm` or a cached tree, takes the
-    project's settings). The owner of `start` is trusted with the user and root: checking a
-    colleague's tree takes its settings. The working directory, which is not named, brings
-    no owner of its own."""
+    project's settings). The owner of `start` is trusted in their folders with the user and
+    root: checking a colleague's tree takes its settings. The working directory, which is not
+    named, brings no owner of its own."""
     found = None
     if start is not None:
         start = start.resolve()
-        found = find_config(start, trust.owners(start))
-    found = found or find_config(Path.cwd().resolve(), trust.owners())
+        found = find_config(start)
+    found = found or find_config(Path.cwd().resolve(), named=False)
     if found is None:
         return Config()
     path, table = found

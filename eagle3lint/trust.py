@@ -16,7 +16,6 @@ the settings or the contract of a tree below it.
 
 from __future__ import annotations
 
-import contextlib
 import grp
 import os
 import pwd
@@ -32,15 +31,10 @@ DIR_MODE = 0o755
 """Folders the cache creates: not group-writable even under a umask of 002."""
 
 
-def owners(named: Path | None = None) -> frozenset[int]:
-    """Whose files may decide a result: the user, root (who can change anything anyway) and,
-    for a path the user named, its owner: checking a colleague's tree (or, in a container, a
-    mounted checkout) takes that tree's own settings and contract, as checking it means to."""
-    trusted = {os.geteuid(), 0}
-    if named is not None:
-        with contextlib.suppress(OSError):
-            trusted.add(os.stat(named if os.path.isdir(named) else os.path.dirname(named)).st_uid)
-    return frozenset(trusted)
+def user_and_root() -> frozenset[int]:
+    """The users whose files may always decide a result: the user, and root (who can change
+    anything anyway)."""
+    return frozenset({os.geteuid(), 0})
 
 
 def safe(info: os.stat_result, trusted: frozenset[int]) -> bool:
@@ -69,8 +63,8 @@ def _own_group(uid: int, gid: int) -> bool:
 
 
 def may_use(path: Path, trusted: frozenset[int]) -> bool:
-    """Whether the entry at `path` (in a folder `climb` gave) and what it links to were
-    written by `trusted` users alone; False when it is not there."""
+    """Whether the entry at `path` (in a folder `climb` gave, with these `trusted` users) and
+    what it links to were written by `trusted` users alone; False when it is not there."""
     try:
         info = os.lstat(path)
         if stat.S_ISLNK(info.st_mode):  # a link has no mode of its own: only its owner counts
@@ -80,22 +74,38 @@ def may_use(path: Path, trusted: frozenset[int]) -> bool:
     return safe(info, trusted)
 
 
-def climb(start: Path, trusted: frozenset[int]) -> Iterator[Path]:
+def climb(start: Path, named: bool) -> Iterator[tuple[Path, frozenset[int]]]:
     """`start` and the folders above it, nearest first, whose entries may decide a result about
-    a path in `start`: up to the repository root (the nearest folder holding `.git`, as git and
-    ruff stop there), and only while each folder above `start` can have been written by
-    `trusted` users alone (`safe`). `start` itself is the folder named or worked in: what it
-    holds is the input, whoever can write it. Entries are judged with `may_use`."""
+    a path in `start`, each with the users whose entries in it may (`may_use`).
+
+    The climb stops at the repository root (the nearest folder holding `.git`, as git and ruff
+    stop there) and before the first folder someone else could have written (`safe`). The
+    users are the user and root and, when `start` was `named` (a PATH, not the working
+    directory), its owner as long as the climb is in folders of theirs: checking a colleague's
+    tree, or in a container a mounted checkout, takes that tree's own settings, but what its
+    owner put in /tmp or /home is not theirs to decide. `start` itself is the folder named or
+    worked in: what it holds is the input, whoever can write it.
+    """
     current = Path(os.path.abspath(start))
+    trusted = base = user_and_root()
+    try:
+        owner = os.stat(current).st_uid
+    except OSError:
+        return
+    if named:
+        trusted = base | {owner}
     while True:
-        yield current
+        yield current, trusted
         if os.path.lexists(current / ".git") or current.parent == current:
             return
         current = current.parent
         try:
-            if not safe(os.stat(current), trusted):
-                return
+            info = os.stat(current)
         except OSError:
+            return
+        if info.st_uid != owner:
+            trusted = base
+        if not safe(info, trusted):
             return
 
 
@@ -123,7 +133,7 @@ def check_folder(folder: Path) -> None:
             continue  # not created yet: it will be, by us
         if stat.S_ISLNK(info.st_mode):
             info = os.stat(current)  # a link the user set up (~/.cache -> elsewhere)
-        if not safe(info, owners()):
+        if not safe(info, user_and_root()):
             raise UntrustedCache(
                 f"{current} is writable by other users (or not yours), so cached results under "
                 f"it could be forged; set EAGLE3LINT_CACHE_DIR to a folder of your own"

@@ -170,7 +170,7 @@ def test_a_tracked_file_an_ignore_rule_covers_is_listed_only_when_named(tmp_path
 def test_a_backtracking_gitignore_line_and_a_long_name_do_not_hang(
     tmp_path: Path, repository: bool
 ) -> None:
-    """`*a*a*a*a*a*b` and a 250-byte name: 297 s before (pathspec's regex backtracked)."""
+    """`*a*a*a*a*a*b` and a 250-byte name (pathspec took 297 s on a 200-byte one)."""
     root = git_repository(tmp_path / "repo") if repository else tmp_path / "repo"
     root.mkdir(exist_ok=True)
     (root / ".gitignore").write_text("*a*a*a*a*a*b\n**/*a*a*a*a*a*a*a*a*b\n")
@@ -304,6 +304,17 @@ def test_a_colleagues_tree_takes_its_own_config(shared: Path) -> None:
     (theirs / "eagle3lint.toml").write_text(PLANTED_CONFIG["eagle3lint.toml"])
     plant(theirs)
     assert check(str(vllm))[0] == 0
+
+
+def test_a_named_trees_owner_is_trusted_in_their_folders_only(shared: Path) -> None:
+    """What the colleague put in /tmp itself is not theirs to decide: it is named, not used."""
+    theirs = shared / "theirs"
+    vllm = write_vllm_tree(theirs)
+    plant(theirs)
+    planted = plant(shared / "eagle3lint.toml", PLANTED_CONFIG["eagle3lint.toml"])
+    exit_code, report, stderr = checked_with_stderr(str(vllm))
+    assert (exit_code, archs(report)) == (1, [ARCH])
+    assert f"config not used: {planted}: another user could have written it" in stderr
 
 
 def out_of_tree_model(folder: Path) -> Path:

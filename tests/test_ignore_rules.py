@@ -189,7 +189,7 @@ def test_a_worktrees_info_exclude_is_the_common_one(tmp_path: Path) -> None:
 
 
 def test_a_pathological_pattern_on_a_long_name_takes_no_time(tmp_path: Path) -> None:
-    """`*a*a*a*a*a*b` against a 250-byte name took pathspec's regex 297 s; git's own
+    """`*a*a*a*a*a*b` against a 200-byte name took pathspec's regex 297 s; git's own
     backtracking matcher is no faster, so git is not asked here."""
     names = ["a" * 250 + ".py", "/".join(["a" * 250] * 12) + "/" + "a" * 250 + ".py"]
     for name in names:

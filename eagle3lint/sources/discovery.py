@@ -2,11 +2,11 @@
 
 A tree found above a PATH (the one a model file sits in, or the checkout whose `tests/` it is)
 is looked for as the configuration is (`eagle3lint.trust.climb`): up to the repository root,
-through folders and into trees that only the user, root or the PATH's owner could have
-written. A `vllm/` planted in /tmp above out-of-tree files would otherwise become their
-contract, and a planted `model_executor/models/` would make every check below it a tree "not
-named vllm". Such a tree is passed over without a word: the report names the contract used
-(`vllm.root`, `vllm.contract_source`).
+through folders and into trees that only the user, root or (in their own folders) the PATH's
+owner could have written. A `vllm/` planted in /tmp above out-of-tree files would otherwise
+become their contract, and a planted `model_executor/models/` would make every check below it
+a tree "not named vllm". Such a tree is passed over without a word: the report names the
+contract used (`vllm.root`, `vllm.contract_source`).
 """
 
 from __future__ import annotations
@@ -62,11 +62,9 @@ def enclosing_vllm(path: Path) -> Path | None:
 
 def _tree_above(path: Path, name: str) -> Path | None:
     """The first `FOLDER/name` that is a vLLM package, for the folders at and above `path`
-    that `trust.climb` allows, and that the user, root or the owner of `path` made (a folder
-    another user could write, /tmp, may hold one planted)."""
-    start = path if path.is_dir() else path.parent
-    trusted = trust.owners(start)
-    for folder in trust.climb(start, trusted):
+    that `trust.climb` allows, and made by users it trusts there (a folder another user could
+    write, /tmp, may hold one planted)."""
+    for folder, trusted in trust.climb(path if path.is_dir() else path.parent, named=True):
         tree = folder / name  # "." is the folder itself
         if is_vllm_package(tree) and trust.may_use(tree / "model_executor", trusted):
             return tree

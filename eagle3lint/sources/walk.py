@@ -120,16 +120,15 @@ def _rules_above(folder: Path) -> tuple[bool, Ignores]:
     """Whether `folder` lies in a git repository, and the ignore rules that apply to it from
     above: the repository's `info/exclude`, then the `.gitignore` of each folder from the
     repository's root down to (not including) `folder`."""
-    trusted = trust.owners(folder)
-    above = list(trust.climb(folder, trusted))
-    root = above[-1]
-    if not os.path.lexists(root / ".git"):
+    above = list(trust.climb(folder, named=True))
+    if not above or not os.path.lexists(above[-1][0] / ".git"):
         return False, Ignores()
+    root, trusted = above[-1]
     gitdir = _git_folder(root, trusted)
     rules = Ignores()
     if gitdir is not None:
         rules = rules.adding(_ignore_file(gitdir / "info" / "exclude", root, trusted))
-    for parent in reversed(above[1:]):
+    for parent, trusted in reversed(above[1:]):
         rules = rules.adding(_ignore_file(parent / ".gitignore", parent, trusted))
     return True, rules
 
