@@ -341,8 +341,8 @@ class IgnoreFile:
     __slots__ = ("_literal", "_names", "_paths", "folder", "negated", "size")
 
     def __init__(self, folder: Path, rules: list[Rule]) -> None:
-        self.folder = os.fsencode(folder)
-        """The folder (as `os.fsencode` gives it), without a trailing slash."""
+        self.folder = os.fsencode(os.path.abspath(folder)).rstrip(b"/")
+        """The folder, absolute, as bytes, without a trailing slash (`/` is empty)."""
         self.negated = [rule.negated for rule in rules]
         # [is a folder][matched against the path] → pattern → index of its last rule
         self._literal: tuple[tuple[dict[bytes, int], dict[bytes, int]], ...] = (
@@ -418,11 +418,11 @@ class Ignores:
         return Ignores((*self.files, file))
 
     def ignored(self, path: str, is_dir: bool) -> bool:
-        """Whether `path` (absolute, below every file's folder) is ignored: the deepest file
-        with a matching rule decides, and within a file its last matching rule."""
+        """Whether `path` (below every file's folder) is ignored: the deepest file with a
+        matching rule decides, and within a file its last matching rule."""
         if not self.files:
             return False
-        encoded = os.fsencode(path)
+        encoded = os.fsencode(os.path.abspath(path))
         name = encoded.rsplit(b"/", 1)[-1]
         for file in reversed(self.files):
             verdict = file.decide(encoded, name, is_dir)
