@@ -78,13 +78,14 @@ def climb(start: Path, named: bool) -> Iterator[tuple[Path, frozenset[int]]]:
     """`start` and the folders above it, nearest first, whose entries may decide a result about
     a path in `start`, each with the users whose entries in it may (`may_use`).
 
-    The climb stops at the repository root (the nearest folder holding `.git`, as git and ruff
-    stop there) and before the first folder someone else could have written (`safe`). The
-    users are the user and root and, when `start` was `named` (a PATH, not the working
-    directory), its owner as long as the climb is in folders of theirs: checking a colleague's
-    tree, or in a container a mounted checkout, takes that tree's own settings, but what its
-    owner put in /tmp or /home is not theirs to decide. `start` itself is the folder named or
-    worked in: what it holds is the input, whoever can write it.
+    The climb stops at the repository root (the nearest folder holding `.git`: what lies above
+    a repository is not its own, and git reads no ignore file there either) and before the
+    first folder someone else could have written (`safe`). The users are the user and root
+    and, when `start` was `named` (a PATH, not the working directory), its owner as long as the
+    climb is in folders of theirs: checking a colleague's tree, or in a container a mounted
+    checkout, takes that tree's own settings, but what its owner put in /tmp or /home is not
+    theirs to decide. `start` itself is the folder named or worked in: what it holds is the
+    input, whoever can write it.
     """
     current = Path(os.path.abspath(start))
     trusted = base = user_and_root()

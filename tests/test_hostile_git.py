@@ -287,6 +287,21 @@ def test_a_config_in_a_folder_others_can_write_is_not_used(tmp_path: Path) -> No
     assert check(str(vllm))[0] == 1
 
 
+@pytest.mark.parametrize(("group", "exit_code"), [(0, 0), (100, 1)], ids=["own", "users"])
+def test_a_group_writable_parent_is_trusted_for_its_owners_own_group_only(
+    tmp_path: Path, group: int, exit_code: int
+) -> None:
+    """A umask of 002 makes every folder writable by its owner's own group (root's is root);
+    a shared group ("users") could have planted the file."""
+    parent = tmp_path / "parent"
+    parent.mkdir()
+    os.chown(parent, 0, group)
+    parent.chmod(0o775)
+    vllm = write_vllm_tree(parent / "mine")
+    (parent / "eagle3lint.toml").write_text(PLANTED_CONFIG["eagle3lint.toml"])
+    assert check(str(vllm))[0] == exit_code
+
+
 def test_config_discovery_stops_at_the_repository_root(tmp_path: Path) -> None:
     (tmp_path / "eagle3lint.toml").write_text(PLANTED_CONFIG["eagle3lint.toml"])
     root = git_repository(tmp_path / "repo")
