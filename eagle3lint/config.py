@@ -17,18 +17,30 @@ The nearest `eagle3lint.toml` or pyproject.toml with a `[tool.eagle3lint]` table
 from the first path analysed, applies, as ruff finds its own; when there is none, the one of
 the working directory.
 Command-line flags override it.
+
+The walk stops at the repository root (a folder holding `.git`), and it neither passes through
+a folder nor uses a file that someone other than the user, root or (in their own folders) the
+owner of the path analysed could have written (`eagle3lint.trust.climb`): an
+`eagle3lint.toml` planted in /tmp by another user, with `ignore = ["EAG"]`, would otherwise
+turn every blocker of a tree below it into an exit 0. A configuration passed over so is named
+on stderr, once (`config not used:`): it would have applied, so the run must say why it did
+not. One above the first untrusted folder is not looked for, so not named either.
 """
 
 from __future__ import annotations
 
 import os
+import sys
 import tomllib
 from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
 from typing import Any
 
+from eagle3lint import trust
 from eagle3lint.codes import check_selectors
 from eagle3lint.errors import ConfigError as ConfigError  # re-exported for older imports
+from eagle3lint.report.escape import printable
 from eagle3lint.rule import load_rules
 from eagle3lint.sandbox import DEFAULT_RULE_TIMEOUT
 from eagle3lint.sources.files import (
@@ -68,26 +80,45 @@ class Config:
     rule_timeout: float = DEFAULT_RULE_TIMEOUT
 
 
-def find_config(start: Path) -> tuple[Path, dict[str, Any]] | None:
-    """The nearest configuration at or above `start`: an `eagle3lint.toml` (its top level is
-    the table), else a pyproject.toml with a `[tool.eagle3lint]` table (one without is skipped,
+def find_config(start: Path, named: bool = True) -> tuple[Path, dict[str, Any]] | None:
+    """The nearest configuration at or above `start` (a path analysed if `named`, else the
+    working directory) that `trust.climb` allows: an `eagle3lint.toml` (its top level is the
+    table), else a pyproject.toml with a `[tool.eagle3lint]` table (one without is skipped,
     as ruff does). Read through the regular-file reader: a FIFO or a device there is a usage
     error, not a hang."""
     first = start if os.path.isdir(start) else start.parent
-    for folder in [first, *first.parents]:
+    for folder, trusted in trust.climb(first, named):
         for name in ("eagle3lint.toml", "pyproject.toml"):
             candidate = folder / name
-            data = _read_toml(candidate)
-            if data is None:
+            if not os.path.lexists(candidate):
                 continue
-            tool = data.get("tool", {})
-            if name == "eagle3lint.toml":
-                table: Any = data
-            else:
-                table = tool.get("eagle3lint") if isinstance(tool, dict) else None
+            if not trust.may_use(candidate, trusted):
+                _say_not_used(candidate)
+                continue
+            table = _table(candidate, _read_toml(candidate))
             if table is not None:
                 return candidate, table
     return None
+
+
+def _table(path: Path, data: dict[str, Any] | None) -> Any:
+    """The eagle3lint table of a configuration file's document, None when it has none."""
+    if data is None or path.name == "eagle3lint.toml":
+        return data
+    tool = data.get("tool", {})
+    return tool.get("eagle3lint") if isinstance(tool, dict) else None
+
+
+@cache
+def _say_not_used(path: Path) -> None:
+    """Name an untrusted file that would have been the configuration (read only to tell)."""
+    try:
+        if _table(path, _read_toml(path)) is None:
+            return
+    except ConfigError:
+        return
+    message = f"{path}: another user could have written it"
+    print(f"eagle3lint: config not used: {printable(message)}", file=sys.stderr)
 
 
 def _read_toml(path: Path) -> dict[str, Any] | None:
@@ -105,20 +136,27 @@ def _read_toml(path: Path) -> dict[str, Any] | None:
         raise ConfigError(f"{path}: nests too deeply to read") from exc
 
 
-def config_start(paths: list[Path]) -> Path:
+def config_start(paths: list[Path]) -> Path | None:
     """Where to look for the configuration: above the first path analysed (so a tree's own
-    settings apply from any working directory), else the working directory."""
+    settings apply from any working directory); None (the working directory) without one."""
     for path in paths:
         candidate = path.expanduser().absolute()
         if os.path.exists(candidate):  # False, not an exception, for a path that cannot be seen
             return candidate
-    return Path.cwd()
+    return None
 
 
 def load_config(start: Path | None = None) -> Config:
-    """The configuration that applies to `start`, else the working directory's (a release
-    checked from a project, `--vllm` or a cached tree, takes the project's settings)."""
-    found = find_config((start or Path.cwd()).resolve()) or find_config(Path.cwd().resolve())
+    """The configuration that applies to `start`, a path analysed, else the working
+    directory's (a release checked from a project, `--vllm` or a cached tree, takes the
+    project's settings). The owner of `start` is trusted in their folders with the user and
+    root: checking a colleague's tree takes its settings. The working directory, which is not
+    named, brings no owner of its own."""
+    found = None
+    if start is not None:
+        start = start.resolve()
+        found = find_config(start)
+    found = found or find_config(Path.cwd().resolve(), named=False)
     if found is None:
         return Config()
     path, table = found

@@ -42,6 +42,12 @@ class UntrustedCache(Exception):
     """A cache path another user could have written; the message says which and why."""
 
 
+class UnsafeLock(OSError):
+    """`fix`'s lock file is not one eagle3lint wrote (a hard link to a model file, which a tar
+    archive can carry, a special file, a file holding other bytes): it is left alone and the
+    run stops (exit code 2)."""
+
+
 class SummaryFormatError(ValueError):
     """Raised when JSON data does not have the shape of a summary (a corrupt or foreign cache)."""
 

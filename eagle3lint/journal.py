@@ -30,7 +30,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from eagle3lint import storage
+from eagle3lint import storage, trust
 from eagle3lint.sources.files import MAX_FILE_BYTES, UnreadableSource, read_regular
 
 JOURNAL_NAME = ".eagle3lint-fix.journal"
@@ -154,7 +154,7 @@ def _load(root: Path, path: Path) -> tuple[str, dict[Path, JournalEntry]]:
         info = os.lstat(path)
         if not stat.S_ISREG(info.st_mode):
             raise JournalError(f"{path} is not a regular file; remove it")
-        if info.st_uid not in (os.getuid(), 0) or info.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        if not trust.safe(info, trust.user_and_root()):
             raise JournalError(
                 f"{path} was not written by you (owner or permissions): not used; "
                 "check the files it names with version control, then remove it"

@@ -10,10 +10,13 @@ import contextlib
 import errno
 import fcntl
 import os
+import re
 import secrets
 import stat
 from collections.abc import Callable, Iterator
 from pathlib import Path
+
+from eagle3lint.errors import UnsafeLock
 
 TEMP_SUFFIX = ".eagle3lint"
 """Every temporary file ends so: `.NAME.RANDOM.eagle3lint` (`.NAME.TAG-RANDOM.eagle3lint` for a
@@ -133,8 +136,9 @@ def tree_lock(
     path = root / LOCK_NAME
     while True:
         # Never through a link: a planted one would have us truncate the file it points to.
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK, 0o644)
         try:
+            _check_lock_file(fd, path)
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except OSError as exc:
@@ -147,6 +151,7 @@ def tree_lock(
             if os.fstat(fd).st_ino != _inode(path):
                 os.close(fd)
                 continue
+            _check_lock_file(fd, path, locked=True)  # before the first write
         except BaseException:
             os.close(fd)
             raise
@@ -164,6 +169,23 @@ def tree_lock(
         with contextlib.suppress(OSError):
             os.unlink(path)
         os.close(fd)
+
+
+def _check_lock_file(fd: int, path: Path, locked: bool = False) -> None:
+    """Raise UnsafeLock unless the open `fd` is a lock file: a regular file with no other link
+    (a hard link to `olmo.py` would have us truncate olmo.py) and, once `locked`, empty or
+    holding a pid, as a run leaves it: a file of other bytes is not ours to empty."""
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode):
+        raise UnsafeLock(f"{path} is not a regular file: not a lock of eagle3lint, left alone")
+    if info.st_nlink > 1:
+        raise UnsafeLock(f"{path} has other links: not a lock of eagle3lint, left alone")
+    if locked and not _LOCK_CONTENT.fullmatch(os.pread(fd, 64, 0)):
+        raise UnsafeLock(f"{path} holds more than a pid: not a lock of eagle3lint, left alone")
+
+
+_LOCK_CONTENT = re.compile(rb"(?:\d{1,20}\n?)?")
+"""What a lock file holds: nothing, or the pid of the run that holds (or held) it."""
 
 
 def _holder(fd: int) -> int | None:

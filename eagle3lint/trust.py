@@ -1,4 +1,4 @@
-"""Whether a cached file can be trusted: written by this user, changeable by no one else.
+"""What may decide a result: files written by this user (or root), changeable by no one else.
 
 The cache answers for the analysis (a run-cache entry is a whole report, a summary says what a
 class is, a release tree is the contract), so an entry another user could have written could
@@ -8,12 +8,19 @@ be owned by the user and not writable by others. Anything else is treated as abs
 that cannot be trusted only costs speed (a cached release is refused with a message).
 Folders that no one else can write can only hold files the user put there, so a release tree
 is checked by its folders, not file by file.
+
+The same rule decides which folders above an analysed path may speak for it (see `climb`):
+a configuration file or a vLLM tree planted in a shared folder such as /tmp must not become
+the settings or the contract of a tree below it.
 """
 
 from __future__ import annotations
 
+import grp
 import os
+import pwd
 import stat
+from collections.abc import Iterator
 from functools import cache
 from pathlib import Path
 
@@ -22,6 +29,85 @@ from eagle3lint.errors import UntrustedCache
 WRITABLE_BY_OTHERS = stat.S_IWGRP | stat.S_IWOTH
 DIR_MODE = 0o755
 """Folders the cache creates: not group-writable even under a umask of 002."""
+
+
+def user_and_root() -> frozenset[int]:
+    """The users whose files may always decide a result: the user, and root (who can change
+    anything anyway)."""
+    return frozenset({os.geteuid(), 0})
+
+
+def safe(info: os.stat_result, trusted: frozenset[int]) -> bool:
+    """Whether only `trusted` users can have written what `info` describes: it is owned by one
+    of them and writable by no one else. Excepted: a sticky folder such as /tmp (no one can
+    rename or remove another's entry in it: each entry is judged on its own), and write access
+    for the owner's own private group (a group named as the user, with no other member: what a
+    umask of 002 gives every file on systems that make one group per user)."""
+    if info.st_uid not in trusted:
+        return False
+    writable = info.st_mode & WRITABLE_BY_OTHERS
+    if not writable or (stat.S_ISDIR(info.st_mode) and info.st_mode & stat.S_ISVTX):
+        return True
+    return writable == stat.S_IWGRP and _own_group(info.st_uid, info.st_gid)
+
+
+@cache
+def _own_group(uid: int, gid: int) -> bool:
+    try:
+        user, group = pwd.getpwuid(uid), grp.getgrgid(gid)
+    except KeyError:
+        return False
+    return (
+        user.pw_gid == gid and group.gr_name == user.pw_name and set(group.gr_mem) <= {user.pw_name}
+    )
+
+
+def may_use(path: Path, trusted: frozenset[int]) -> bool:
+    """Whether the entry at `path` (in a folder `climb` gave, with these `trusted` users) and
+    what it links to were written by `trusted` users alone; False when it is not there."""
+    try:
+        info = os.lstat(path)
+        if stat.S_ISLNK(info.st_mode):  # a link has no mode of its own: only its owner counts
+            return info.st_uid in trusted and safe(os.stat(path), trusted)
+    except OSError:
+        return False
+    return safe(info, trusted)
+
+
+def climb(start: Path, named: bool) -> Iterator[tuple[Path, frozenset[int]]]:
+    """`start` and the folders above it, nearest first, whose entries may decide a result about
+    a path in `start`, each with the users whose entries in it may (`may_use`).
+
+    The climb stops at the repository root (the nearest folder holding `.git`: what lies above
+    a repository is not its own, and git reads no ignore file there either) and before the
+    first folder someone else could have written (`safe`). The users are the user and root
+    and, when `start` was `named` (a PATH, not the working directory), its owner as long as the
+    climb is in folders of theirs: checking a colleague's tree, or in a container a mounted
+    checkout, takes that tree's own settings, but what its owner put in /tmp or /home is not
+    theirs to decide. `start` itself is the folder named or worked in: what it holds is the
+    input, whoever can write it.
+    """
+    current = Path(os.path.abspath(start))
+    trusted = base = user_and_root()
+    try:
+        owner = os.stat(current).st_uid
+    except OSError:
+        return
+    if named:
+        trusted = base | {owner}
+    while True:
+        yield current, trusted
+        if os.path.lexists(current / ".git") or current.parent == current:
+            return
+        current = current.parent
+        try:
+            info = os.stat(current)
+        except OSError:
+            return
+        if info.st_uid != owner:
+            trusted = base
+        if not safe(info, trusted):
+            return
 
 
 def private(info: os.stat_result) -> bool:
@@ -48,9 +134,7 @@ def check_folder(folder: Path) -> None:
             continue  # not created yet: it will be, by us
         if stat.S_ISLNK(info.st_mode):
             info = os.stat(current)  # a link the user set up (~/.cache -> elsewhere)
-        owner_ok = info.st_uid in (os.geteuid(), 0)
-        sticky = bool(info.st_mode & stat.S_ISVTX)
-        if not owner_ok or (info.st_mode & WRITABLE_BY_OTHERS and not sticky):
+        if not safe(info, user_and_root()):
             raise UntrustedCache(
                 f"{current} is writable by other users (or not yours), so cached results under "
                 f"it could be forged; set EAGLE3LINT_CACHE_DIR to a folder of your own"

@@ -45,9 +45,9 @@ def names(files: list[Path], root: Path) -> set[str]:
 
 def test_git_ignored_and_default_excluded_folders_are_not_read(tmp_path: Path) -> None:
     root = plugin_repo(tmp_path / "repo")
-    assert names(python_files(root), root) == {"models/mine.py"}  # .gitignore via pathspec
+    assert names(python_files(root), root) == {"models/mine.py"}  # no repository
     subprocess.run(["git", "init", "-q", str(root)], check=True)
-    assert names(python_files(root), root) == {"models/mine.py"}  # git ls-files
+    assert names(python_files(root), root) == {"models/mine.py"}  # in a repository
     unfiltered = python_files(root, respect_gitignore=False)
     assert names(unfiltered, root) == {"models/mine.py", "generated/gen.py"}
 

@@ -1,4 +1,13 @@
-"""What the PATH arguments mean: which vLLM tree holds the contract, what is reported on."""
+"""What the PATH arguments mean: which vLLM tree holds the contract, what is reported on.
+
+A tree found above a PATH (the one a model file sits in, or the checkout whose `tests/` it is)
+is looked for as the configuration is (`eagle3lint.trust.climb`): up to the repository root,
+through folders and into trees that only the user, root or (in their own folders) the PATH's
+owner could have written. A `vllm/` planted in /tmp above out-of-tree files would otherwise
+become their contract, and a planted `model_executor/models/` would make every check below it
+a tree "not named vllm". Such a tree is passed over without a word: the report names the
+contract used (`vllm.root`, `vllm.contract_source`).
+"""
 
 from __future__ import annotations
 
@@ -7,6 +16,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from eagle3lint import trust
 from eagle3lint.errors import UsageError as UsageError  # re-exported for older imports
 from eagle3lint.sources.walk import Excluder, python_files
 
@@ -47,9 +57,17 @@ def is_vllm_package(folder: Path) -> bool:
 
 def enclosing_vllm(path: Path) -> Path | None:
     """The vLLM package folder that contains `path`, walking up."""
-    for folder in [path, *path.parents] if path.is_dir() else path.parents:
-        if is_vllm_package(folder):
-            return folder
+    return _tree_above(path, ".")
+
+
+def _tree_above(path: Path, name: str) -> Path | None:
+    """The first `FOLDER/name` that is a vLLM package, for the folders at and above `path`
+    that `trust.climb` allows, and made by users it trusts there (a folder another user could
+    write, /tmp, may hold one planted)."""
+    for folder, trusted in trust.climb(path if path.is_dir() else path.parent, named=True):
+        tree = folder / name  # "." is the folder itself
+        if is_vllm_package(tree) and trust.may_use(tree / "model_executor", trusted):
+            return tree
     return None
 
 
@@ -75,10 +93,7 @@ def _located(path: Path) -> Path:
 def enclosing_checkout(path: Path) -> Path | None:
     """The `vllm` package of a checkout that holds `path` outside that package (its `tests/`,
     `benchmarks/`, `examples/`): such files are checked against the checkout's contract."""
-    for folder in [path, *path.parents] if path.is_dir() else path.parents:
-        if is_vllm_package(folder / "vllm"):
-            return folder / "vllm"
-    return None
+    return _tree_above(path, "vllm")
 
 
 def discover(

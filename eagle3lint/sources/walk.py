@@ -1,27 +1,46 @@
-"""Which Python files a folder holds, as the tools people use would list them.
+"""Which Python files a folder holds, as git would list them, without running git.
 
-Inside a git work tree the list is git's own (`git ls-files --cached --others
---exclude-standard`: tracked files plus untracked ones no ignore rule covers); elsewhere the
-`.gitignore` files met on the way down are applied with `pathspec` (git's wildmatch rules).
-Either way the default excludes (`.venv`, `venv`, `.git`, `build`, `dist`, `node_modules`,
-`__pycache__`) are skipped, and `respect_gitignore=False` turns the ignore rules off.
-Folders that cannot be listed are collected with the reason, so a run can name what it did not
-check instead of passing over it in silence.
+The folder is walked with the ignore rules git applies (`eagle3lint.sources.ignore`): every
+`.gitignore` met on the way down and, when the folder lies in a git repository, the
+`.gitignore` files of the folders between it and the repository's root and the repository's
+`info/exclude`. An ignored folder is not entered (a `!` rule cannot bring back a file below
+it, as in git); the folder given is walked even if a rule above it covers it, since it was
+named. Inside a repository, a repository nested in the folder (a submodule, a vendored clone:
+a folder holding `.git`) is not entered, since git lists none of its files. The default
+excludes (`.venv`, `venv`, `.git`, `build`, `dist`, `node_modules`, `__pycache__`) are always
+skipped, and `respect_gitignore=False` turns the ignore rules off. Folders that cannot be
+listed are collected with the reason, so a run can name what it did not check instead of
+passing over it in silence; so is a folder whose ignore file is there but cannot be applied
+(unreadable, over `MAX_IGNORE_BYTES`, or past the matching budget of `ignore.MAX_STATES`),
+since its listing would not be git's.
+
+git is not run: it reads the checked repository's own configuration, and a repository can
+make it run commands (`core.fsmonitor`, in a clone's embedded repository or in a checkout's
+`.git/config`). Like ruff, which walks with its own ignore matcher too, the listing does not
+read git's index (a binary file of the checked repository) either, so ignore rules decide
+whether or not git tracks a file: a tracked file that an ignore rule covers is not checked
+when its folder is walked (git's `ls-files --cached` listed it); name it as a PATH, or pass
+`--no-respect-gitignore`. The user's global excludes file (`core.excludesFile`) is not read:
+it is personal, and would make a listing differ between machines. Above the folder, rules are
+read only from files `trust.climb` and `trust.may_use` allow, as for the configuration: a
+`.gitignore` or a `.git` planted in a shared parent folder hides nothing.
 """
 
 from __future__ import annotations
 
 import os
-import re
-import subprocess
 from fnmatch import fnmatch
 from pathlib import Path
 
-from eagle3lint.sources.files import MAX_CONFIG_BYTES, UnreadableSource, read_regular
+from eagle3lint import trust
+from eagle3lint.sources.files import SourceNotFound, UnreadableSource, read_regular
+from eagle3lint.sources.ignore import IgnoreFile, Ignores, UnusableIgnoreFile
 
 DEFAULT_EXCLUDES = (".venv", "venv", ".git", "build", "dist", "node_modules", "__pycache__")
-_GIT_UNLISTABLE = re.compile(r"could not open directory '(.+)': (.+)$")
-"""git's warning for a folder it cannot list (it goes on with the others)."""
+MAX_IGNORE_BYTES = 1024 * 1024
+"""Largest ignore file read: real ones are a few KB (git itself gives up at 100 MB)."""
+MAX_GITDIR_LINK_BYTES = 4096
+"""A `.git` file (worktree, submodule) holds one `gitdir: PATH` line."""
 
 
 def python_files(
@@ -33,98 +52,110 @@ def python_files(
     """The `.py` files under `folder`, sorted; folders that cannot be listed go to
     `unreadable` with the reason."""
     unlisted: dict[Path, str] = {} if unreadable is None else unreadable
-    listed = _git_listed(folder, unlisted) if respect_gitignore else None
-    if listed is None:
-        listed = _walked(folder, respect_gitignore, unlisted)
+
+    def failed(error: OSError) -> None:
+        if error.filename:
+            _not_listed(unlisted, Path(error.filename), error.strerror or str(error))
+
+    in_repository, above = False, Ignores()
+    if respect_gitignore:
+        try:
+            in_repository, above = _rules_above(folder)
+        except UnusableIgnoreFile as exc:
+            unlisted[folder] = f"folder not checked: {exc}"
+            return []
+    found: list[Path] = []
+    rules_of: dict[str, Ignores] = {}
     # Links that lead nowhere stay listed: discovery names them as missing inputs.
-    return sorted(
-        path
-        for path in listed
-        if not _default_excluded(path.relative_to(folder)) and not path.is_dir()
-    )
-
-
-def _default_excluded(rel: Path) -> bool:
-    return any(part in DEFAULT_EXCLUDES for part in rel.parts[:-1])
+    for current, dirs, files in os.walk(folder, onerror=failed):
+        rules = rules_of.pop(current, above)
+        if respect_gitignore:
+            try:
+                rules = rules.adding(_ignore_file(Path(current, ".gitignore"), Path(current)))
+            except UnusableIgnoreFile as exc:
+                # Listed without its rules, the folder would not be what git lists: name it.
+                unlisted[Path(current)] = f"folder not checked: {exc}"
+                dirs[:] = []
+                continue
+        kept = []
+        for name in sorted(dirs):
+            path = os.path.join(current, name)
+            if name in DEFAULT_EXCLUDES or rules.ignored(path, is_dir=True):
+                continue
+            if in_repository and os.path.lexists(os.path.join(path, ".git")):
+                continue  # another repository: git lists none of its files
+            kept.append(name)
+            rules_of[path] = rules
+        dirs[:] = kept
+        found += [
+            Path(current, name)
+            for name in files
+            if name.endswith(".py") and not rules.ignored(os.path.join(current, name), False)
+        ]
+    return sorted(found)
 
 
 def _not_listed(unreadable: dict[Path, str], folder: Path, reason: str) -> None:
     unreadable[folder] = f"folder not checked: {reason.lower()}"
 
 
-def _git_listed(folder: Path, unreadable: dict[Path, str]) -> list[Path] | None:
-    """git's list of the folder's Python files; None outside a work tree or without git."""
+def _ignore_file(
+    path: Path, folder: Path, trusted: frozenset[int] | None = None
+) -> IgnoreFile | None:
+    """The rules of the ignore file `path`, whose paths are relative to `folder`; None when
+    there is none, it is a link (git does not follow a linked `.gitignore`) or `trusted` users
+    alone could not have written it. Raises `UnusableIgnoreFile` when it is there but cannot
+    be read (git would warn and list the folder without it)."""
+    if os.path.islink(path) or (trusted is not None and not trust.may_use(path, trusted)):
+        return None
     try:
-        inside = subprocess.run(
-            ["git", "-C", str(folder), "rev-parse", "--is-inside-work-tree"],
-            capture_output=True,
-            text=True,
-            timeout=30,
-            check=False,
-        )
-        if inside.returncode != 0 or inside.stdout.strip() != "true":
-            return None
-        result = subprocess.run(
-            [
-                "git",
-                "-C",
-                str(folder),
-                "ls-files",
-                "-z",
-                "--cached",
-                "--others",
-                "--exclude-standard",
-                "--",
-                "*.py",
-            ],
-            capture_output=True,
-            timeout=120,
-            check=False,
-        )
-    except (OSError, subprocess.SubprocessError):
+        return IgnoreFile.of(folder, read_regular(path, MAX_IGNORE_BYTES, path.name))
+    except SourceNotFound:
         return None
-    if result.returncode != 0:
+    except UnreadableSource as exc:
+        raise UnusableIgnoreFile(f"cannot apply {path}: {exc}") from exc
+
+
+def _rules_above(folder: Path) -> tuple[bool, Ignores]:
+    """Whether `folder` lies in a git repository, and the ignore rules that apply to it from
+    above: the repository's `info/exclude`, then the `.gitignore` of each folder from the
+    repository's root down to (not including) `folder`."""
+    above = list(trust.climb(folder, named=True))
+    if not above or not os.path.lexists(above[-1][0] / ".git"):
+        return False, Ignores()
+    root, trusted = above[-1]
+    gitdir = _git_folder(root, trusted)
+    rules = Ignores()
+    if gitdir is not None:
+        rules = rules.adding(_ignore_file(gitdir / "info" / "exclude", root, trusted))
+    for parent, trusted in reversed(above[1:]):
+        rules = rules.adding(_ignore_file(parent / ".gitignore", parent, trusted))
+    return True, rules
+
+
+def _git_folder(root: Path, trusted: frozenset[int]) -> Path | None:
+    """The folder holding the repository's `info/`: `.git`, or for a worktree or a submodule
+    (`.git` is then a file, `gitdir: PATH`) the folder it names, or the common folder that one
+    names in its `commondir` file."""
+    dotgit = root / ".git"
+    if not trust.may_use(dotgit, trusted):
         return None
-    for line in result.stderr.decode("utf-8", "surrogateescape").splitlines():
-        if match := _GIT_UNLISTABLE.search(line):
-            _not_listed(unreadable, folder / match[1].rstrip("/"), match[2])
-    names = result.stdout.decode("utf-8", "surrogateescape").split("\0")
-    return [folder / name for name in names if name]
+    if dotgit.is_dir():
+        return dotgit
+    link = _first_line(dotgit)
+    if link is None or not link.startswith("gitdir:"):
+        return None
+    gitdir = root / link.removeprefix("gitdir:").strip()
+    common = _first_line(gitdir / "commondir")
+    return gitdir / common if common else gitdir
 
 
-def _walked(folder: Path, respect_gitignore: bool, unreadable: dict[Path, str]) -> list[Path]:
-    """os.walk with the `.gitignore` files found on the way (root's and every subfolder's)."""
-    import pathspec
-
-    def failed(error: OSError) -> None:
-        if error.filename:
-            _not_listed(unreadable, Path(error.filename), error.strerror or str(error))
-
-    found: list[Path] = []
-    specs: list[tuple[Path, pathspec.GitIgnoreSpec]] = []
-    for current, dirs, files in os.walk(folder, onerror=failed):
-        here = Path(current)
-        if respect_gitignore and (here / ".gitignore").is_file():
-            try:
-                data = read_regular(here / ".gitignore", MAX_CONFIG_BYTES, ".gitignore")
-                lines = data.decode("utf-8").splitlines()
-                specs.append((here, pathspec.GitIgnoreSpec.from_lines(lines)))
-            except (UnreadableSource, UnicodeDecodeError):
-                pass
-
-        def ignored(path: Path, is_dir: bool) -> bool:
-            for base, spec in specs:
-                if path.is_relative_to(base):
-                    rel = path.relative_to(base).as_posix() + ("/" if is_dir else "")
-                    if spec.match_file(rel):
-                        return True
-            return False
-
-        dirs[:] = sorted(
-            d for d in dirs if d not in DEFAULT_EXCLUDES and not ignored(here / d, True)
-        )
-        found += [here / f for f in files if f.endswith(".py") and not ignored(here / f, False)]
-    return found
+def _first_line(path: Path) -> str | None:
+    try:
+        data = read_regular(path, MAX_GITDIR_LINK_BYTES, path.name)
+        return data.decode("utf-8").strip()
+    except (UnreadableSource, UnicodeDecodeError):
+        return None
 
 
 class Excluder:
