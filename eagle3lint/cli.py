@@ -403,9 +403,11 @@ def _write_baseline(options: CheckOptions, path: Path) -> int:
     options.baseline = None
     report = run_check(options).report
     count = write_baseline(path, report)
-    typer.echo(f"eagle3lint: recorded {count} finding(s) in {path}", err=True)
+    from eagle3lint.report.escape import printable
+
+    typer.echo(f"eagle3lint: recorded {count} finding(s) in {printable(str(path))}", err=True)
     for error in report.errors:
-        typer.echo(f"{error.path}: {error.code} {error.message}", err=True)
+        typer.echo(printable(f"{error.path}: {error.code} {error.message}"), err=True)
     return 2 if report.errors else 0
 
 
@@ -575,16 +577,16 @@ def rules() -> None:
     from rich.table import Table
 
     from eagle3lint.codes import all_codes
-    from eagle3lint.report.escape import printable
+    from eagle3lint.report.escape import printable, rich_text
     from eagle3lint.rule import load_plugins
 
     table = Table("code", "rule", "name", "checks", "fixable", "plugin")
     for entry in all_codes():
         code = entry.code
         table.add_row(
-            *map(printable, (code.code, entry.rule, code.name, code.summary)),
+            *map(rich_text, (code.code, entry.rule, code.name, code.summary)),
             "yes" if code.fixable else "",
-            printable(entry.plugin),
+            rich_text(entry.plugin),
         )
     Terminal.of(sys.stdout).console(sys.stdout).print(table)
     broken = load_plugins()[1]
