@@ -499,6 +499,7 @@ def matrix(
             columns_of,
             command_line,
             render,
+            report_failures,
             write_output,
         )
 
@@ -511,7 +512,8 @@ def matrix(
         # A file or a pipe gets the table as wide as it needs (up to 200 columns), uncoloured.
         console = lambda: _text_console(tty=False if output else None, piped_width=200)  # noqa: E731
         write_output(render(table, output_format, console), output)
-    raise typer.Exit(0)
+        code = report_failures(table)
+    raise typer.Exit(code)
 
 
 @app.command()

@@ -18,13 +18,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_hostile import PLUGIN, no_hang, plugin  # noqa: F401 (a fixture)
+from test_hostile import PLUGIN, index, no_hang, offline_pip, plugin  # noqa: F401 (fixtures)
 from test_pair import LLAMA, draft_folder, head, tensors
 from typer.testing import CliRunner
 from vllm_tree import ARCH, write_vllm_tree
 from vllm_tree import LLAMA as LLAMA_SOURCE
 
 from eagle3lint.cli import app
+from eagle3lint.cli import check_json as real_check_json
 from eagle3lint.report.escape import (
     csv_cell,
     markdown_code_block,
@@ -331,3 +332,175 @@ def test_a_csv_cell_is_one_line() -> None:
 
 def test_a_workflow_property_keeps_its_separators_escaped() -> None:
     assert workflow_property("a:b,c%\n") == "a%3Ab%2Cc%25\\n"
+
+
+# -- matrix: bounded ranges, a failing release is a column of errors ---------------------------
+PYPI_FINAL_RELEASES = re.findall(
+    r"\S+",
+    "0.0.1 0.1.0 0.1.1 0.1.2 0.1.3 0.1.4 0.1.5 0.1.6 0.1.7 0.2.0 0.2.1.post1 0.2.2 0.2.3 0.2.4 "
+    "0.2.5 0.2.6 0.2.7 0.3.0 0.3.1 0.3.2 0.3.3 0.4.0 0.4.0.post1 0.4.1 0.4.2 0.4.3 0.5.0 "
+    "0.5.0.post1 0.5.1 0.5.2 0.5.3 0.5.3.post1 0.5.4 0.5.5 0.6.0 0.6.1 0.6.1.post1 0.6.1.post2 "
+    "0.6.2 0.6.3 0.6.3.post1 0.6.4 0.6.4.post1 0.6.5 0.6.6 0.6.6.post1 0.7.0 0.7.1 0.7.2 0.7.3 "
+    "0.8.0 0.8.1 0.8.2 0.8.3 0.8.4 0.8.5 0.8.5.post1 0.9.0 0.9.0.1 0.9.1 0.9.2 0.10.0 0.10.1 "
+    "0.10.1.1 0.10.2 0.11.0 0.11.1 0.11.2 0.12.0 0.13.0 0.14.0 0.14.1 0.15.0 0.15.1 0.16.0 "
+    "0.17.0 0.17.1 0.18.0 0.18.1 0.19.0 0.19.1 0.20.0 0.20.1 0.20.2 0.21.0 0.22.0 0.22.1 0.23.0 "
+    "0.24.0 0.25.0 0.25.1 0.26.0 0.27.0 0.27.1 0.28.0 0.29.0 0.30.0 0.31.0 0.32.0 0.33.0 0.34.0",
+)
+"""What `pip index versions vllm` lists (final releases), when this was written."""
+ERAS = Path(__file__).resolve().parent.parent / "fixtures" / "eras"
+GOOD_TREES = [ERAS / "e2_stub", ERAS / "e3_mixin"]
+
+
+def test_the_documented_ranges_fit_under_the_cap() -> None:
+    from eagle3lint.matrix.releases import expand_specs
+
+    assert len(PYPI_FINAL_RELEASES) == 101
+    assert len(expand_specs(["0.11.0..0.33.0"], PYPI_FINAL_RELEASES)) == 35
+    assert len(expand_specs(["0.11.0..latest"], PYPI_FINAL_RELEASES)) == 36
+
+
+def test_a_range_past_the_cap_is_a_usage_error_before_any_download(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from eagle3lint.matrix import releases, runner
+
+    monkeypatch.setattr(releases, "indexed_releases", lambda: list(PYPI_FINAL_RELEASES))
+
+    def no_download(*_: object) -> None:
+        raise AssertionError("a release was fetched")
+
+    monkeypatch.setattr(runner, "fetch_release", no_download)
+    with no_hang(60):
+        result = CliRunner().invoke(app, ["matrix", "--vllm", "0.0.0..99.0.0"])
+    assert result.exit_code == 2
+    assert "Traceback" not in result.output
+    assert "the range holds 101 releases, more than the 50 one range may expand to" in (
+        result.output
+    )
+    assert "--vllm 0.8.1..0.34.0 holds the newest 50" in result.output
+
+
+def fifo_contract_tree(root: Path) -> Path:
+    """A tree whose `interfaces.py` is a FIFO: its contract cannot be read."""
+    import os
+
+    vllm = write_vllm_tree(root)
+    interfaces = vllm / "model_executor" / "models" / "interfaces.py"
+    interfaces.unlink()
+    os.mkfifo(interfaces)
+    return root
+
+
+def unreachable_index(monkeypatch: pytest.MonkeyPatch) -> None:
+    import socket
+
+    from eagle3lint.sources import download
+
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    monkeypatch.setenv(download.INDEX_ENV, f"http://127.0.0.1:{port}/simple")
+
+
+def run_matrix(*args: str) -> tuple[int, str, str]:
+    with no_hang(120):
+        result = CliRunner().invoke(app, ["matrix", *args])
+    assert "Traceback" not in result.output
+    return result.exit_code, result.stdout, result.stderr
+
+
+def good_matrix() -> dict[str, Any]:
+    code, output, _ = run_matrix(*map(str, GOOD_TREES), "--format", "json", "--jobs", "1")
+    assert code == 0
+    return json.loads(output)
+
+
+@pytest.fixture
+def failing_column(
+    request: pytest.FixtureRequest,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> tuple[list[str], str]:
+    """(matrix arguments adding one release that cannot be checked, its label)."""
+    how = request.param
+    monkeypatch.setenv("EAGLE3LINT_CACHE_DIR", str(tmp_path / "cache"))
+    if how == "download refused":
+        unreachable_index(monkeypatch)
+        return ["--vllm", "9.9.0"], "9.9.0"
+    if how == "wheel not the published one":
+        from test_hostile import TAMPERED_MODEL, WHEEL_NAME, wheel
+
+        index = request.getfixturevalue("index")
+        request.getfixturevalue("offline_pip")
+        url, root = index
+        wheel(root / "files" / WHEEL_NAME, TAMPERED_MODEL)
+        monkeypatch.setenv("PIP_INDEX_URL", url)
+        monkeypatch.setenv("EAGLE3LINT_INDEX_URL", url)
+        return ["--vllm", "9.9.0"], "9.9.0"
+    if how == "contract unreadable":
+        return [str(fifo_contract_tree(tmp_path / "fifo"))], str(tmp_path / "fifo")
+    broken = tmp_path / "broken"
+    write_vllm_tree(broken)
+    from eagle3lint import cli
+
+    monkeypatch.setenv(BROKEN_ENV, f"{broken}\n{how}")
+    monkeypatch.setattr(cli, "check_json", check_failing_on_broken)
+    return [str(broken)], str(broken)
+
+
+BROKEN_ENV = "EAGLE3LINT_TEST_BROKEN"
+"""The tree `check_failing_on_broken` fails on, and how (`check raises`, `worker dies`): two
+lines."""
+
+
+def check_failing_on_broken(options: Any) -> dict[str, Any]:
+    """`cli.check_json`, except on the tree named by BROKEN_ENV (a module-level function: the
+    matrix's pool pickles it by name)."""
+    import os
+
+    path, how = os.environ[BROKEN_ENV].split("\n")
+    if Path(path) in options.paths:
+        if how == "worker dies":
+            os._exit(3)
+        raise RuntimeError("boom")
+    return real_check_json(options)
+
+
+FAILURES = [
+    ("download refused", "1"),
+    ("wheel not the published one", "1"),
+    ("contract unreadable", "1"),
+    ("contract unreadable", "2"),
+    ("check raises", "1"),
+    ("check raises", "2"),
+    ("worker dies", "2"),
+]
+"""How a release fails, and the jobs: with two, the failing (last) release runs in the pool."""
+
+
+@pytest.mark.parametrize(
+    ("failing_column", "jobs"), FAILURES, indirect=["failing_column"], ids=map(" ".join, FAILURES)
+)
+def test_a_release_that_fails_is_a_column_of_errors(
+    failing_column: tuple[list[str], str], jobs: str
+) -> None:
+    args, label = failing_column
+    expected = good_matrix()
+    trees = [*map(str, GOOD_TREES), *args]
+    code, output, stderr = run_matrix(*trees, "--format", "json", "--jobs", jobs)
+    assert code == 2
+    data = json.loads(output)
+    releases = {r["label"]: r for r in data["releases"]}
+    assert releases[label]["checked"] is False
+    assert releases[label]["errors"][0].startswith(("EAG902 ", "EAG903 "))
+    assert f"eagle3lint: {printable(label)} could not be checked: EAG90" in stderr
+    rows = {row["arch"]: row for row in data["rows"]}
+    assert set(rows) == {row["arch"] for row in expected["rows"]}
+    for row in expected["rows"]:
+        cells = rows[row["arch"]]["cells"]
+        assert cells.pop(label) == {"status": "error", "codes": []}
+        assert cells == row["cells"]
+    for output_format, mark in [("text", "error"), ("markdown", "! error"), ("csv", "error")]:
+        code, output, _ = run_matrix(*trees, "--format", output_format, "--jobs", jobs)
+        assert code == 2
+        assert mark in output

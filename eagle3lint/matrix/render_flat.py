@@ -6,9 +6,18 @@ import csv
 import io
 from urllib.parse import quote
 
-from eagle3lint.matrix.glyphs import LEGEND, SYMBOL, cell_text, gate_text, relay_text
+from eagle3lint.matrix.glyphs import (
+    SYMBOL,
+    cell_text,
+    contract_text,
+    error_lines,
+    gate_text,
+    legend,
+    relay_text,
+    release_relay_text,
+)
 from eagle3lint.matrix.model import Cell, Matrix
-from eagle3lint.matrix.verdicts import ABSENT, BLOCKED
+from eagle3lint.matrix.verdicts import ABSENT, BLOCKED, ERROR
 from eagle3lint.report.escape import csv_cell, markdown_code_block, markdown_text
 
 RULE_DOCS = "rules/{code}.md"
@@ -32,7 +41,7 @@ def render_markdown(matrix: Matrix, rule_docs: str = RULE_DOCS) -> str:
         "Each cell is what `eagle3lint check --vllm <release> --format json` says about the "
         "architecture on that release: the same engine and the same report.",
         "",
-        LEGEND + ".",
+        legend(matrix) + ".",
         "",
         "## Per release",
         "",
@@ -41,9 +50,13 @@ def render_markdown(matrix: Matrix, rule_docs: str = RULE_DOCS) -> str:
         "|---|---|---|---|---|---|",
     ]
     for r in matrix.releases:
-        pp = "yes" if r.pp_aux_relay else "no"
+        pp = release_relay_text(r)
         counts = f"{r.ready} / {r.targets} | {r.others}"
-        out.append(f"| {md(r.label)} | {md(r.era)} | {counts} | {md(gate_text(r))} | {pp} |")
+        era = md(contract_text(r))
+        out.append(f"| {md(r.label)} | {era} | {counts} | {md(gate_text(r))} | {pp} |")
+    if matrix.failed:
+        out += ["", "## ! Releases with errors", ""]
+        out += [f"- {md(line)}" for line in error_lines(matrix)]
     regressions = [(row, r) for row in matrix.rows for r in row.regressions]
     if regressions:
         out += ["", "## ⚠ Regressions", ""]
@@ -79,6 +92,8 @@ def _markdown_cell(cell: Cell) -> str:
         return ""
     if cell.status == BLOCKED:
         return SYMBOL[BLOCKED] + " " + markdown_text(" ".join(cell.codes))
+    if cell.status == ERROR:
+        return SYMBOL[ERROR] + " error"
     return SYMBOL[cell.status]
 
 

@@ -11,10 +11,10 @@ from importlib import metadata, resources
 
 from eagle3lint.codes import TOOL_PLUGIN, all_codes
 from eagle3lint.matrix.model import Cell, Matrix, Release
-from eagle3lint.matrix.verdicts import ABSENT, BLOCKED, READY
+from eagle3lint.matrix.verdicts import ABSENT, BLOCKED, ERROR, READY
 from eagle3lint.report.escape import html_text, script_json
 
-STATUS_KEY = {READY: "r", BLOCKED: "b"}
+STATUS_KEY = {READY: "r", BLOCKED: "b", ERROR: "e"}
 """Cell statuses as the page's script reads them; anything else present is `n` (not a
 target)."""
 
@@ -145,6 +145,7 @@ def _release(release: Release) -> dict[str, object]:
         "targets": release.targets,
         "others": release.others,
         "errors": release.errors,
+        "checked": release.checked,
     }
 
 

@@ -12,7 +12,17 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from eagle3lint.matrix.glyphs import LEGEND, STYLE, SYMBOL, cell_text, gate_text, relay_text
+from eagle3lint.matrix.glyphs import (
+    STYLE,
+    SYMBOL,
+    cell_text,
+    contract_text,
+    error_lines,
+    gate_text,
+    legend,
+    relay_text,
+    release_relay_text,
+)
 from eagle3lint.matrix.model import Matrix, Row
 from eagle3lint.matrix.verdicts import BLOCKED
 from eagle3lint.report.escape import printable, rich_text
@@ -29,8 +39,13 @@ def render_text(matrix: Matrix, console: Console) -> None:
     wide = arch_width + 36 + RELEASE_COLUMN * len(labels) <= console.width
     table = _per_release(matrix) if wide else _timeline(matrix, console.width)
     console.print(table)
-    console.print(Text(LEGEND, style="dim"))
+    console.print(Text(legend(matrix), style="dim"))
     console.print(_releases(matrix))
+    errors = error_lines(matrix, limit=3)
+    if errors:
+        console.print(Text(f"! {len(matrix.failed)} release(s) with errors:", style="bold magenta"))
+        for line in errors:
+            console.print(rich_text(f"  {line}"))
     regressions = [(row, r) for row in matrix.rows for r in row.regressions]
     if regressions:
         console.print(Text(f"⚠ {len(regressions)} regression(s):", style="bold red"))
@@ -124,9 +139,9 @@ def _releases(matrix: Matrix) -> Table:
     for release in matrix.releases:
         table.add_row(
             rich_text(release.label),
-            rich_text(release.era),
+            rich_text(contract_text(release)),
             f"{release.ready} / {release.targets}",
             rich_text(gate_text(release, limit=4)),
-            "yes" if release.pp_aux_relay else "no",
+            release_relay_text(release),
         )
     return table

@@ -60,6 +60,8 @@ class ReleaseProgress:
         seconds = time.monotonic() - self._started.get(number, time.monotonic())
         summary = report.get("summary", {})
         state = f"{summary.get('ready', 0)} ready of {summary.get('targets', 0)}"
+        if report.get("errors") and not report.get("targets"):
+            state = "[bold magenta]could not be checked[/]"
         self._progress.update(
             self._tasks[number], completed=1, state=f"{state} [dim]{seconds:.1f}s[/]"
         )
