@@ -42,6 +42,11 @@ class UntrustedCache(Exception):
     """A cache path another user could have written; the message says which and why."""
 
 
+class UnusableCache(UntrustedCache):
+    """A cache path that cannot be used at all: a file where a folder should be, or a folder
+    that cannot be entered. Treated like an untrusted one (not used, one line on stderr)."""
+
+
 class SummaryFormatError(ValueError):
     """Raised when JSON data does not have the shape of a summary (a corrupt or foreign cache)."""
 
