@@ -266,13 +266,16 @@ def _fail(message: str, debug: bool) -> None:
 
 
 def _guard(debug: bool):
-    """Turn expected failures into exit 2 with a message, and anything else into one line."""
+    """Turn expected failures into exit 2 with a message, and anything else into one line;
+    SIGTERM, like Ctrl-C, is an interruption (`eagle3lint.signals`)."""
     from eagle3lint.errors import DownloadError, UsageError
+    from eagle3lint.signals import Terminated, terminate_as_interrupt
 
     @contextmanager
     def guard():
         try:
-            yield
+            with terminate_as_interrupt():
+                yield
         except (typer.Exit, typer.Abort, SystemExit):
             raise
         except BrokenPipeError:
@@ -281,8 +284,8 @@ def _guard(debug: bool):
             raise typer.Exit(2) from None
         except (UsageError, DownloadError) as exc:
             _fail(str(exc), debug)
-        except KeyboardInterrupt:
-            _fail("interrupted", debug)
+        except KeyboardInterrupt as exc:
+            _fail("terminated (SIGTERM)" if isinstance(exc, Terminated) else "interrupted", debug)
         except Exception as exc:
             # One line, whatever the exception's message holds (libcst's span several).
             detail = next(iter(str(exc).splitlines()), "")

@@ -15,8 +15,10 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from test_hostile import WHEEL_NAME, QuietHandler, no_hang, offline_pip, wheel  # noqa: F401
@@ -295,3 +297,64 @@ def test_a_live_download_survives_pruning_and_cache_clean(
             assert writer.wait() == 0
     assert (offline_pip / "releases" / "9.9.0" / download.COMPLETE).is_file()
     assert staging(offline_pip) == []
+
+
+# -- parser workers die with the run ------------------------------------------------------------
+def processes(field: int, value: int) -> list[int]:
+    """The live processes whose /proc stat `field` (after the name) is `value`: 1 is the
+    parent, 2 the process group."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                fields = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[field]) == value and fields[0] != "Z":
+                found.append(int(entry))
+    return found
+
+
+STOPS = {
+    "SIGTERM": (signal.SIGTERM, False, "eagle3lint: terminated (SIGTERM)"),
+    "Ctrl-C": (signal.SIGINT, True, "eagle3lint: interrupted"),  # a terminal signals the group
+    "SIGKILL": (signal.SIGKILL, False, None),
+}
+
+
+@pytest.mark.parametrize("stop", sorted(STOPS))
+def test_parser_workers_do_not_outlive_the_run(
+    stop: str, vllm_release: Any, tmp_path: Path
+) -> None:
+    how, to_group, said = STOPS[stop]
+    release = vllm_release("0.16.0")
+    command = [sys.executable, "-m", "eagle3lint", "check", str(release), "--no-cache"]
+    errors = tmp_path / "stderr"
+    group = 0
+    try:
+        with no_hang(120), errors.open("wb") as stderr:
+            # A cold check of a release (half a minute): its parses run in two workers. It
+            # leads a process group of its own, which every process it starts joins.
+            main = subprocess.Popen(
+                [*command, "--jobs", "2", "--format", "json"],
+                stdout=subprocess.DEVNULL,
+                stderr=stderr,
+                start_new_session=True,
+            )
+            group = main.pid
+            while len(processes(1, main.pid)) < 2 and main.poll() is None:
+                time.sleep(0.01)
+            workers = processes(1, main.pid)
+            (os.killpg if to_group else os.kill)(main.pid, how)
+            exit_code = main.wait()
+            deadline = time.monotonic() + 30
+            while processes(2, group) and time.monotonic() < deadline:
+                time.sleep(0.1)
+        assert len(workers) >= 2
+        assert processes(2, group) == []
+        if said is not None:
+            assert exit_code == 2, (exit_code, errors.read_text())
+            assert errors.read_text().strip() == said  # and no worker's traceback
+    finally:
+        if group and processes(2, group):
+            os.killpg(group, signal.SIGKILL)  # what the code under test left

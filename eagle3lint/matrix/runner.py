@@ -34,6 +34,7 @@ from eagle3lint.index.project import ProjectIndex
 from eagle3lint.matrix.releases import Column
 from eagle3lint.matrix.status import ReleaseProgress
 from eagle3lint.report.model import Report
+from eagle3lint.signals import stop_pool, worker_pool
 from eagle3lint.sources.download import COMPLETE, fetch_release, release_dir
 from eagle3lint.targets import registered_architectures
 
@@ -111,7 +112,7 @@ def _pooled(
                     reports[number] = failed_report(columns[number], exc)
                 progress.done(number, reports[number])
         except BaseException:
-            pool.shutdown(wait=False, cancel_futures=True)
+            stop_pool(pool)  # interrupted: a running check of a release is long
             raise
     return sorted(broken)
 
@@ -148,7 +149,7 @@ def _pool(workers: int, progress: ReleaseProgress) -> Iterator[ProcessPoolExecut
     drawer = threading.Thread(target=_draw, args=(events, progress), daemon=True)
     drawer.start()
     try:
-        with ProcessPoolExecutor(workers, initializer=_set_queue, initargs=(events,)) as pool:
+        with worker_pool(workers, _set_queue, (events,)) as pool:
             yield pool
     finally:
         events.put(None)
