@@ -504,3 +504,17 @@ def test_a_release_that_fails_is_a_column_of_errors(
         code, output, _ = run_matrix(*trees, "--format", output_format, "--jobs", jobs)
         assert code == 2
         assert mark in output
+
+
+def test_the_progress_lines_of_a_matrix_read_no_markup_in_a_release_name() -> None:
+    from rich.console import Console
+
+    from eagle3lint.matrix.status import ReleaseProgress
+
+    progress = ReleaseProgress(["tree[/]::error::x\x1b[2J", "0.16.0"], enabled=True)
+    progress.event((0, "analysing", 20))
+    progress.done(0, {"errors": [{"code": "EAG902"}], "targets": []})
+    console = Console(file=io.StringIO(), width=100)
+    console.print(progress._progress.make_tasks_table(progress._progress.tasks))  # type: ignore[union-attr]
+    shown = console.file.getvalue()  # type: ignore[attr-defined]
+    assert "tree[/]\\x3a:error\\x3a:x\\x1b[2J" in shown and "could not be checked" in shown
