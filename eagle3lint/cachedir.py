@@ -7,21 +7,32 @@ entries: `releases/<version>` (the Python sources of a vLLM release, ~20 MB each
 use of an entry refreshes its modification time (`touch`), so the oldest times are the least
 recently used; once the folder passes its cap (`EAGLE3LINT_CACHE_MAX_MB`, default 2048) those
 are removed until it is back under 80% of it. The check is made at most once an hour.
+
+A release is downloaded into a staging folder `releases/.VERSION-PID-RANDOM`, locked (`flock`)
+by the run that writes it, then renamed into place. A run killed meanwhile (kill -9, a power
+cut) leaves it behind, unlocked: the kernel drops a lock with its process. The next download
+and every pruning remove the staging folders they can lock, never one a live run holds.
 """
 
 from __future__ import annotations
 
 import contextlib
+import fcntl
+import math
 import os
 import shutil
+import tempfile
 import time
-from dataclasses import dataclass
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from eagle3lint import trust
+from eagle3lint.errors import UntrustedCache, UnusableCache, UsageError
 from eagle3lint.trust import make_folders
 
 DEFAULT_CAP_MB = 2048
+CAP_ENV = "EAGLE3LINT_CACHE_MAX_MB"
 PRUNE_EVERY = 3600.0
 """Seconds between two size checks: walking the folder costs more than a warm run."""
 MARKER = ".last-prune"
@@ -47,10 +58,18 @@ def touch(path: Path) -> None:
 
 
 def cap_bytes() -> int:
+    """The cap, from `EAGLE3LINT_CACHE_MAX_MB` (megabytes, default 2048); a value that is not
+    a number of megabytes from 0 up is a usage error."""
+    text = os.environ.get(CAP_ENV, "").strip() or str(DEFAULT_CAP_MB)
     try:
-        megabytes = float(os.environ.get("EAGLE3LINT_CACHE_MAX_MB", DEFAULT_CAP_MB))
+        megabytes = float(text)
     except ValueError:
-        megabytes = DEFAULT_CAP_MB
+        megabytes = math.nan
+    if not math.isfinite(megabytes) or megabytes < 0:
+        raise UsageError(
+            f"{CAP_ENV}={text!r} is not a cache size: give megabytes, a number from 0 up "
+            f"(default {DEFAULT_CAP_MB})"
+        )
     return int(megabytes * 1024 * 1024)
 
 
@@ -63,31 +82,114 @@ class Entry:
     used: float
 
 
-def entries(root: Path) -> list[Entry]:
+@dataclass
+class Scan:
+    """What the cache holds, and what of it could not be looked at (a sentence each)."""
+
+    entries: list[Entry] = field(default_factory=list)
+    unreadable: list[str] = field(default_factory=list)
+
+    def listed(self, folder: Path) -> list[os.DirEntry[str]]:
+        """The entries of `folder` (none if it is not there); one it cannot list is noted."""
+        try:
+            with os.scandir(folder) as found:
+                return list(found)
+        except FileNotFoundError:
+            return []
+        except OSError as exc:
+            self.unreadable.append(f"could not list {folder}: {exc.strerror or exc}")
+            return []
+
+    def walked(self, folder: Path) -> Iterator[os.DirEntry[str]]:
+        """Every file under `folder`, links not followed."""
+        for entry in self.listed(folder):
+            if entry.is_dir(follow_symlinks=False):
+                yield from self.walked(Path(entry.path))
+            elif entry.is_file(follow_symlinks=False):
+                yield entry
+
+
+def scan(root: Path) -> Scan:
     """Every entry of the cache with its size and last use."""
-    found: list[Entry] = []
-    releases = root / "releases"
-    if releases.is_dir():
-        for release in releases.iterdir():
-            # A dot-folder is a download in progress (maybe another run's): not an entry.
-            if release.is_dir() and not release.name.startswith("."):
-                size = sum(f.stat().st_size for f in release.rglob("*") if f.is_file())
-                marker = release / ".complete"
-                used = (marker if marker.exists() else release).stat().st_mtime
-                found.append(Entry(release, size, used))
+    found = Scan()
+    try:
+        trust.check_folder(root)
+    except UnusableCache as exc:  # a file, or a folder that cannot be entered
+        found.unreadable.append(str(exc))
+        return found
+    except UntrustedCache:
+        pass  # listed all the same (`info`, `clean`); `maybe_prune` prunes no such folder
+    for release in found.listed(root / "releases"):
+        # A dot-folder is a download in progress or a dead one's (`remove_dead_staging`).
+        if release.is_dir(follow_symlinks=False) and not release.name.startswith("."):
+            with contextlib.suppress(OSError):
+                size = sum(f.stat(follow_symlinks=False).st_size for f in found.walked(release))
+                marker = Path(release.path) / ".complete"
+                used = (marker if marker.exists() else Path(release.path)).stat().st_mtime
+                found.entries.append(Entry(Path(release.path), size, used))
     for kind in ("summaries", "runs"):
-        for file in (root / kind).rglob("*.json") if (root / kind).is_dir() else ():
-            if file.name.startswith("."):
+        for file in found.walked(root / kind):
+            if file.name.startswith(".") or not file.name.endswith(".json"):
                 continue  # a temporary file being written
             with contextlib.suppress(OSError):
-                stat = file.stat()
-                found.append(Entry(file, stat.st_size, stat.st_mtime))
+                stat = file.stat(follow_symlinks=False)
+                found.entries.append(Entry(Path(file.path), stat.st_size, stat.st_mtime))
     return found
 
 
+def entries(root: Path) -> list[Entry]:
+    """Every entry of the cache that could be looked at."""
+    return scan(root).entries
+
+
+@contextlib.contextmanager
+def staging_folder(parent: Path, name: str) -> Iterator[Path]:
+    """A new folder `.NAME-PID-RANDOM` in `parent`, locked while the block runs and removed
+    after it, so that `remove_dead_staging` can tell it from a dead run's."""
+    while True:
+        path = Path(tempfile.mkdtemp(dir=parent, prefix=f".{name}-{os.getpid()}-"))
+        handle = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            if os.fstat(handle).st_nlink > 0:
+                break
+        except BlockingIOError:
+            pass
+        # A cleaner took it for a dead run's between its creation and the lock: a new one.
+        os.close(handle)
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+        os.close(handle)
+
+
+def remove_dead_staging(parent: Path) -> list[Path]:
+    """Remove the staging folders in `parent` that no live run holds; those removed."""
+    removed = []
+    for entry in Scan().listed(parent):
+        if not entry.name.startswith(".") or not entry.is_dir(follow_symlinks=False):
+            continue
+        try:
+            handle = os.open(entry.path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+        except OSError:
+            continue
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            shutil.rmtree(entry.path, ignore_errors=True)  # holding the lock: no one joins
+            removed.append(Path(entry.path))
+        except BlockingIOError:
+            continue  # a live download
+        finally:
+            os.close(handle)
+    return removed
+
+
 def prune(root: Path, cap: int | None = None) -> list[Entry]:
-    """Remove least recently used entries while the cache is over `cap`; what was removed."""
+    """Remove staging folders of dead runs, then least recently used entries while the cache
+    is over `cap`; the entries removed."""
     cap = cap_bytes() if cap is None else cap
+    remove_dead_staging(root / "releases")
     present = entries(root)
     total = sum(e.size for e in present)
     removed: list[Entry] = []
@@ -126,26 +228,43 @@ def maybe_prune(root: Path) -> None:
     prune(root)
 
 
-def info(root: Path) -> list[tuple[str, int, int]]:
-    """(kind, entries, bytes) for each kind of entry."""
-    present = entries(root)
+def info(root: Path) -> tuple[list[tuple[str, int, int]], list[str]]:
+    """(kind, entries, bytes) for each kind of entry, and what could not be listed."""
+    found = scan(root)
     rows = []
     for kind in KINDS:
-        of_kind = [e for e in present if e.path.is_relative_to(root / kind)]
+        of_kind = [e for e in found.entries if e.path.is_relative_to(root / kind)]
         rows.append((kind, len(of_kind), sum(e.size for e in of_kind)))
-    return rows
+    return rows, found.unreadable
 
 
-def clean(root: Path) -> int:
-    """Remove every entry; the bytes freed."""
-    freed = sum(e.size for e in entries(root))
-    for kind in (*KINDS, MARKER):
-        target = root / kind
-        if target.is_dir():
-            shutil.rmtree(target, ignore_errors=True)
-        elif target.exists():
-            target.unlink()
-    return freed
+def clean(root: Path) -> tuple[int, list[str]]:
+    """Remove every entry (not the staging folder of a live download); the bytes freed, and
+    what could not be removed or listed (a sentence each)."""
+    found = scan(root)
+    if not root.is_dir():
+        return 0, found.unreadable  # nothing there, or not a folder (said)
+    failed: list[str] = []
+
+    def note(path: object, exc: BaseException) -> None:
+        if not isinstance(exc, FileNotFoundError):
+            failed.append(f"could not remove {path}: {getattr(exc, 'strerror', None) or exc}")
+
+    def on_error(_: object, path: str, info: tuple[object, BaseException, object]) -> None:
+        note(path, info[1])  # shutil.rmtree's report of a file it could not remove
+
+    remove_dead_staging(root / "releases")
+    for entry in found.entries:
+        if entry.path.parent == root / "releases":
+            shutil.rmtree(entry.path, onerror=on_error)
+    for kind in ("summaries", "runs"):
+        shutil.rmtree(root / kind, onerror=on_error)
+    try:
+        (root / MARKER).unlink()
+    except OSError as exc:
+        note(root / MARKER, exc)
+    freed = sum(e.size for e in found.entries if not os.path.lexists(e.path))
+    return freed, [*found.unreadable, *dict.fromkeys(failed)]
 
 
 def human(size: int) -> str:

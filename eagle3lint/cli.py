@@ -178,6 +178,10 @@ class RunArgs:
         from eagle3lint.config import config_start, load_config
         from eagle3lint.engine import CheckOptions
 
+        if not self.no_cache:
+            from eagle3lint.cachedir import cap_bytes
+
+            cap_bytes()  # a bad EAGLE3LINT_CACHE_MAX_MB is refused now, not after the run
         config = load_config(config_start(list(self.paths or [])))
         version = self.vllm if self.vllm is not None else config.vllm_version
         if version is not None:
@@ -262,13 +266,16 @@ def _fail(message: str, debug: bool) -> None:
 
 
 def _guard(debug: bool):
-    """Turn expected failures into exit 2 with a message, and anything else into one line."""
+    """Turn expected failures into exit 2 with a message, and anything else into one line;
+    SIGTERM, like Ctrl-C, is an interruption (`eagle3lint.signals`)."""
     from eagle3lint.errors import DownloadError, UsageError
+    from eagle3lint.signals import Terminated, terminate_as_interrupt
 
     @contextmanager
     def guard():
         try:
-            yield
+            with terminate_as_interrupt():
+                yield
         except (typer.Exit, typer.Abort, SystemExit):
             raise
         except BrokenPipeError:
@@ -277,8 +284,8 @@ def _guard(debug: bool):
             raise typer.Exit(2) from None
         except (UsageError, DownloadError) as exc:
             _fail(str(exc), debug)
-        except KeyboardInterrupt:
-            _fail("interrupted", debug)
+        except KeyboardInterrupt as exc:
+            _fail(str(exc) if isinstance(exc, Terminated) else "interrupted", debug)
         except Exception as exc:
             # One line, whatever the exception's message holds (libcst's span several).
             detail = next(iter(str(exc).splitlines()), "")
@@ -403,9 +410,11 @@ def _write_baseline(options: CheckOptions, path: Path) -> int:
     options.baseline = None
     report = run_check(options).report
     count = write_baseline(path, report)
-    typer.echo(f"eagle3lint: recorded {count} finding(s) in {path}", err=True)
+    from eagle3lint.report.escape import printable
+
+    typer.echo(f"eagle3lint: recorded {count} finding(s) in {printable(str(path))}", err=True)
     for error in report.errors:
-        typer.echo(f"{error.path}: {error.code} {error.message}", err=True)
+        typer.echo(printable(f"{error.path}: {error.code} {error.message}"), err=True)
     return 2 if report.errors else 0
 
 
@@ -497,6 +506,7 @@ def matrix(
             columns_of,
             command_line,
             render,
+            report_failures,
             write_output,
         )
 
@@ -509,7 +519,8 @@ def matrix(
         # A file or a pipe gets the table as wide as it needs (up to 200 columns), uncoloured.
         console = lambda: _text_console(tty=False if output else None, piped_width=200)  # noqa: E731
         write_output(render(table, output_format, console), output)
-    raise typer.Exit(0)
+        code = report_failures(table)
+    raise typer.Exit(code)
 
 
 @app.command()
@@ -586,16 +597,16 @@ def rules() -> None:
     from rich.table import Table
 
     from eagle3lint.codes import all_codes
-    from eagle3lint.report.escape import printable
+    from eagle3lint.report.escape import printable, rich_text
     from eagle3lint.rule import load_plugins
 
     table = Table("code", "rule", "name", "checks", "fixable", "plugin")
     for entry in all_codes():
         code = entry.code
         table.add_row(
-            *map(printable, (code.code, entry.rule, code.name, code.summary)),
+            *map(rich_text, (code.code, entry.rule, code.name, code.summary)),
             "yes" if code.fixable else "",
-            printable(entry.plugin),
+            rich_text(entry.plugin),
         )
     Terminal.of(sys.stdout).console(sys.stdout).print(table)
     broken = load_plugins()[1]
@@ -630,29 +641,50 @@ app.add_typer(cache_app, name="cache")
 @cache_app.command("info")
 def cache_info() -> None:
     """Where the cache is, what it holds and its size cap (EAGLE3LINT_CACHE_MAX_MB)."""
-    from eagle3lint.cachedir import cap_bytes, human, info
-    from eagle3lint.index.cache import default_cache_dir
+    with _guard(debug=False):
+        from eagle3lint.cachedir import cap_bytes, human, info
+        from eagle3lint.index.cache import default_cache_dir
+        from eagle3lint.report.escape import printable
 
-    root = default_cache_dir()
-    rows = info(root)
-    typer.echo(f"cache: {root}")
-    for kind, count, size in rows:
-        typer.echo(f"  {kind:<10} {count:>6} entries  {human(size):>9}")
-    total = sum(size for _, _, size in rows)
-    typer.echo(
-        f"  total      {human(total):>24}  (cap {human(cap_bytes())}, least recently used "
-        "entries are removed past it)"
-    )
+        root = default_cache_dir()
+        cap = cap_bytes()
+        rows, unreadable = info(root)
+        typer.echo(f"cache: {printable(str(root))}")
+        for kind, count, size in rows:
+            typer.echo(f"  {kind:<10} {count:>6} entries  {human(size):>9}")
+        total = sum(size for _, _, size in rows)
+        typer.echo(
+            f"  total      {human(total):>24}  (cap {human(cap)}, least recently used "
+            "entries are removed past it)"
+        )
+        _cache_failures(unreadable)
 
 
 @cache_app.command("clean")
 def cache_clean() -> None:
     """Remove every cached release, summary and run result."""
-    from eagle3lint.cachedir import clean, human
-    from eagle3lint.index.cache import default_cache_dir
+    with _guard(debug=False):
+        from eagle3lint.cachedir import clean, human
+        from eagle3lint.index.cache import default_cache_dir
+        from eagle3lint.report.escape import printable
 
-    root = default_cache_dir()
-    typer.echo(f"removed {human(clean(root))} from {root}")
+        root = default_cache_dir()
+        freed, failed = clean(root)
+        typer.echo(f"removed {human(freed)} from {printable(str(root))}")
+        _cache_failures(failed)
+
+
+def _cache_failures(failures: list[str]) -> None:
+    """Say what `cache info` or `cache clean` could not do (the first few), and exit 2."""
+    if not failures:
+        return
+    from eagle3lint.report.escape import printable
+
+    for failure in failures[:5]:
+        typer.echo(f"eagle3lint: {printable(failure)}", err=True)
+    if len(failures) > 5:
+        typer.echo(f"eagle3lint: and {len(failures) - 5} more", err=True)
+    raise typer.Exit(2)
 
 
 def main() -> None:

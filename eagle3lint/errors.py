@@ -48,6 +48,11 @@ class UnsafeLock(OSError):
     run stops (exit code 2)."""
 
 
+class UnusableCache(UntrustedCache):
+    """A cache path that cannot be used at all: a file where a folder should be, or a folder
+    that cannot be entered. Treated like an untrusted one (not used, one line on stderr)."""
+
+
 class SummaryFormatError(ValueError):
     """Raised when JSON data does not have the shape of a summary (a corrupt or foreign cache)."""
 

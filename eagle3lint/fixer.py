@@ -376,7 +376,7 @@ def run_fix(options: CheckOptions, diff: bool = False, recover: bool = False) ->
         _say(message)
 
     wanted = any(f.repair for f in first.report.findings)
-    with contextlib.ExitStack() as held, signals.terminate_as_interrupt():
+    with contextlib.ExitStack() as held:
         if wanted or recover or journal.pending(root):  # else there is nothing to write
             try:
                 held.enter_context(storage.tree_lock(root, on_wait=wait, on_stale=_say))

@@ -24,7 +24,7 @@ from collections.abc import Iterator
 from functools import cache
 from pathlib import Path
 
-from eagle3lint.errors import UntrustedCache
+from eagle3lint.errors import UntrustedCache, UnusableCache
 
 WRITABLE_BY_OTHERS = stat.S_IWGRP | stat.S_IWOTH
 DIR_MODE = 0o755
@@ -125,15 +125,24 @@ def check_file(info: os.stat_result, path: Path) -> None:
 def check_folder(folder: Path) -> None:
     """Raise UntrustedCache unless `folder` and every folder above it are safe: owned by the
     user or root and not writable by others (sticky folders such as /tmp excepted, where no
-    one can rename another's entry)."""
+    one can rename another's entry); UnusableCache when one of them is not a folder or cannot
+    be entered. Those still missing will be created, by us."""
     folder = Path(os.path.abspath(folder))
-    for current in [folder, *folder.parents]:
+    for current in [*reversed(folder.parents), folder]:
         try:
-            info = os.lstat(current)
+            info = os.stat(current)  # a link the user set up (~/.cache -> elsewhere) is followed
         except FileNotFoundError:
-            continue  # not created yet: it will be, by us
-        if stat.S_ISLNK(info.st_mode):
-            info = os.stat(current)  # a link the user set up (~/.cache -> elsewhere)
+            return  # not created yet, nor anything below it
+        except OSError as exc:
+            raise UnusableCache(
+                f"{current} cannot be used as a cache folder ({exc.strerror or exc}); "
+                "set EAGLE3LINT_CACHE_DIR to a folder of your own"
+            ) from exc
+        if not stat.S_ISDIR(info.st_mode):
+            raise UnusableCache(
+                f"{current} is not a folder, so it cannot hold the cache; "
+                "set EAGLE3LINT_CACHE_DIR to a folder of your own"
+            )
         if not safe(info, user_and_root()):
             raise UntrustedCache(
                 f"{current} is writable by other users (or not yours), so cached results under "

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from eagle3lint.cachedir import maybe_prune, prune
+from eagle3lint.cachedir import maybe_prune, prune, staging_folder
 from eagle3lint.cli import app
 from eagle3lint.index.cache import SummaryCache
 from eagle3lint.index.model import FileSummary
@@ -30,11 +30,12 @@ def test_prune_removes_least_recently_used_entries_past_the_cap(tmp_path: Path) 
     recent = entry(tmp_path / "summaries" / "ab" / "ab1.json", 3000, 3000)
     older = entry(tmp_path / "summaries" / "cd" / "cd1.json", 3000, 2000)
     run = entry(tmp_path / "runs" / "r.json", 1000, 4000)
-    in_progress = entry(tmp_path / "releases" / ".0.11.0-tmp" / "vllm" / "b.py", 9000, 1)
-    assert prune(tmp_path, cap=100_000) == []  # under the cap: nothing goes
-    removed = prune(tmp_path, cap=6000)
-    assert [e.path for e in removed] == [old_release, older]
-    assert recent.exists() and run.exists() and in_progress.exists()
+    with staging_folder(tmp_path / "releases", "0.11.0") as downloading:  # a live download's
+        in_progress = entry(downloading / "vllm" / "b.py", 9000, 1)
+        assert prune(tmp_path, cap=100_000) == []  # under the cap: nothing goes
+        removed = prune(tmp_path, cap=6000)
+        assert [e.path for e in removed] == [old_release, older]
+        assert recent.exists() and run.exists() and in_progress.exists()
 
 
 def test_a_loaded_summary_counts_as_used(tmp_path: Path) -> None:

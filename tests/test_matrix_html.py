@@ -112,3 +112,30 @@ def test_a_blocked_cell_reveals_its_findings(page: tuple[Browser, Path]) -> None
     browser.screenshot(folder / "blocked-cell.png")
     browser.send("Input.dispatchKeyEvent", session=True, type="keyDown", key="Escape")
     browser.wait_for("getComputedStyle(document.getElementById('popover')).display === 'none'")
+
+
+def test_a_release_that_could_not_be_checked_shows_error_cells(tmp_path: Path) -> None:
+    import os
+
+    from vllm_tree import write_vllm_tree
+
+    broken = tmp_path / "broken"
+    interfaces = write_vllm_tree(broken) / "model_executor" / "models" / "interfaces.py"
+    interfaces.unlink()
+    os.mkfifo(interfaces)  # the contract cannot be read
+    html = tmp_path / "matrix.html"
+    args = [str(TREES[0]), str(broken), "--format", "html", "-o", str(html), "--jobs", "1"]
+    result = CliRunner().invoke(cli.app, ["matrix", *args])
+    assert result.exit_code == 2, result.output
+    browser = Browser(tmp_path / "profile")
+    try:
+        browser.open(html)
+        browser.wait_for(f"document.querySelectorAll({ROWS!r}).length > 0")
+        rows = count(browser, ROWS)
+        assert count(browser, "td.s-error") == rows  # the broken release's whole column
+        title = browser.evaluate("document.querySelector('td.s-error').getAttribute('title')")
+        assert title.startswith("could not be checked: EAG902 is a FIFO")
+        assert browser.evaluate("document.querySelector('td.s-error').textContent") == "!"
+        browser.screenshot(tmp_path / "error-column.png")
+    finally:
+        browser.close()

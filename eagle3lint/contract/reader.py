@@ -12,7 +12,6 @@ import contextlib
 import hashlib
 import re
 from collections.abc import Callable
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -28,6 +27,7 @@ from eagle3lint.contract.model import (
 from eagle3lint.index.cache import content_key
 from eagle3lint.index.project import ClassRef, ProjectIndex
 from eagle3lint.shapes.names import MIXIN, PROTOCOL
+from eagle3lint.signals import worker_pool
 from eagle3lint.sources.files import (
     SourceNotFound,
     UnreadableSource,
@@ -104,7 +104,7 @@ def _start_config_facts(index: ProjectIndex, vllm_dir: Path) -> Callable[[], Con
     cached = index.cache.load(key, ConfigFacts) if index.cache else None
     if cached is not None:
         return lambda: cached
-    pool = ProcessPoolExecutor(max_workers=1) if index.jobs > 1 else None
+    pool = worker_pool(1) if index.jobs > 1 else None
     future = pool.submit(_config_facts, vllm_dir) if pool else None
 
     def wait() -> ConfigFacts:

@@ -68,7 +68,9 @@ def trusted_folder(folder: Path) -> bool:
 
 @cache
 def _warn_once(message: str) -> None:
-    print(f"eagle3lint: cache not used: {message}", file=sys.stderr)
+    from eagle3lint.report.escape import printable
+
+    print(f"eagle3lint: cache not used: {printable(message)}", file=sys.stderr)
 
 
 def file_digest(data: bytes) -> str:

@@ -26,6 +26,7 @@ from eagle3lint.index.model import (
 )
 from eagle3lint.index.modules import module_name_for
 from eagle3lint.shapes.names import DECODER_ATTR, LANGUAGE_MODEL_ATTR
+from eagle3lint.signals import worker_pool
 from eagle3lint.sources.files import (
     SourceNotFound,
     Stamp,
@@ -209,7 +210,7 @@ class ParsesAhead:
                 continue  # started already
             if self.cache is None or not self.cache.holds(key):
                 if self.pool is None:
-                    self.pool = ProcessPoolExecutor(max_workers=self.jobs)
+                    self.pool = worker_pool(self.jobs)
                 # The classes the run will read are not known yet: all of them are.
                 job: ParseJob = (relpath, data, key, None, None)
                 self.started[relpath] = (key, self.pool.submit(_parse_job, job))
@@ -267,7 +268,7 @@ class ProjectIndex:
         """The parser processes, started at the first cache miss and kept until `close`: each
         spends a third of a second importing libcst, which a second wave of misses reuses."""
         if self._workers is None:
-            self._workers = ProcessPoolExecutor(max_workers=self.jobs)
+            self._workers = worker_pool(self.jobs)
         return self._workers
 
     def close(self) -> None:

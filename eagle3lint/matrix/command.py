@@ -11,11 +11,12 @@ from pathlib import Path
 from rich.console import Console
 
 from eagle3lint.engine import CheckOptions
-from eagle3lint.errors import UsageError
+from eagle3lint.errors import EXIT_INPUT, EXIT_OK, UsageError
 from eagle3lint.matrix.formats import MatrixFormat
 from eagle3lint.matrix.model import Matrix, build_matrix
 from eagle3lint.matrix.releases import Column, expand_specs
 from eagle3lint.matrix.runner import CheckJson, check_releases
+from eagle3lint.report.escape import printable
 from eagle3lint.sources.discovery import discover
 from eagle3lint.storage import write_atomically
 
@@ -77,7 +78,8 @@ def build(
     ]
     matrix = build_matrix(results)
     unknown = sorted(set(options.archs) - {row.arch for row in matrix.rows})
-    if unknown:
+    # A release that could not be checked may be the one registering them.
+    if unknown and all(r.checked for r in matrix.releases):
         raise UsageError(f"not registered in any of these releases: {', '.join(unknown)}")
     matrix.command = command
     matrix.generated = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d")
@@ -107,6 +109,22 @@ def render(matrix: Matrix, output_format: MatrixFormat, console: Callable[[], Co
     out = console()
     render_text(matrix, out)
     return out.file.getvalue()  # type: ignore[attr-defined]
+
+
+def report_failures(matrix: Matrix) -> int:
+    """Say on stderr which releases have errors (whatever the format); the exit code: 2 if
+    any, else 0."""
+    for release in matrix.failed:
+        more = len(release.errors) - 1
+        what = "could not be checked" if not release.checked else "has input errors"
+        sys.stderr.write(
+            printable(
+                f"eagle3lint: {release.label} {what}: {release.errors[0]}"
+                + (f" (and {more} more)" if more else "")
+            )
+            + "\n"
+        )
+    return EXIT_INPUT if matrix.failed else EXIT_OK
 
 
 def write_output(text: str, output: Path | None) -> None:

@@ -17,6 +17,7 @@ from eagle3lint.matrix.releases import Column, sort_key
 from eagle3lint.matrix.verdicts import (
     ABSENT,
     BLOCKED,
+    ERROR,
     NOT_A_TARGET,
     READY,
     TARGET,
@@ -49,6 +50,10 @@ class Release:
     others: int = 0
     """Registered architectures that are not targets (draft and pooling models)."""
     errors: list[str] = field(default_factory=list)
+    """The report's input errors, `CODE message` each."""
+    checked: bool = True
+    """False when the release could not be checked at all (its download, its contract or the
+    check failed): its cells are errors."""
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -68,6 +73,7 @@ class Release:
                 "not_targets": self.others,
             },
             "errors": self.errors,
+            "checked": self.checked,
         }
 
 
@@ -127,8 +133,9 @@ class Row:
         return self.current().pp_aux_relay
 
     def current(self) -> Cell:
-        """The cell of the newest release that registers this architecture."""
-        present = [c for c in self.cells.values() if c.status != ABSENT]
+        """The cell of the newest release that registers this architecture (of those that
+        could be checked)."""
+        present = [c for c in self.cells.values() if c.status not in (ABSENT, ERROR)]
         return present[-1] if present else Cell(ABSENT)
 
     def to_json(self) -> dict[str, object]:
@@ -151,6 +158,11 @@ class Matrix:
     command: str = ""
     generated: str = ""
 
+    @property
+    def failed(self) -> list[Release]:
+        """The releases with input errors (the matrix then exits 2)."""
+        return [r for r in self.releases if r.errors]
+
     def to_json(self) -> dict[str, object]:
         return {
             "eagle3lint": __version__,
@@ -172,7 +184,8 @@ def build_matrix(results: Sequence[tuple[Column, Report]]) -> Matrix:
     for label, (_, report) in zip(labels, ordered, strict=True):
         for target in report.get("targets", ()):
             by_arch.setdefault(target["arch"], {}).setdefault(label, (target, report))
-    rows = [_row(arch, seen, labels) for arch, seen in by_arch.items()]
+    unchecked = {r.label for r in releases if not r.checked}
+    rows = [_row(arch, seen, labels, unchecked) for arch, seen in by_arch.items()]
     rows.sort(key=lambda r: (r.family.lower(), r.arch.lower()))
     return Matrix(releases, rows)
 
@@ -208,11 +221,23 @@ def _release(label: str, column: Column, report: Report) -> Release:
         ready=statuses.count(READY),
         others=statuses.count(NOT_A_TARGET),
         errors=[f"{e.get('code')} {e.get('message')}" for e in report.get("errors", ())],
+        # Errors and no target: the contract or the check failed, nothing was analysed.
+        checked=not (report.get("errors") and not targets),
     )
 
 
-def _row(arch: str, seen: dict[str, tuple[dict[str, Any], Report]], labels: list[str]) -> Row:
-    cells = {label: _cell(*seen[label]) if label in seen else Cell(ABSENT) for label in labels}
+def _row(
+    arch: str,
+    seen: dict[str, tuple[dict[str, Any], Report]],
+    labels: list[str],
+    unchecked: set[str],
+) -> Row:
+    cells = {
+        label: _cell(*seen[label])
+        if label in seen
+        else Cell(ERROR if label in unchecked else ABSENT)
+        for label in labels
+    }
     newest_target, newest_report = seen[[label for label in labels if label in seen][-1]]
     row = Row(
         arch=arch,

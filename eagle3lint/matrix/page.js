@@ -3,8 +3,8 @@
   "use strict";
   const DATA = JSON.parse(document.getElementById("matrix-data").textContent);
   const S = DATA.strings;
-  const STATUS = { r: "ready", b: "blocked", n: "not a target" };
-  const CLASS = { r: "s-ready", b: "s-blocked", n: "s-other" };
+  const STATUS = { r: "ready", b: "blocked", n: "not a target", e: "error" };
+  const CLASS = { r: "s-ready", b: "s-blocked", n: "s-other", e: "s-error" };
   const $ = (id) => document.getElementById(id);
   const el = (tag, attrs, text) => {
     const node = document.createElement(tag);
@@ -59,13 +59,14 @@
         return;
       }
       const [status, codes] = cell;
-      let text = status === "r" ? "✓" : status === "n" ? "○" : "";
+      let text = status === "r" ? "✓" : status === "n" ? "○" : status === "e" ? "!" : "";
       if (status === "b") {
         const short = codes.map((c) => c.replace(/^EAG/, ""));
         text = "✗ " + short.slice(0, 2).join(" ") + (short.length > 2 ? " +" + (short.length - 2) : "");
       }
       const attrs = { class: "cell " + CLASS[status], "data-col": String(j),
-        title: STATUS[status] + (codes.length ? ": " + codes.join(" ") : "") };
+        title: status === "e" ? "could not be checked: " + releases[j].errors.join("; ") :
+          STATUS[status] + (codes.length ? ": " + codes.join(" ") : "") };
       if (status === "b") { attrs.tabindex = "0"; attrs.role = "button"; }
       const td = el("td", attrs, text);
       if (regressedIn.has(releases[j].label)) td.classList.add("regressed");

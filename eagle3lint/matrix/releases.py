@@ -27,6 +27,10 @@ from eagle3lint.trust import make_folders
 
 INDEX_TTL = 3600.0
 """Seconds the package index's list of vLLM releases is reused."""
+MAX_RANGE_RELEASES = 50
+"""Releases one `A..B` may expand to: each is a download and a check of its own. The
+documented ranges hold 35 (`0.11.0..0.33.0`) and 36 (`0.11.0..latest`, with 0.34.0);
+PyPI lists 101 final releases in all."""
 LATEST = "latest"
 _AVAILABLE = re.compile(r"^Available versions:\s*(.+)$", re.MULTILINE)
 
@@ -73,6 +77,14 @@ def expand_specs(specs: list[str], index: list[str] | None = None) -> list[str]:
             found = [v for v in index or () if Version(low) <= Version(v) <= Version(high)]
             if not found:
                 raise UsageError(f"--vllm {spec}: no final vLLM release in that range")
+            if len(found) > MAX_RANGE_RELEASES:
+                newest = found[-MAX_RANGE_RELEASES:]
+                raise UsageError(
+                    f"--vllm {spec}: the range holds {len(found)} releases, more than the "
+                    f"{MAX_RANGE_RELEASES} one range may expand to (each is a download and a "
+                    f"check); narrow it (--vllm {newest[0]}..{newest[-1]} holds the newest "
+                    f"{MAX_RANGE_RELEASES}) or split it into several --vllm ranges"
+                )
             versions += found
         else:
             _check_version(spec, spec)

@@ -4,20 +4,34 @@ from __future__ import annotations
 
 import csv
 import io
+from urllib.parse import quote
 
-from eagle3lint.matrix.glyphs import LEGEND, SYMBOL, cell_text, gate_text, relay_text
+from eagle3lint.matrix.glyphs import (
+    SYMBOL,
+    cell_text,
+    contract_text,
+    error_lines,
+    gate_text,
+    legend,
+    relay_text,
+    release_relay_text,
+)
 from eagle3lint.matrix.model import Cell, Matrix
-from eagle3lint.matrix.verdicts import ABSENT, BLOCKED
+from eagle3lint.matrix.verdicts import ABSENT, BLOCKED, ERROR
+from eagle3lint.report.escape import csv_cell, markdown_code_block, markdown_text
 
 RULE_DOCS = "rules/{code}.md"
 """Where docs/compatibility.md finds the rule pages (relative to docs/)."""
 
 
 def render_markdown(matrix: Matrix, rule_docs: str = RULE_DOCS) -> str:
-    labels = [r.label for r in matrix.releases]
+    """The page; every name and message in it goes through `markdown_text`."""
+    md = markdown_text
+    labels = [md(r.label) for r in matrix.releases]
     out = ["# EAGLE-3 compatibility of vLLM's architectures", ""]
     if matrix.command:
-        out += [f"Generated on {matrix.generated} by", "", "```bash", matrix.command, "```", ""]
+        out += [f"Generated on {md(matrix.generated)} by", ""]
+        out += [markdown_code_block(matrix.command, "bash"), ""]
         out += [
             "The same matrix as one HTML page (search, filters, the findings of each blocked "
             "cell): the same command with `--format html -o eagle3-matrix.html`.",
@@ -27,7 +41,7 @@ def render_markdown(matrix: Matrix, rule_docs: str = RULE_DOCS) -> str:
         "Each cell is what `eagle3lint check --vllm <release> --format json` says about the "
         "architecture on that release: the same engine and the same report.",
         "",
-        LEGEND + ".",
+        legend(matrix) + ".",
         "",
         "## Per release",
         "",
@@ -36,15 +50,19 @@ def render_markdown(matrix: Matrix, rule_docs: str = RULE_DOCS) -> str:
         "|---|---|---|---|---|---|",
     ]
     for r in matrix.releases:
-        pp = "yes" if r.pp_aux_relay else "no"
+        pp = release_relay_text(r)
         counts = f"{r.ready} / {r.targets} | {r.others}"
-        out.append(f"| {r.label} | {r.era} | {counts} | {gate_text(r)} | {pp} |")
+        era = md(contract_text(r))
+        out.append(f"| {md(r.label)} | {era} | {counts} | {md(gate_text(r))} | {pp} |")
+    if matrix.failed:
+        out += ["", "## ! Releases with errors", ""]
+        out += [f"- {md(line)}" for line in error_lines(matrix)]
     regressions = [(row, r) for row in matrix.rows for r in row.regressions]
     if regressions:
         out += ["", "## ⚠ Regressions", ""]
         out += [
-            f"- **{row.arch}**: ready in {r.ready_in}, **blocked in {r.blocked_in}** by "
-            + ", ".join(_code_link(c, rule_docs) for c in r.codes)
+            f"- **{md(row.arch)}**: ready in {md(r.ready_in)}, **blocked in {md(r.blocked_in)}** "
+            "by " + ", ".join(_code_link(c, rule_docs) for c in r.codes)
             for row, r in regressions
         ]
     out += ["", "## Architectures", ""]
@@ -53,10 +71,10 @@ def render_markdown(matrix: Matrix, rule_docs: str = RULE_DOCS) -> str:
     )
     out.append("|---" * (5 + len(labels)) + "|")
     for row in matrix.rows:
-        arch = f"**{row.arch}** ⚠" if row.regressions else row.arch
+        arch = f"**{md(row.arch)}** ⚠" if row.regressions else md(row.arch)
         cells = [_markdown_cell(c) for c in row.cells.values()]
         out.append(
-            f"| {row.family} | {arch} | {row.role} | {row.first_ready or '—'} "
+            f"| {md(row.family)} | {arch} | {md(row.role)} | {md(row.first_ready or '—')} "
             f"| {relay_text(row.pp_aux_relay)} | " + " | ".join(cells) + " |"
         )
     variants = [row for row in matrix.rows if row.variant_releases]
@@ -65,7 +83,7 @@ def render_markdown(matrix: Matrix, rule_docs: str = RULE_DOCS) -> str:
         for row in variants:
             releases = ", ".join(row.variant_releases)
             message = row.cells[row.variant_releases[-1]].variants[0]
-            out.append(f"- **{row.arch}** ({releases}): {message}")
+            out.append(f"- **{md(row.arch)}** ({md(releases)}): {md(message)}")
     return "\n".join(out) + "\n"
 
 
@@ -73,12 +91,14 @@ def _markdown_cell(cell: Cell) -> str:
     if cell.status == ABSENT:
         return ""
     if cell.status == BLOCKED:
-        return SYMBOL[BLOCKED] + " " + " ".join(cell.codes)
+        return SYMBOL[BLOCKED] + " " + markdown_text(" ".join(cell.codes))
+    if cell.status == ERROR:
+        return SYMBOL[ERROR] + " error"
     return SYMBOL[cell.status]
 
 
 def _code_link(code: str, rule_docs: str) -> str:
-    return f"[{code}]({rule_docs.format(code=code)})"
+    return f"[{markdown_text(code)}]({rule_docs.format(code=quote(code))})"
 
 
 def render_csv(matrix: Matrix) -> str:
@@ -87,18 +107,17 @@ def render_csv(matrix: Matrix) -> str:
     writer = csv.writer(buffer, lineterminator="\n")
     labels = [r.label for r in matrix.releases]
     head = ["family", "architecture", "role", "first_ready", "regressions", "pp_aux_relay"]
-    writer.writerow([*head, *labels])
+    writer.writerow([*head, *map(csv_cell, labels)])
     for row in matrix.rows:
         regressions = "; ".join(f"{r.ready_in}->{r.blocked_in}" for r in row.regressions)
-        writer.writerow(
-            [
-                row.family,
-                row.arch,
-                row.role,
-                row.first_ready or "",
-                regressions,
-                relay_text(row.pp_aux_relay),
-                *(cell_text(c) for c in row.cells.values()),
-            ]
-        )
+        cells = [
+            row.family,
+            row.arch,
+            row.role,
+            row.first_ready or "",
+            regressions,
+            relay_text(row.pp_aux_relay),
+            *(cell_text(c) for c in row.cells.values()),
+        ]
+        writer.writerow(map(csv_cell, cells))
     return buffer.getvalue()

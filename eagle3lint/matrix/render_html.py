@@ -6,15 +6,15 @@ The table is built in the browser from the embedded JSON (strings stored once, s
 
 from __future__ import annotations
 
-import html
 import json
 from importlib import metadata, resources
 
 from eagle3lint.codes import TOOL_PLUGIN, all_codes
 from eagle3lint.matrix.model import Cell, Matrix, Release
-from eagle3lint.matrix.verdicts import ABSENT, BLOCKED, READY
+from eagle3lint.matrix.verdicts import ABSENT, BLOCKED, ERROR, READY
+from eagle3lint.report.escape import html_text, script_json
 
-STATUS_KEY = {READY: "r", BLOCKED: "b"}
+STATUS_KEY = {READY: "r", BLOCKED: "b", ERROR: "e"}
 """Cell statuses as the page's script reads them; anything else present is `n` (not a
 target)."""
 
@@ -82,11 +82,11 @@ def render_html(matrix: Matrix) -> str:
     page = PAGE.format(
         css=assets.joinpath("page.css").read_text(encoding="utf-8"),
         js=assets.joinpath("page.js").read_text(encoding="utf-8"),
-        subtitle=html.escape(subtitle),
-        generated=html.escape(matrix.generated),
-        command=html.escape(matrix.command),
+        subtitle=html_text(subtitle),
+        generated=html_text(matrix.generated),
+        command=html_text(matrix.command),
         chart=ready_chart(releases),
-        data=_script_safe(json.dumps(page_data(matrix), separators=(",", ":"))),
+        data=script_json(page_data(matrix)),
     )
     return page
 
@@ -145,6 +145,7 @@ def _release(release: Release) -> dict[str, object]:
         "targets": release.targets,
         "others": release.others,
         "errors": release.errors,
+        "checked": release.checked,
     }
 
 
@@ -174,11 +175,6 @@ def _rule_docs_url() -> str | None:
     return None
 
 
-def _script_safe(text: str) -> str:
-    """JSON that cannot end its <script> element early."""
-    return text.replace("</", "<\\/").replace("<!--", "<\\!--")
-
-
 def ready_chart(releases: list[Release], bar: int = 14, height: int = 90) -> str:
     """Bars of ready targets (green) over all targets (grey), one per release."""
     if not releases:
@@ -195,7 +191,7 @@ def ready_chart(releases: list[Release], bar: int = 14, height: int = 90) -> str
         x = 30 + i * (bar + 4)
         all_h = round(height * release.targets / top)
         ready_h = round(height * release.ready / top)
-        tip = html.escape(f"{release.label}: {release.ready} of {release.targets} targets ready")
+        tip = html_text(f"{release.label}: {release.ready} of {release.targets} targets ready")
         parts.append(
             f"<g><title>{tip}</title>"
             f'<rect class="all" x="{x}" y="{height - all_h}" width="{bar}" height="{all_h}"/>'
@@ -205,7 +201,7 @@ def ready_chart(releases: list[Release], bar: int = 14, height: int = 90) -> str
         ly = height + 8
         parts.append(
             f'<text x="{x + bar / 2}" y="{ly}" transform="rotate(55 {x + bar / 2} {ly})">'
-            f"{html.escape(release.label)}</text>"
+            f"{html_text(release.label)}</text>"
         )
     parts.append("</svg>")
     return "".join(parts)

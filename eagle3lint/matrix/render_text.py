@@ -12,9 +12,20 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from eagle3lint.matrix.glyphs import LEGEND, STYLE, SYMBOL, cell_text, gate_text, relay_text
+from eagle3lint.matrix.glyphs import (
+    STYLE,
+    SYMBOL,
+    cell_text,
+    contract_text,
+    error_lines,
+    gate_text,
+    legend,
+    relay_text,
+    release_relay_text,
+)
 from eagle3lint.matrix.model import Matrix, Row
 from eagle3lint.matrix.verdicts import BLOCKED
+from eagle3lint.report.escape import printable, rich_text
 
 RELEASE_COLUMN = 16
 """Width a release column needs for `blocked` and two codes."""
@@ -24,20 +35,24 @@ FAMILY_WIDTH = 18
 
 def render_text(matrix: Matrix, console: Console) -> None:
     labels = [r.label for r in matrix.releases]
-    arch_width = max((len(r.arch) for r in matrix.rows), default=10)
+    arch_width = max((len(printable(r.arch)) for r in matrix.rows), default=10)
     wide = arch_width + 36 + RELEASE_COLUMN * len(labels) <= console.width
     table = _per_release(matrix) if wide else _timeline(matrix, console.width)
     console.print(table)
-    console.print(Text(LEGEND, style="dim"))
+    console.print(Text(legend(matrix), style="dim"))
     console.print(_releases(matrix))
+    errors = error_lines(matrix, limit=3)
+    if errors:
+        console.print(Text(f"! {len(matrix.failed)} release(s) with errors:", style="bold magenta"))
+        for line in errors:
+            console.print(rich_text(f"  {line}"))
     regressions = [(row, r) for row in matrix.rows for r in row.regressions]
     if regressions:
         console.print(Text(f"⚠ {len(regressions)} regression(s):", style="bold red"))
         for row, r in regressions:
             codes = " ".join(r.codes)
-            console.print(
-                Text(f"  {row.arch}: ready in {r.ready_in}, blocked in {r.blocked_in} by {codes}")
-            )
+            line = f"  {row.arch}: ready in {r.ready_in}, blocked in {r.blocked_in} by {codes}"
+            console.print(rich_text(line))
 
 
 def _per_release(matrix: Matrix) -> Table:
@@ -46,17 +61,17 @@ def _per_release(matrix: Matrix) -> Table:
     table.add_column("architecture", no_wrap=True)
     table.add_column("role", style="dim")
     for release in matrix.releases:
-        table.add_column(release.label, min_width=7)
+        table.add_column(rich_text(release.label), min_width=7)
     table.add_column("first ready")
     table.add_column("PP relay")
     for row, family in _grouped(matrix):
-        cells = [Text(cell_text(c), style=STYLE[c.status]) for c in row.cells.values()]
+        cells = [rich_text(cell_text(c), style=STYLE[c.status]) for c in row.cells.values()]
         table.add_row(
-            family,
-            Text(row.arch, style="bold red" if row.regressions else ""),
-            row.role,
+            rich_text(family),
+            rich_text(row.arch, style="bold red" if row.regressions else ""),
+            rich_text(row.role),
             *cells,
-            row.first_ready or "never",
+            rich_text(row.first_ready or "never"),
             relay_text(row.pp_aux_relay),
         )
     return table
@@ -65,15 +80,17 @@ def _per_release(matrix: Matrix) -> Table:
 def _timeline(matrix: Matrix, width: int) -> Table:
     first, newest = matrix.releases[0].label, matrix.releases[-1].label
     table = Table(
-        title=f"EAGLE-3 readiness, {len(matrix.releases)} vLLM releases {first} … {newest} "
-        "(timeline: one character per release, oldest first)",
+        title=rich_text(
+            f"EAGLE-3 readiness, {len(matrix.releases)} vLLM releases {first} … {newest} "
+            "(timeline: one character per release, oldest first)"
+        ),
         title_justify="left",
         box=box.SIMPLE_HEAD,
         pad_edge=False,
     )
     # The timeline is never cut; the other columns give way, the optional ones first.
     releases = len(matrix.releases)
-    arch_width = max((len(r.arch) for r in matrix.rows), default=10)
+    arch_width = max((len(printable(r.arch)) for r in matrix.rows), default=10)
     room = width - (releases + 2) - (len("first ready") + 2) - (NOW_WIDTH + 2)
     with_pp = room - 4 >= min(arch_width, 24)
     room -= 4 if with_pp else 0
@@ -92,15 +109,17 @@ def _timeline(matrix: Matrix, width: int) -> Table:
         for cell in row.cells.values():
             timeline.append(SYMBOL[cell.status], style=STYLE[cell.status])
         now = row.current()
-        notes = Text(cell_text(now) if now.status != BLOCKED else " ".join(now.codes))
+        notes = rich_text(cell_text(now) if now.status != BLOCKED else " ".join(now.codes))
         notes.stylize(STYLE[now.status])
         if row.regressions:
-            notes.append(f"  ⚠ regressed in {row.regressions[-1].blocked_in}", style="bold red")
+            notes.append(
+                printable(f"  ⚠ regressed in {row.regressions[-1].blocked_in}"), style="bold red"
+            )
         if row.variant_releases:
             notes.append("  ≠ platforms", style="yellow")
-        cells = [row.arch, timeline, row.first_ready or "never"]
+        cells = [rich_text(row.arch), timeline, rich_text(row.first_ready or "never")]
         cells += [relay_text(row.pp_aux_relay)] if with_pp else []
-        table.add_row(*([family] if with_family else []), *cells, notes)
+        table.add_row(*([rich_text(family)] if with_family else []), *cells, notes)
     return table
 
 
@@ -119,10 +138,10 @@ def _releases(matrix: Matrix) -> Table:
         table.add_column(name)
     for release in matrix.releases:
         table.add_row(
-            release.label,
-            release.era,
+            rich_text(release.label),
+            rich_text(contract_text(release)),
             f"{release.ready} / {release.targets}",
-            gate_text(release, limit=4),
-            "yes" if release.pp_aux_relay else "no",
+            rich_text(gate_text(release, limit=4)),
+            release_relay_text(release),
         )
     return table

@@ -15,18 +15,26 @@ import queue
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor, as_completed
+from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
 from dataclasses import replace
 from typing import Any
 
 from eagle3lint.contract.reader import read_contract
 from eagle3lint.engine import CheckOptions, discover_for
-from eagle3lint.errors import UsageError
+from eagle3lint.errors import (
+    INCOMPLETE_ANALYSIS,
+    UNREADABLE_INPUT,
+    DownloadError,
+    UnreadableSource,
+    UsageError,
+)
 from eagle3lint.index.cache import SummaryCache, default_cache_dir
 from eagle3lint.index.project import ProjectIndex
 from eagle3lint.matrix.releases import Column
 from eagle3lint.matrix.status import ReleaseProgress
 from eagle3lint.report.model import Report
+from eagle3lint.signals import stop_pool, worker_pool
 from eagle3lint.sources.download import COMPLETE, fetch_release, release_dir
 from eagle3lint.targets import registered_architectures
 
@@ -57,26 +65,70 @@ def check_releases(
     with ReleaseProgress([c.spec for c in columns], show_progress).shown() as progress:
         with _events_to(progress.event):
             for number in serial:
-                reports[number] = _check_column(number, columns[number], options, check)
+                try:
+                    reports[number] = _check_column(number, columns[number], options, check)
+                except Exception as exc:
+                    reports[number] = failed_report(columns[number], exc)
                 progress.done(number, reports[number])
         if not pooled:
             return reports
-        rest = range(1, len(columns))
-        with _pool(min(jobs, len(rest)), progress) as pool:
-            single = replace(options, jobs=1)
-            futures: dict[Future[JsonReport], int] = {
-                pool.submit(_check_column, number, columns[number], single, check): number
-                for number in rest
-            }
-            try:
-                for future in as_completed(futures):
-                    number = futures[future]
-                    reports[number] = future.result()
-                    progress.done(number, reports[number])
-            except BaseException:
-                pool.shutdown(wait=False, cancel_futures=True)
-                raise
+        single = replace(options, jobs=1)
+        rest = list(range(1, len(columns)))
+        left = _pooled(rest, jobs, columns, single, check, reports, progress)
+        # A worker died (a crash, the OOM killer) and took the pool down: each release it left
+        # runs again in a pool of its own, so that only the one that kills its worker fails.
+        for number in left:
+            _pooled([number], 1, columns, single, check, reports, progress)
     return reports
+
+
+def _pooled(
+    numbers: list[int],
+    jobs: int,
+    columns: Sequence[Column],
+    options: CheckOptions,
+    check: CheckJson,
+    reports: list[JsonReport],
+    progress: ReleaseProgress,
+) -> list[int]:
+    """Check these columns side by side into `reports`; those a broken pool left unchecked."""
+    broken = []
+    with _pool(min(jobs, len(numbers)), progress) as pool:
+        futures: dict[Future[JsonReport], int] = {
+            pool.submit(_check_column, number, columns[number], options, check): number
+            for number in numbers
+        }
+        try:
+            for future in as_completed(futures):
+                number = futures[future]
+                try:
+                    reports[number] = future.result()
+                except BrokenProcessPool as exc:
+                    if len(numbers) > 1:
+                        broken.append(number)
+                        continue
+                    reports[number] = failed_report(columns[number], exc)
+                except Exception as exc:  # raised by the check, in the worker
+                    reports[number] = failed_report(columns[number], exc)
+                progress.done(number, reports[number])
+        except BaseException:
+            stop_pool(pool)  # interrupted: a running check of a release is long
+            raise
+    return sorted(broken)
+
+
+def failed_report(column: Column, exc: Exception) -> JsonReport:
+    """The report of a release that could not be checked: no target, and why (a download
+    refused, a bad wheel, a tree that is not one: EAG902; anything else: EAG903)."""
+    if isinstance(exc, DownloadError | UsageError | UnreadableSource):
+        code, message = UNREADABLE_INPUT, str(exc)
+    elif isinstance(exc, BrokenProcessPool):
+        code, message = INCOMPLETE_ANALYSIS, "the process checking it died"
+    else:
+        detail = next(iter(str(exc).splitlines()), "")
+        code, message = INCOMPLETE_ANALYSIS, f"internal error {type(exc).__name__}: {detail}"
+    error = {"path": column.spec, "line": None, "code": code, "message": message}
+    return {"targets": [], "errors": [error]}
 
 
 @contextmanager
@@ -97,7 +149,7 @@ def _pool(workers: int, progress: ReleaseProgress) -> Iterator[ProcessPoolExecut
     drawer = threading.Thread(target=_draw, args=(events, progress), daemon=True)
     drawer.start()
     try:
-        with ProcessPoolExecutor(workers, initializer=_set_queue, initargs=(events,)) as pool:
+        with worker_pool(workers, _set_queue, (events,)) as pool:
             yield pool
     finally:
         events.put(None)

@@ -12,6 +12,8 @@ from rich.console import Console, RenderableType
 from rich.progress import Progress, SpinnerColumn, Task, TaskID, TextColumn
 from rich.text import Text
 
+from eagle3lint.report.escape import printable
+
 
 class _Mark(SpinnerColumn):
     """A spinner for releases being checked, a dot for those still waiting, ✓ when done."""
@@ -33,13 +35,16 @@ class ReleaseProgress:
             console = Console(stderr=True, no_color=bool(os.environ.get("NO_COLOR")))
             self._progress = Progress(
                 _Mark(finished_text="[green]✓[/]"),
-                TextColumn("[bold]{task.description:>10}[/]"),
+                # A release is named as given (a path): no markup read in it.
+                TextColumn("{task.description:>10}", style="bold", markup=False),
                 TextColumn("{task.fields[state]}"),
                 console=console,
                 transient=True,
             )
             self._tasks = [
-                self._progress.add_task(spec, start=False, total=1, state="[dim]waiting[/]")
+                self._progress.add_task(
+                    printable(spec), start=False, total=1, state="[dim]waiting[/]"
+                )
                 for spec in specs
             ]
 
@@ -60,6 +65,8 @@ class ReleaseProgress:
         seconds = time.monotonic() - self._started.get(number, time.monotonic())
         summary = report.get("summary", {})
         state = f"{summary.get('ready', 0)} ready of {summary.get('targets', 0)}"
+        if report.get("errors") and not report.get("targets"):
+            state = "[bold magenta]could not be checked[/]"
         self._progress.update(
             self._tasks[number], completed=1, state=f"{state} [dim]{seconds:.1f}s[/]"
         )

@@ -17,7 +17,10 @@ READY = "ready"
 BLOCKED = "blocked"
 NOT_A_TARGET = "not a target"
 ABSENT = "absent"
-STATUSES = (READY, BLOCKED, NOT_A_TARGET, ABSENT)
+ERROR = "error"
+"""The release could not be checked (its download, its contract, or the check failed): whether
+it registers the architecture is not known."""
+STATUSES = (READY, BLOCKED, NOT_A_TARGET, ABSENT, ERROR)
 
 Target = dict[str, Any]
 """One entry of the report's `targets`."""

@@ -18,6 +18,7 @@ from eagle3lint.errors import UsageError
 from eagle3lint.findings import Severity
 from eagle3lint.pairing.analysis import Analysis
 from eagle3lint.pairing.draft import DraftPairing
+from eagle3lint.report.escape import rich_text
 from eagle3lint.report.model import Report
 
 TAPS_RULE = "forward-taps"
@@ -88,9 +89,13 @@ def summary_table(analysis: Analysis, pairing: DraftPairing, verdict: str) -> st
     drafter = analysis.translated.architecture or "refused by the translation"
     if analysis.declared_arch and analysis.declared_arch != drafter:
         drafter = f"{analysis.declared_arch} → {drafter}"
-    table.add_row("target", f"{analysis.target_arch} ({analysis.target_layers} layers)")
-    table.add_row("release", f"vLLM {analysis.release}")
-    table.add_row("drafter", f"{drafter} ({analysis.draft_format} config)")
+
+    def row(name: str, value: str) -> None:
+        table.add_row(name, rich_text(value))  # names and numbers from the configs: escaped
+
+    row("target", f"{analysis.target_arch} ({analysis.target_layers} layers)")
+    row("release", f"vLLM {analysis.release}")
+    row("drafter", f"{drafter} ({analysis.draft_format} config)")
     tapped = analysis.tapped_ids
     first = analysis.requests[0] if analysis.requests else None
     if tapped is None:
@@ -99,12 +104,12 @@ def summary_table(analysis: Analysis, pairing: DraftPairing, verdict: str) -> st
         layers = f"{analysis.physical(tapped)}  (from {first.source})"
     else:
         layers = f"{analysis.physical(tapped)}  (target default)"
-    table.add_row("taps", layers)
+    row("taps", layers)
     for request in analysis.requests[1:]:
         if request.ids != (first.ids if first else None):
             other = request.ids if request.ids is not None else analysis.default_ids
             how = f"from {request.source}" if request.ids is not None else "target default"
-            table.add_row("", f"{request.runner.runner}: {other} ({how})")
+            row("", f"{request.runner.runner}: {other} ({how})")
     expected = analysis.aux_expected if analysis.uses_aux else None
     provided = len(tapped) if tapped is not None else "?"
     aux = (
@@ -113,11 +118,11 @@ def summary_table(analysis: Analysis, pairing: DraftPairing, verdict: str) -> st
         else f"expected {expected if expected is not None else '?'} "
         f"({analysis.aux_source or 'unknown'}), provided {provided}"
     )
-    table.add_row("aux states", aux)
-    table.add_row("vocab", analysis.vocab_mapping(pairing))
+    row("aux states", aux)
+    row("vocab", analysis.vocab_mapping(pairing))
     if pairing.pipeline_size > 1:
-        table.add_row("pipeline", f"{pairing.pipeline_size} ranks")
-    table.add_row("verdict", verdict)
+        row("pipeline", f"{pairing.pipeline_size} ranks")
+    row("verdict", verdict)
     console.print(table)
     console.print()
     if tty:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from eagle3lint.codes import INPUTS, all_codes
 from eagle3lint.findings import Severity
-from eagle3lint.report.escape import printable
+from eagle3lint.report.escape import workflow_data, workflow_lines, workflow_property
 from eagle3lint.report.locations import grouped_findings
 from eagle3lint.report.model import Report
 from eagle3lint.report.text import relative, shown_severities
@@ -30,16 +30,17 @@ def github_annotations(report: Report, *, quiet: bool = False, verbose: bool = F
             "file": relative(finding.path),
             "line": str(finding.line),
             "col": str(finding.col),
-            "title": printable(f"{finding.code} {finding.rule}"),
+            "title": f"{finding.code} {finding.rule}",
         }
-        lines.append(_command(COMMAND[finding.severity], properties, group.message(report)))
+        message = workflow_lines(group.lines(report))
+        lines.append(_command(COMMAND[finding.severity], properties, message))
     rules = {entry.code.code: entry.rule for entry in all_codes()}
     for error in report.errors:
         properties = {"file": relative(error.path)}
         if error.line:
             properties["line"] = str(error.line)
-        properties["title"] = printable(f"{error.code} {rules.get(error.code, INPUTS)}")
-        lines.append(_command("error", properties, printable(error.message)))
+        properties["title"] = f"{error.code} {rules.get(error.code, INPUTS)}"
+        lines.append(_command("error", properties, workflow_data(error.message)))
     kinds = {
         name: sum(line.startswith(f"::{name} ") for line in lines) for name in COMMAND.values()
     }
@@ -49,24 +50,17 @@ def github_annotations(report: Report, *, quiet: bool = False, verbose: bool = F
             _command(
                 "notice",
                 {"title": "eagle3lint"},
-                f"eagle3lint reported {counts}; GitHub shows at most {SHOWN_PER_STEP} of each "
-                "kind on the diff. The job log lists them all (upload SARIF to code scanning "
-                "to browse them).",
+                workflow_data(
+                    f"eagle3lint reported {counts}; GitHub shows at most {SHOWN_PER_STEP} of "
+                    "each kind on the diff. The job log lists them all (upload SARIF to code "
+                    "scanning to browse them)."
+                ),
             )
         )
     return lines
 
 
 def _command(name: str, properties: dict[str, str], message: str) -> str:
-    listed = ",".join(f"{key}={_escape_property(value)}" for key, value in properties.items())
-    return f"::{name} {listed}::{_escape_data(message)}"
-
-
-def _escape_data(text: str) -> str:
-    """The escaping GitHub's runner undoes in a command's message."""
-    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
-
-
-def _escape_property(text: str) -> str:
-    """Property values also escape the separators `:` and `,`."""
-    return _escape_data(text).replace(":", "%3A").replace(",", "%2C")
+    """`::name key=value,…::message`: property values escaped here, `message` already."""
+    listed = ",".join(f"{key}={workflow_property(value)}" for key, value in properties.items())
+    return f"::{name} {listed}::{message}"

@@ -12,7 +12,6 @@ from dataclasses import dataclass, field
 from functools import cache
 
 from eagle3lint.findings import Finding
-from eagle3lint.report.escape import printable
 from eagle3lint.report.model import Report
 
 
@@ -42,16 +41,16 @@ class Located:
             return f"outside the files checked; decides {listed}, defined in them"
         return self.affects(limit)
 
-    def message(self, report: Report) -> str:
-        """The message with its note and hint on lines of their own (annotations, SARIF), each
-        with its control characters escaped: the line breaks are the only ones."""
+    def lines(self, report: Report) -> list[str]:
+        """The message, its note and its hint, each a line of its own (annotations, SARIF),
+        unescaped: each format escapes every line and joins them its own way."""
         finding = self.finding
-        text = printable(finding.message)
+        lines = [finding.message]
         if note := self.note(report):
-            text += f"\n({printable(note)})"
+            lines.append(f"({note})")
         if finding.hint:
-            text += f"\nHint: {printable(finding.hint)}"
-        return text
+            lines.append(f"Hint: {finding.hint}")
+        return lines
 
 
 @cache

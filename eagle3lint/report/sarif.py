@@ -10,7 +10,7 @@ from eagle3lint import __version__
 from eagle3lint.codes import all_codes
 from eagle3lint.explain import DOCS_URL, explanation_markdown
 from eagle3lint.findings import Severity
-from eagle3lint.report.escape import printable
+from eagle3lint.report.escape import sarif_text
 from eagle3lint.report.fingerprint import VERSION, fingerprint
 from eagle3lint.report.locations import grouped_findings, run_wide_codes
 from eagle3lint.report.model import Report
@@ -55,18 +55,18 @@ def to_sarif(report: Report) -> dict[str, object]:
                 {
                     "descriptor": {"id": finding.code, "index": index[finding.code]},
                     "level": LEVEL[finding.severity],
-                    "message": {"text": printable(finding.message)},
+                    "message": {"text": sarif_text(finding.message)},
                 }
             )
             continue
         location = _location(finding.path, finding.line, finding.col)
-        text = group.message(report)
+        text = "\n".join(map(sarif_text, group.lines(report)))
         result = _result(finding.code, index, LEVEL[finding.severity], text, location)
         result["partialFingerprints"] = {VERSION: fingerprint(finding)}
         results.append(result)
     for error in report.errors:
         result = _result(
-            error.code, index, "error", printable(error.message), _location(error.path, error.line)
+            error.code, index, "error", sarif_text(error.message), _location(error.path, error.line)
         )
         digest = hashlib.blake2b(
             f"{error.code}\0{error.path}\0{error.message}".encode(), digest_size=16

@@ -16,7 +16,7 @@ from rich.console import Console
 from rich.text import Text
 
 from eagle3lint.findings import Severity
-from eagle3lint.report.escape import printable
+from eagle3lint.report.escape import printable, rich_text
 from eagle3lint.report.locations import Located, grouped_findings
 from eagle3lint.report.model import Report
 
@@ -34,10 +34,10 @@ class TextOptions:
 
 
 def relative(path: str) -> str:
-    """Paths under the working directory are shown relative to it, others in full; control
-    characters escaped."""
+    """Paths under the working directory are shown relative to it, others in full (as they
+    are: each format escapes them its own way)."""
     cwd = os.getcwd()
-    return printable(os.path.relpath(path, cwd) if path.startswith(cwd + os.sep) else path)
+    return os.path.relpath(path, cwd) if path.startswith(cwd + os.sep) else path
 
 
 def plural(count: int, noun: str) -> str:
@@ -87,7 +87,7 @@ def render_text(report: Report, console: Console, options: TextOptions) -> None:
             options.full,
         )
     for error in report.errors:
-        where = relative(error.path) + (f":{error.line}" if error.line else "")
+        where = printable(relative(error.path)) + (f":{error.line}" if error.line else "")
         console.print(
             Text.assemble(
                 f"{where}: ", (printable(error.code), "bold red"), f" {printable(error.message)}"
@@ -102,9 +102,9 @@ def _finding(group: Located, affects: str, console: Console, full: bool) -> None
     severity = "" if finding.severity is Severity.ERROR else f" [{finding.severity}]"
     console.print(
         Text.assemble(
-            (f"{relative(finding.path)}:{finding.line}:{finding.col}:", "bold"),
+            (f"{printable(relative(finding.path))}:{finding.line}:{finding.col}:", "bold"),
             " ",
-            (finding.code, STYLE[finding.severity]),
+            (printable(finding.code), STYLE[finding.severity]),
             (" [*]" if finding.fixable else "", "cyan"),
             severity,
             f" {printable(finding.message)}",
@@ -140,7 +140,8 @@ def _by_code(shown: list[Located]) -> list[tuple[str, int, bool]]:
 def _statistics(shown: list[Located], console: Console) -> None:
     names = _names()
     for code, count, fixable in _by_code(shown):
-        console.print(f"{count:>5}  {code}  {'[*]' if fixable else '   '} {names.get(code, '')}")
+        mark = "[*]" if fixable else "   "
+        console.print(rich_text(f"{count:>5}  {code}  {mark} {names.get(code, '')}"))
 
 
 def _summary(report: Report, groups: list[Located], shown: list[Located], console: Console) -> None:
@@ -177,9 +178,8 @@ def _summary(report: Report, groups: list[Located], shown: list[Located], consol
         console.print(Text.assemble(("Found " + ", ".join(parts), "bold"), f" ({verdicts}):"))
         names = _names()
         for code, count, fixable in _by_code(shown):
-            console.print(
-                f"  {count:>4}  {code}  {'[*]' if fixable else '   '} {names.get(code, '')}"
-            )
+            mark = "[*]" if fixable else "   "
+            console.print(rich_text(f"  {count:>4}  {code}  {mark} {names.get(code, '')}"))
         fixable_count = sum(g.finding.fixable for g in shown)
         if fixable_count:
             console.print(

@@ -19,7 +19,6 @@ import re
 import shutil
 import subprocess
 import sys
-import tempfile
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -28,8 +27,8 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 from eagle3lint import trust
-from eagle3lint.cachedir import default_cache_dir, touch
-from eagle3lint.errors import DownloadError
+from eagle3lint.cachedir import default_cache_dir, remove_dead_staging, staging_folder, touch
+from eagle3lint.errors import DownloadError, UnusableCache
 
 VERSION = re.compile(r"^\d{1,6}(\.\d{1,6}){1,3}([a-z]{1,5}\d{0,6})?(\.post\d{1,6})?$")
 COMPLETE = ".complete"
@@ -75,9 +74,10 @@ def fetch_release(version: str, cache_root: Path | None = None, progress: bool =
             return target / "vllm"
         trust.check_folder(target.parent)
         trust.make_folders(target.parent)
-        with tempfile.TemporaryDirectory(dir=target.parent, prefix=f".{version}-") as tmp:
-            wheel, digest = _download(version, Path(tmp), progress)
-            staging = Path(tmp) / "tree"
+        remove_dead_staging(target.parent)  # what killed runs left
+        with staging_folder(target.parent, version) as tmp:
+            wheel, digest = _download(version, tmp, progress)
+            staging = tmp / "tree"
             _extract_python(wheel, staging)
             (staging / COMPLETE).write_text(json.dumps({"version": version, "wheel": digest}))
             try:
@@ -87,6 +87,10 @@ def fetch_release(version: str, cache_root: Path | None = None, progress: bool =
                 if not (target / COMPLETE).is_file():
                     shutil.rmtree(target, ignore_errors=True)
                     os.replace(staging, target)
+    except UnusableCache as exc:
+        raise DownloadError(
+            f"cannot keep vllm=={version} in the cache folder {target.parent}: {exc}"
+        ) from exc
     except trust.UntrustedCache as exc:
         raise DownloadError(str(exc)) from exc
     except OSError as exc:
