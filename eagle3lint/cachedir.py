@@ -29,6 +29,7 @@ from pathlib import Path
 
 from eagle3lint import trust
 from eagle3lint.errors import UntrustedCache, UnusableCache, UsageError
+from eagle3lint.storage import TEMP_SUFFIX
 from eagle3lint.trust import make_folders
 
 DEFAULT_CAP_MB = 2048
@@ -185,11 +186,29 @@ def remove_dead_staging(parent: Path) -> list[Path]:
     return removed
 
 
+def remove_stale_temporaries(root: Path, now: float | None = None) -> int:
+    """Remove the temporary files of cache entries that a killed run left (a run writes one in
+    milliseconds: one older than `PRUNE_EVERY` has no writer left); how many."""
+    cutoff = (time.time() if now is None else now) - PRUNE_EVERY
+    removed = 0
+    found = Scan()
+    for kind in ("summaries", "runs"):
+        for file in found.walked(root / kind):
+            if not (file.name.startswith(".") and file.name.endswith(TEMP_SUFFIX)):
+                continue
+            with contextlib.suppress(OSError):
+                if file.stat(follow_symlinks=False).st_mtime < cutoff:
+                    os.unlink(file.path)
+                    removed += 1
+    return removed
+
+
 def prune(root: Path, cap: int | None = None) -> list[Entry]:
-    """Remove staging folders of dead runs, then least recently used entries while the cache
-    is over `cap`; the entries removed."""
+    """Remove staging folders and temporary files of dead runs, then least recently used
+    entries while the cache is over `cap`; the entries removed."""
     cap = cap_bytes() if cap is None else cap
     remove_dead_staging(root / "releases")
+    remove_stale_temporaries(root)
     present = entries(root)
     total = sum(e.size for e in present)
     removed: list[Entry] = []

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
-from eagle3lint.cachedir import maybe_prune, prune, staging_folder
+from eagle3lint.cachedir import PRUNE_EVERY, maybe_prune, prune, staging_folder
 from eagle3lint.cli import app
 from eagle3lint.index.cache import SummaryCache
 from eagle3lint.index.model import FileSummary
@@ -71,3 +72,21 @@ def test_cache_info_and_clean(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
     clean = runner.invoke(app, ["cache", "clean"])
     assert clean.exit_code == 0 and clean.stdout.startswith("removed ")
     assert not (tmp_path / "cache" / "summaries").exists()
+
+
+def test_prune_removes_temporary_files_killed_runs_left(tmp_path: Path) -> None:
+    """A run killed while writing a cache entry leaves `.NAME.RANDOM.eagle3lint`: pruning removes
+    those older than an hour, never one a live run may still be writing."""
+    folder = tmp_path / "summaries" / "ab"
+    folder.mkdir(parents=True)
+    old = folder / ".abcd.json.1234abcd.eagle3lint"
+    fresh = folder / ".abce.json.5678abcd.eagle3lint"
+    entry = folder / "abcd.json"
+    for path in (old, fresh, entry):
+        path.write_text("{}")
+    hours_ago = time.time() - 2 * PRUNE_EVERY
+    os.utime(old, (hours_ago, hours_ago))
+    os.utime(entry, (hours_ago, hours_ago))
+    prune(tmp_path, cap=10**9)
+    assert not old.exists()
+    assert fresh.exists() and entry.exists()
