@@ -22,7 +22,6 @@ Command-line flags override it.
 from __future__ import annotations
 
 import os
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -31,12 +30,8 @@ from eagle3lint.codes import check_selectors
 from eagle3lint.errors import ConfigError as ConfigError  # re-exported for older imports
 from eagle3lint.rule import load_rules
 from eagle3lint.sandbox import DEFAULT_RULE_TIMEOUT
-from eagle3lint.sources.files import (
-    MAX_CONFIG_BYTES,
-    SourceNotFound,
-    UnreadableSource,
-    read_regular,
-)
+from eagle3lint.sources.documents import read_toml
+from eagle3lint.sources.files import SourceNotFound, UnreadableSource
 
 KEYS = {
     "select",
@@ -93,16 +88,11 @@ def find_config(start: Path) -> tuple[Path, dict[str, Any]] | None:
 def _read_toml(path: Path) -> dict[str, Any] | None:
     """The TOML document at `path`, None when there is no file there."""
     try:
-        text = read_regular(path, MAX_CONFIG_BYTES, path.name).decode("utf-8")
-        return tomllib.loads(text)
+        return read_toml(path, path.name)
     except SourceNotFound:
         return None
     except UnreadableSource as exc:
         raise ConfigError(f"{path}: {exc}") from exc
-    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-        raise ConfigError(f"{path}: not a readable TOML file ({exc})") from exc
-    except RecursionError as exc:
-        raise ConfigError(f"{path}: nests too deeply to read") from exc
 
 
 def config_start(paths: list[Path]) -> Path:

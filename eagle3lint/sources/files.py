@@ -29,8 +29,9 @@ MB of memory per MB of source, so a 10 MB generated file would take minutes and 
 vLLM's largest source file (v1/worker/gpu_model_runner.py, 0.3 MB in 0.33) is far below."""
 
 MAX_CONFIG_BYTES = 16 * 1024 * 1024
-"""Largest config file read (pyproject.toml, --hf-config, cache entries): real ones are a few
-KB; the limit only stops a device or a runaway file from filling memory."""
+"""Largest JSON or TOML document read (pyproject.toml, eagle3lint.toml, --hf-config, a draft
+config, a baseline, a checkpoint index): real ones are a few KB (a baseline of a whole release,
+a few hundred); the limit only stops a device or a runaway file from filling memory."""
 
 MAX_CACHE_ENTRY_BYTES = 64 * 1024 * 1024
 """Largest cache entry read back (a summary of a file at `MAX_FILE_BYTES` is far smaller)."""
