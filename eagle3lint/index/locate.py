@@ -10,6 +10,7 @@ the position pass on that function alone.
 
 from __future__ import annotations
 
+import bisect
 import re
 from collections.abc import Callable
 
@@ -39,7 +40,7 @@ class HeaderLocator:
             match = pattern.search(self._source)
         if match is None:
             return after_line, 0
-        line = self._source.count("\n", 0, match.start()) + 1
+        line = bisect.bisect_right(self._line_starts, match.start())
         return line, len(match.group(1).expandtabs())
 
 
