@@ -14,13 +14,20 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from eagle3lint.errors import UsageError
 from eagle3lint.findings import Finding
 from eagle3lint.report.fingerprint import fingerprint
 from eagle3lint.report.model import Report
+from eagle3lint.sources.documents import parse_json
+from eagle3lint.sources.files import (
+    MAX_CONFIG_BYTES,
+    SourceNotFound,
+    UnreadableSource,
+    read_regular,
+)
 from eagle3lint.storage import write_atomically
 
 FORMAT = 1
@@ -31,30 +38,31 @@ class Baseline:
     path: Path
     entries: frozenset[tuple[str, str, str]]
     """(code, architecture, fingerprint)."""
+    source: bytes = field(default=b"", repr=False, compare=False)
+    """The file's bytes, as read (a run notes them among its inputs)."""
 
     @classmethod
     def load(cls, path: Path) -> Baseline:
+        """The baseline at `path` (named by --baseline or the configuration), read through the
+        regular-file reader: a FIFO, a device or a runaway file is a usage error."""
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
+            source = read_regular(path, MAX_CONFIG_BYTES, "baseline")
+            data = parse_json(source)
+        except SourceNotFound as exc:
+            raise UsageError(
+                f"--baseline: {path} does not exist (--write-baseline makes one)"
+            ) from exc
+        except UnreadableSource as exc:
+            raise UsageError(f"--baseline: {path} {exc}") from exc
+        try:
             if data.get("eagle3lint-baseline") != FORMAT:
                 raise ValueError(f"not an eagle3lint baseline of format {FORMAT}")
             entries = frozenset(
                 (str(e["code"]), str(e["target"]), str(e["fingerprint"])) for e in data["findings"]
             )
-        except FileNotFoundError as exc:
-            raise UsageError(
-                f"--baseline: {path} does not exist (--write-baseline makes one)"
-            ) from exc
-        except (
-            OSError,
-            UnicodeDecodeError,
-            ValueError,
-            KeyError,
-            TypeError,
-            AttributeError,
-        ) as exc:
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
             raise UsageError(f"--baseline: {path} is not a readable baseline ({exc})") from exc
-        return cls(path, entries)
+        return cls(path, entries, source)
 
     def key(self, arch: str, finding: Finding) -> tuple[str, str, str]:
         return (finding.code, arch, fingerprint(finding, self.path.resolve().parent))

@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import os
 import sys
-import tomllib
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
@@ -43,12 +42,8 @@ from eagle3lint.errors import ConfigError as ConfigError  # re-exported for olde
 from eagle3lint.report.escape import printable
 from eagle3lint.rule import load_rules
 from eagle3lint.sandbox import DEFAULT_RULE_TIMEOUT
-from eagle3lint.sources.files import (
-    MAX_CONFIG_BYTES,
-    SourceNotFound,
-    UnreadableSource,
-    read_regular,
-)
+from eagle3lint.sources.documents import read_toml
+from eagle3lint.sources.files import SourceNotFound, UnreadableSource
 
 KEYS = {
     "select",
@@ -124,16 +119,11 @@ def _say_not_used(path: Path) -> None:
 def _read_toml(path: Path) -> dict[str, Any] | None:
     """The TOML document at `path`, None when there is no file there."""
     try:
-        text = read_regular(path, MAX_CONFIG_BYTES, path.name).decode("utf-8")
-        return tomllib.loads(text)
+        return read_toml(path, path.name)
     except SourceNotFound:
         return None
     except UnreadableSource as exc:
         raise ConfigError(f"{path}: {exc}") from exc
-    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-        raise ConfigError(f"{path}: not a readable TOML file ({exc})") from exc
-    except RecursionError as exc:
-        raise ConfigError(f"{path}: nests too deeply to read") from exc
 
 
 def config_start(paths: list[Path]) -> Path | None:

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import contextlib
 import difflib
-import json
 import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
@@ -24,6 +22,7 @@ from eagle3lint.report.model import Report, TargetResult
 from eagle3lint.rule import Rule, RuleContext, finding_problem, load_plugins, selected
 from eagle3lint.sandbox import DEFAULT_RULE_TIMEOUT, RuleTimeout, plugin_call
 from eagle3lint.sources.discovery import UsageError, Workspace, discover
+from eagle3lint.sources.documents import parse_json
 from eagle3lint.sources.files import (
     MAX_CONFIG_BYTES,
     SourceNotFound,
@@ -89,19 +88,15 @@ def read_config_json(path: Path, option: str) -> tuple[dict[str, Any], Path, str
     `option` names the command-line option in messages (`--hf-config`, `--draft`)."""
     file = path / "config.json" if path.is_dir() else path
     try:
-        text = read_regular(file, MAX_CONFIG_BYTES, "config").decode("utf-8")
-        data = json.loads(text)
+        raw = read_regular(file, MAX_CONFIG_BYTES, "config")
+        data = parse_json(raw)
     except SourceNotFound as exc:
         raise UsageError(f"{option}: {file} does not exist") from exc
     except UnreadableSource as exc:
         raise UsageError(f"{option}: {file} {exc}") from exc
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise UsageError(f"{option}: {file} is not a readable JSON file ({exc})") from exc
-    except RecursionError as exc:
-        raise UsageError(f"{option}: {file} nests too deeply to be a model config") from exc
     if not isinstance(data, dict):
         raise UsageError(f"{option}: {file} does not hold a JSON object")
-    return data, file, text
+    return data, file, raw.decode("utf-8")
 
 
 def text_config(data: dict[str, Any]) -> dict[str, Any]:
@@ -232,9 +227,8 @@ def _checked(
     excluder = excluder_for(options)
     baseline = None
     if options.baseline:
-        with contextlib.suppress(UnreadableSource):  # Baseline.load says why, in its words
-            index.read_outside(options.baseline)
         baseline = Baseline.load(options.baseline)
+        index.note_outside(options.baseline, baseline.source)
     baselined: set[tuple[str, ...]] = set()
     results = []
     reported: list[Target] = []

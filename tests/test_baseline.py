@@ -77,6 +77,6 @@ def test_baseline_from_the_configuration_and_bad_files(tree: Path) -> None:
     assert (code, reported(report)) == (0, set())
     (tree / "b.json").write_text("{not json")
     result = CliRunner().invoke(app, ["check", "vllm"])
-    assert result.exit_code == 2 and "is not a readable baseline" in result.output
+    assert result.exit_code == 2 and "b.json is not valid JSON" in result.output
     result = CliRunner().invoke(app, ["check", "vllm", "--baseline", "missing.json"])
     assert result.exit_code == 2 and "does not exist" in result.output

@@ -45,17 +45,33 @@ def _functions_around(text: str, tree: ast.Module, needle: str) -> str:
     cut. The caller falls back to the whole file when the cut does not parse.
     """
     lines = source_lines(text)
-    functions = [
-        node for node in ast.walk(tree) if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
-    ]
+    functions = sorted(
+        (
+            (node.lineno, node.end_lineno or node.lineno)
+            for node in ast.walk(tree)
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+        ),
+        key=lambda span: span[0],
+    )
     line_offsets = list(itertools.accumulate((len(line) for line in lines), initial=0))
     spans: dict[int, int] = {}
+    # One sweep down the file: `open_` holds the functions around the current line, innermost
+    # last (functions nest), so each needle costs no more than the functions it leaves behind.
+    open_: list[tuple[int, int]] = []
+    following = iter(functions)
+    upcoming = next(following, None)
     for match in re.finditer(re.escape(needle), text):
         line = bisect.bisect_right(line_offsets, match.start())
-        around = [f for f in functions if f.lineno <= line <= (f.end_lineno or f.lineno)]
-        if around:
-            inner = max(around, key=lambda f: f.lineno)
-            spans[inner.lineno] = inner.end_lineno or inner.lineno
+        while upcoming is not None and upcoming[0] <= line:
+            while open_ and open_[-1][1] < upcoming[0]:
+                open_.pop()
+            open_.append(upcoming)
+            upcoming = next(following, None)
+        while open_ and open_[-1][1] < line:
+            open_.pop()
+        if open_:
+            start, end = open_[-1]
+            spans[start] = end
     return "\n".join(
         textwrap.dedent("".join(lines[start - 1 : end])) for start, end in sorted(spans.items())
     )

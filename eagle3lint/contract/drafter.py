@@ -225,9 +225,14 @@ def _renaming(text: str | None, path: str) -> Renaming | None:
     )
 
 
+# The patterns below run on text of the analysed tree, so none may backtrack more than a
+# constant per character: a `\w+` that starts anywhere in a long word is anchored by `\b`, two
+# `\s*` are never adjacent, `[^)]*` does not cross an opening bracket, and a default's text is
+# taken possessively, at most 200 characters (a long identifier in a drafter module took 13 s).
 _PASS = re.compile(
     r"pre_trained_config\[[\"'](\w+)[\"']\]\s*=\s*config_dict"
-    r"(?:\.get\(\s*[\"'](\w+)[\"']\s*(?:,\s*([^)\n]+?))?\s*\)|\[\s*[\"'](\w+)[\"']\s*\])"
+    r"(?:\.get\(\s*[\"'](\w+)[\"']\s*(?:,\s*([^)\s][^)\n]{0,200}+)\s*)?\)"
+    r"|\[\s*[\"'](\w+)[\"']\s*\])"
 )
 
 
@@ -235,7 +240,7 @@ def _speculators(text: str | None, path: str) -> SpeculatorsTranslation | None:
     """The function registered for `eagle3` in the speculators translation."""
     if text is None:
         return None
-    registered = re.search(r"@\w+\(\s*[\"']eagle3[\"']\s*\)\s*\n\s*def\s+(\w+)", text)
+    registered = re.search(r"@\w+\(\s*[\"']eagle3[\"']\s*\)[ \t]*\n\s*def\s+(\w+)", text)
     if registered is None:
         return None
     found = function_named(text, registered.group(1))
@@ -248,6 +253,7 @@ def _speculators(text: str | None, path: str) -> SpeculatorsTranslation | None:
         target, source, default, indexed = match.groups()
         if target == "architectures":
             continue
+        default = default.rstrip() if default is not None else None
         facts.passthrough.append(PassThrough(target, source or indexed, default))
     forced = re.search(r"pre_trained_config\[[\"']architectures[\"']\]\s*=\s*\[[\"'](\w+)", body)
     if forced is not None:
@@ -255,7 +261,7 @@ def _speculators(text: str | None, path: str) -> SpeculatorsTranslation | None:
         return facts
     mapped = re.search(r"pre_trained_config\[[\"']architectures[\"']\]\s*=\s*\[(\w+)\[", body)
     if mapped is not None:
-        literal = re.search(rf"{mapped.group(1)}\s*=\s*\{{([^}}]*)\}}", body)
+        literal = re.search(rf"\b{mapped.group(1)}\s*=\s*\{{([^{{}}]*)\}}", body)
         if literal is not None:
             facts.arch_by_model_type = dict(
                 re.findall(r"[\"'](\w+)[\"']\s*:\s*[\"'](\w+)[\"']", literal.group(1))
@@ -278,11 +284,12 @@ def _runner_ids(runner: str, text: str | None, path: str) -> RunnerIds | None:
         return None
     body, line = found
     body = strip_comments(body)
-    containers = dict(re.findall(r"(\w+)\s*=\s*getattr\(\s*\w+,\s*[\"'](\w+)[\"']", body))
+    containers = dict(re.findall(r"\b(\w+)\s*=\s*getattr\(\s*\w+,\s*[\"'](\w+)[\"']", body))
     loops = {
         var: re.findall(r"[\"'](\w+)[\"']", names)
-        for var, names in re.findall(r"^\s*for\s+(\w+)\s+in\s+\(([^)]*)\)", body, re.MULTILINE)
+        for var, names in re.findall(r"^[ \t]*for\s+(\w+)\s+in\s+\(([^()]*)\)", body, re.MULTILINE)
     }
+    loop_of = _loop_variables(body, loops)
     sources: list[ConfigKey] = []
     statement = re.compile(
         r"(?:\blayer_ids\s*=\s*getattr\(\s*\w+,\s*[\"'](\w+)[\"']"
@@ -295,16 +302,23 @@ def _runner_ids(runner: str, text: str | None, path: str) -> RunnerIds | None:
             _add(sources, ConfigKey("", top or checked))
             continue
         getter = containers.get(holder)
-        if getter is not None:
-            names = [getter]
-        else:
-            loop_var = next(
-                (v for v in loops if re.search(rf"{holder}\s*=\s*getattr\([^)]*{v}", body)), None
-            )
-            names = loops.get(loop_var or "", [])
+        names = [getter] if getter is not None else loops.get(loop_of.get(holder, ""), [])
         for container in names:
             _add(sources, ConfigKey(container, key))
     return RunnerIds(runner, path, line, sources)
+
+
+def _loop_variables(body: str, loops: dict[str, list[str]]) -> dict[str, str]:
+    """For each name assigned a `getattr(...)` of a loop variable (`sub = getattr(cfg, name)`
+    in `for name in (...)`), the first such variable, in the loops' order: one pass over the
+    assignments, not one search of the body per name and loop."""
+    rank = {var: number for number, var in enumerate(loops)}
+    found: dict[str, tuple[int, str]] = {}
+    for holder, arguments in re.findall(r"\b(\w+)\s*=\s*getattr\(([^()]*)", body):
+        for word in re.findall(r"\w+", arguments):
+            if word in rank and (holder not in found or rank[word] < found[holder][0]):
+                found[holder] = (rank[word], word)
+    return {holder: var for holder, (_, var) in found.items()}
 
 
 def _add(sources: list[ConfigKey], key: ConfigKey) -> None:
@@ -346,7 +360,7 @@ def _drafter_class(module: str, text: str | None, models_dir: Path) -> DrafterCl
             for m in re.finditer(rf"getattr\(\s*self\.config,\s*[\"']{IDS_KEY}[\"']", body)
         ] + [
             (m.start(), ConfigKey(m.group(1), IDS_KEY))
-            for m in re.finditer(rf"(\w+)\.get\(\s*[\"']{IDS_KEY}[\"']", body)
+            for m in re.finditer(rf"\b(\w+)\.get\(\s*[\"']{IDS_KEY}[\"']", body)
         ]
         facts.count_id_sources = [key for _, key in sorted(reads, key=lambda r: r[0])]
         default = re.search(r"len\(\w+\)\s+if\s+\w+\s+else\s+(\d+)", body)
@@ -361,22 +375,21 @@ def _flag_reads(text: str) -> list[tuple[str, str, str]]:
     """`getattr(config, "norm_x", d)` and `eagle_config.get("norm_x", d)`: (container, name,
     default). A flag read from a sub-dict falls back to the top level when the default is itself
     a `getattr` of the config; both reads are listed."""
-    reads: list[tuple[str, str, str]] = []
+    reads: dict[tuple[str, str, str], None] = {}
     for match in re.finditer(
-        r"getattr\(\s*(?:self\.)?config\s*,\s*[\"'](\w*norm\w*)[\"']\s*(?:,\s*(\w+))?", text
+        r"getattr\(\s*(?:self\.)?config\s*,\s*[\"'](\w+)[\"']\s*(?:,\s*(\w+))?", text
     ):
-        item = ("", match.group(1), match.group(2) or "")
-        if item not in reads:
-            reads.append(item)
-    for match in re.finditer(r"(\w+_config)\.get\(\s*[\"'](\w*norm\w*)[\"']", text):
-        item = (match.group(1), match.group(2), "")
-        if item not in reads:
-            reads.append(item)
-    return reads
+        if "norm" in match.group(1):
+            reads.setdefault(("", match.group(1), match.group(2) or ""))
+    for match in re.finditer(r"\b(\w+)\.get\(\s*[\"'](\w+)[\"']", text):
+        holder, name = match.groups()
+        if holder.endswith("_config") and holder != "_config" and "norm" in name:
+            reads.setdefault((holder, name, ""))
+    return list(reads)
 
 
 _ACCEPTS = re.compile(
-    r"assert\s+isinstance\(\s*(?:self\.)?model\s*,\s*(\(?)([\w\s,]+)\)?\s*,?\s*\)"
+    r"assert\s+isinstance\(\s*(?:self\.)?model\s*,\s*(?:\(\s*)?([\w,][\w\s,]*+)\)?\s*\)"
 )
 
 
@@ -393,7 +406,7 @@ def _read_proposer(facts: DrafterContract, vllm_dir: Path, texts: dict[str, str]
         if window_start >= 0 and call - window_start < 600:
             match = _ACCEPTS.match(text, window_start)
             if match is not None:
-                facts.proposer_accepts = re.findall(r"\w+", match.group(2))
+                facts.proposer_accepts = re.findall(r"\w+", match.group(1))
                 facts.proposer_line = line_at(text, window_start)
         share = function_named(text, "_maybe_share_embeddings")
         facts.embed_width_checked = bool(

@@ -45,12 +45,15 @@ RUNNER_FILES = (
     "worker/model_runner.py",
 )
 CONFIG_REGISTRY_FILES = ("transformers_utils/config.py",)
-_CONFIG_REGISTRY = re.compile(
-    r"^_CONFIG_REGISTRY\b[^=\n]*=\s*\w*\s*[({]\s*\n(.*?)^[)}]", re.MULTILINE | re.DOTALL
-)
+# The registry's first line, then the line that closes it, searched one after the other: as one
+# pattern, its body (`.*?`) was searched to the end of the file from every opening line, and
+# 10,000 unclosed `_CONFIG_REGISTRY = {` lines took 114 s. (`\s*\w*\s*` would be quadratic in
+# a run of blanks: `(?:\w+\s*)?` splits it one way only.)
+_CONFIG_REGISTRY = re.compile(r"^_CONFIG_REGISTRY\b[^=\n]*=\s*(?:\w+\s*)?[({]\s*\n", re.MULTILINE)
+_CLOSING_LINE = re.compile(r"^[)}]", re.MULTILINE)
 # `kimi_vl="KimiVLConfig",` (LazyConfigDict) or `"chatglm": ChatGLMConfig,` (a plain dict).
 _CONFIG_ENTRY = re.compile(
-    r"""^\s*(?:\w+\s*=\s*["'](\w+)["']|["'][\w.-]+["']\s*:\s*["']?(\w+))""", re.MULTILINE
+    r"""^[ \t]*(?:\w+\s*=\s*["'](\w+)["']|["'][\w.-]+["']\s*:\s*["']?(\w+))""", re.MULTILINE
 )
 _GETTER_CALL = re.compile(r"^[^#\n]*\.(get_eagle3_\w*aux_hidden_state_layers)\(", re.MULTILINE)
 # typing's own bookkeeping names are not protocol members.
@@ -179,11 +182,20 @@ def _read_config_registry(index: ProjectIndex, vllm_dir: Path, contract: Contrac
             text = _read_text(index, vllm_dir / rel)
         except UnreadableSource:
             continue
-        found = _CONFIG_REGISTRY.search(text)
-        if found:
-            names = {a or b for a, b in _CONFIG_ENTRY.findall(found.group(1))}
+        body = _config_registry_body(text)
+        if body is not None:
+            names = {a or b for a, b in _CONFIG_ENTRY.findall(body)}
             return replace(contract, model_configs=frozenset(names))
     return contract
+
+
+def _config_registry_body(text: str) -> str | None:
+    """The lines between `_CONFIG_REGISTRY = ...({` and the first line that starts with `)` or
+    `}` after it; None when there is no such pair. Only the first opening line is tried: if no
+    line closes it, none closes a later one either."""
+    opening = _CONFIG_REGISTRY.search(text)
+    closing = _CLOSING_LINE.search(text, opening.end()) if opening else None
+    return text[opening.end() : closing.start()] if opening and closing else None
 
 
 def _read_runner(index: ProjectIndex, vllm_dir: Path, contract: Contract) -> Contract:

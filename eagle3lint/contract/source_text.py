@@ -58,5 +58,12 @@ def function_named(text: str, name: str) -> tuple[str, int] | None:
 
 
 def strip_comments(text: str) -> str:
-    """`text` without `#` comments (a key named in a comment is not a key the code reads)."""
-    return re.sub(r"#[^\n\"']*$", "", text, flags=re.MULTILINE)
+    """`text` without `#` comments (a key named in a comment is not a key the code reads): each
+    line loses what follows its first `#` after its last quote. Line by line rather than with
+    `#[^\n"']*$`, which scans to the line's last quote from every `#` before it."""
+    lines = text.split("\n")
+    for number, line in enumerate(lines):
+        comment = line.find("#", max(line.rfind('"'), line.rfind("'")) + 1)
+        if comment >= 0:
+            lines[number] = line[:comment]
+    return "\n".join(lines)

@@ -34,7 +34,7 @@ from eagle3lint.index.model import (
 )
 from eagle3lint.index.modules import module_name_for, resolve_relative
 from eagle3lint.index.skim import bodies_of, skim
-from eagle3lint.shapes.loop import LayerLoop, layer_loops
+from eagle3lint.shapes.loop import INDEXED_LAYER_CALL, LayerLoop, layer_loops
 from eagle3lint.shapes.names import AUX_LAYERS_ATTR
 from eagle3lint.shapes.residual import classify
 from eagle3lint.shapes.submodel import built_model
@@ -55,6 +55,7 @@ from eagle3lint.sources.files import source_lines
 _MODULE_NAME = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*$")
 _CONFIG_READ = re.compile(r"\b(?:config|hf_config|text_config)\.([A-Za-z_]\w*)")
 _DOTTED = re.compile(r"(?<![\w.])([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)")
+_LAYER_CALL = re.compile(r"\blayer\s*\(")
 
 
 def summarize(
@@ -787,7 +788,7 @@ def _tap_summary(
 
 def _calls_layer(stmt: cst.BaseStatement) -> bool:
     text = code(stmt) if isinstance(stmt, cst.SimpleStatementLine) else ""
-    return bool(re.search(r"\blayer\s*\(|self\.layers\[[^\]]*\]\s*\(", text))
+    return bool(_LAYER_CALL.search(text) or INDEXED_LAYER_CALL.search(text))
 
 
 def _aux_list_facts(

@@ -280,14 +280,14 @@ def default_layers(
     if body is None:
         return None
     returned = re.search(r"return\s+(\([^()]*(?:\([^()]*\)[^()]*)*\))", body[0])
-    counted = re.search(r"(\w+)\s*=\s*len\([^)]*layers\)", body[0])
+    counted = re.search(r"\b(\w+)\s*=\s*len\([^()]*layers\)", body[0])
     if returned is None or counted is None:
         return None
     try:
         values = _evaluate(
             ast.parse(returned.group(1), mode="eval").body, counted.group(1), num_layers
         )
-    except (SyntaxError, ValueError):
+    except (SyntaxError, ValueError, RecursionError):
         return None
     where = f"{index.display_path(owner.file)}:{method.line}"
     return (values if isinstance(values, list) else [values]), where

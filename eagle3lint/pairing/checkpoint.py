@@ -8,22 +8,22 @@ torch is imported.
 
 from __future__ import annotations
 
-import json
 import os
 import struct
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from eagle3lint.errors import UsageError
-from eagle3lint.sources.files import (
-    MAX_CONFIG_BYTES,
-    UnreadableSource,
-    open_regular,
-    read_regular,
-)
+from eagle3lint.sources.documents import parse_json, read_json
+from eagle3lint.sources.files import UnreadableSource, open_regular
 
-MAX_HEADER_BYTES = 100 * 2**20
-"""safetensors' own limit on the JSON header; a larger length field means a corrupt file."""
+MAX_HEADER_BYTES = 16 * 2**20
+"""Largest safetensors header read. The format allows 100 MB (safetensors' `MAX_HEADER_SIZE`),
+but a header takes about 100 bytes per tensor: a few KB for a drafter, a few hundred KB for a
+shard of the largest models. A 99 MB header of small tensors took 69 s and 1.3 GB to read."""
+MAX_CHECKPOINT_HEADER_BYTES = 64 * 2**20
+"""Most header bytes read from all the weight files of one checkpoint (its folder can hold, or
+link to, the same large-header file many times)."""
 INDEX_FILE = "model.safetensors.index.json"
 
 
@@ -56,6 +56,13 @@ class Checkpoint:
 
 def read_header(path: Path) -> dict[str, Tensor]:
     """The tensors one `.safetensors` file declares; UsageError when it is not one."""
+    return _read_header(path)[0]
+
+
+def _read_header(path: Path) -> tuple[dict[str, Tensor], int]:
+    """The tensors of one file and the size of its header. Messages quote nothing of the file:
+    an index can name one the user never chose (the length field of `/etc/passwd` is its first
+    8 bytes)."""
     try:
         fd, _ = open_regular(path)  # not a FIFO or a device: they would block or never end
         with os.fdopen(fd, "rb") as handle:
@@ -65,8 +72,8 @@ def read_header(path: Path) -> dict[str, Tensor]:
             (size,) = struct.unpack("<Q", size_bytes)
             if size > MAX_HEADER_BYTES:
                 raise UsageError(
-                    f"--draft-weights: {path} declares a {size}-byte header (safetensors allows "
-                    f"{MAX_HEADER_BYTES}): not a safetensors file"
+                    f"--draft-weights: {path} is not a safetensors file, or one whose header is "
+                    f"over the {MAX_HEADER_BYTES // 2**20} MiB read (real ones are far smaller)"
                 )
             raw = handle.read(size)
     except UnreadableSource as exc:
@@ -76,9 +83,10 @@ def read_header(path: Path) -> dict[str, Tensor]:
     if len(raw) < size:
         raise UsageError(f"--draft-weights: {path} ends inside its header")
     try:
-        header = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
-        raise UsageError(f"--draft-weights: {path} has no JSON header ({exc})") from exc
+        header = parse_json(raw)
+    except UnreadableSource as exc:
+        message = f"--draft-weights: {path} is not a safetensors file: its header {exc}"
+        raise UsageError(message) from exc
     if not isinstance(header, dict):
         raise UsageError(f"--draft-weights: {path}'s header is not a JSON object")
     tensors: dict[str, Tensor] = {}
@@ -91,22 +99,22 @@ def read_header(path: Path) -> dict[str, Tensor]:
         ):
             raise UsageError(f"--draft-weights: {path}: tensor {name!r} has no valid shape")
         tensors[name] = Tensor(name, str(info.get("dtype", "?")), tuple(shape), str(path))
-    return tensors
+    return tensors, size
 
 
 def weight_files(folder: Path) -> list[Path]:
     """The weight files of a checkpoint folder: the shards its index names, else every
-    `*.safetensors` in it."""
+    `*.safetensors` in it. A shard is named by a path inside the folder (see `_shard`)."""
     index = folder / INDEX_FILE
     if os.path.lexists(index):
         try:
-            data = json.loads(read_regular(index, MAX_CONFIG_BYTES, "index").decode("utf-8"))
-            weight_map = data["weight_map"]
-            shards = sorted({str(v) for v in weight_map.values()})
+            weight_map = read_json(index, "index")["weight_map"]
+            names = set(weight_map.values())
         except UnreadableSource as exc:
             raise UsageError(f"--draft: {index} {exc}") from exc
-        except (ValueError, KeyError, TypeError, AttributeError, RecursionError) as e:
-            raise UsageError(f"--draft: {index} is not a safetensors index ({e})") from e
+        except (KeyError, TypeError, AttributeError) as e:
+            raise UsageError(f"--draft: {index} is not a safetensors index (no weight_map)") from e
+        shards = sorted({_shard(index, name) for name in names})
         missing = [s for s in shards if not (folder / s).is_file()]
         if missing:
             raise UsageError(f"--draft: {index} names shards that are not there: {missing}")
@@ -114,10 +122,32 @@ def weight_files(folder: Path) -> list[Path]:
     return sorted(folder.glob("*.safetensors"))
 
 
+def _shard(index: Path, name: object) -> str:
+    """A shard's path relative to the checkpoint folder, as the index names it: relative, with
+    no `..`, so that an index cannot point `pair` at `/etc/passwd` or `../../secret`. A shard
+    that is a symbolic link is followed (Hugging Face's cache links every file of a snapshot to
+    `../../blobs/`): reading it shows nothing of it but its tensor names and shapes."""
+    shard = PurePosixPath(name) if isinstance(name, str) and name else None
+    if shard is None or shard.is_absolute() or ".." in shard.parts or "\\" in str(name):
+        raise UsageError(
+            f"--draft: {index} names a shard outside its folder: {name!r} (shards are named "
+            "by paths relative to the index's folder, without `..`)"
+        )
+    return str(shard)
+
+
 def read_checkpoint(files: list[Path]) -> Checkpoint:
     """The tensors of all `files` (a name in two files keeps the first)."""
     checkpoint = Checkpoint(files=list(files))
+    read = 0
     for path in files:
-        for name, tensor in read_header(path).items():
+        tensors, size = _read_header(path)
+        read += size
+        if read > MAX_CHECKPOINT_HEADER_BYTES:
+            raise UsageError(
+                f"--draft-weights: the headers of these {len(files)} files hold more than "
+                f"{MAX_CHECKPOINT_HEADER_BYTES // 2**20} MiB, more than any drafter's: not read"
+            )
+        for name, tensor in tensors.items():
             checkpoint.tensors.setdefault(name, tensor)
     return checkpoint

@@ -18,6 +18,10 @@ EAGLE_STYLE = "eagle"
 SPECULATORS = "speculators"
 SUB_CONFIG = "eagle_config"
 """The sub-dict EAGLE-style checkpoints keep their EAGLE-3 settings in."""
+MAX_LAYER_IDS = 1024
+"""Most ids a layer-id list of a draft config may hold. EAGLE-3 taps three layers and no model
+has more than a few hundred; every list is compared, shown and handed to the taps rule whole
+(10^6 ids took over two minutes)."""
 
 
 @dataclass
@@ -95,6 +99,23 @@ def translate(draft: DraftConfig, facts: DrafterContract) -> Translated:
     return Translated(config, arch, refusal, passed)
 
 
+def _check_id_lists(data: dict[str, Any], file: Path) -> None:
+    """Refuse a layer-id list (a `*layer_ids` key at the top level or in a sub-dict) longer
+    than `MAX_LAYER_IDS`."""
+    for holder, prefix in (
+        (data, ""),
+        *((data.get(key), f"{key}.") for key in (SUB_CONFIG, "transformer_layer_config")),
+    ):
+        if not isinstance(holder, dict):
+            continue
+        for key, value in holder.items():
+            if key.endswith("layer_ids") and isinstance(value, list) and len(value) > MAX_LAYER_IDS:
+                raise UsageError(
+                    f"--draft: {file}: {prefix}{key} holds {len(value):,} layer ids "
+                    f"(at most {MAX_LAYER_IDS:,} are read)"
+                )
+
+
 def _literal(text: str) -> Any:
     """A default's source text as a value (`True`, `3`, `None`); other text stays text."""
     try:
@@ -126,6 +147,7 @@ class DraftPairing:
         cls, draft: Path, weights: list[Path], target: Path, pipeline_size: int
     ) -> DraftPairing:
         data, file, text = read_config_json(draft, "--draft")
+        _check_id_lists(data, file)
         target_data, target_file, _ = read_config_json(target, "--target")
         if not weights and draft.is_dir():
             weights = weight_files(draft)

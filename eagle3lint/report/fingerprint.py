@@ -12,6 +12,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from eagle3lint.findings import Finding
+from eagle3lint.sources.files import UnreadableSource, read_source_bytes
 
 VERSION = "eagle3lint/v1"
 """The `partialFingerprints` key: a new scheme gets a new key."""
@@ -23,8 +24,8 @@ _LINE_NUMBERS = re.compile(r"(?<=:)\d+|(?<=line )\d+")
 def _lines(path: str, stamp: tuple[int, int]) -> tuple[str, ...]:
     """The file's lines; `stamp` (mtime, size) keeps an edited file from being answered stale."""
     try:
-        text = Path(path).read_bytes().decode("utf-8", "replace")
-    except OSError:
+        text = read_source_bytes(Path(path)).decode("utf-8", "replace")
+    except UnreadableSource:  # replaced by a FIFO or a larger file since it was analysed
         return ()
     return tuple(text.splitlines())
 

@@ -29,8 +29,9 @@ MB of memory per MB of source, so a 10 MB generated file would take minutes and 
 vLLM's largest source file (v1/worker/gpu_model_runner.py, 0.3 MB in 0.33) is far below."""
 
 MAX_CONFIG_BYTES = 16 * 1024 * 1024
-"""Largest config file read (pyproject.toml, --hf-config, cache entries): real ones are a few
-KB; the limit only stops a device or a runaway file from filling memory."""
+"""Largest JSON or TOML document read (pyproject.toml, eagle3lint.toml, --hf-config, a draft
+config, a baseline, a checkpoint index): real ones are a few KB (a baseline of a whole release,
+a few hundred); the limit only stops a device or a runaway file from filling memory."""
 
 MAX_CACHE_ENTRY_BYTES = 64 * 1024 * 1024
 """Largest cache entry read back (a summary of a file at `MAX_FILE_BYTES` is far smaller)."""
@@ -51,10 +52,13 @@ MAX_ELIF = 1000
 """Most `elif` branches a file may hold: libcst nests each in the previous `if`, and a chain
 of about 8,000 overflows the C stack. vLLM's files have at most 50."""
 
-# Strings and comments are matched first so that brackets and words inside them are skipped.
+# Strings and comments are matched first so that brackets and words inside them are skipped. A
+# string left open runs to the end of its line (a triple-quoted one, to the end of the file):
+# when a string had to be closed to match, every quote of a line of `"\` started a scan of the
+# rest of the line (a 96 KB line took 130 s).
 _TOKEN = re.compile(
-    r"""(?:[rRbBuUfFtT]{1,2})?(?:'''[\s\S]*?'''|\"\"\"[\s\S]*?\"\"\"|'(?:\\.|[^'\\\n])*'"""
-    r"""|"(?:\\.|[^"\\\n])*")"""
+    r"""(?:[rRbBuUfFtT]{1,2})?(?:'''[\s\S]*?(?:'''|\Z)|\"\"\"[\s\S]*?(?:\"\"\"|\Z)"""
+    r"""|'(?:\\[\s\S]|[^'\\\n])*'?|"(?:\\[\s\S]|[^"\\\n])*"?)"""
     r"""|\#[^\n]*|\\\r?\n|:=|\*\*|//|<<|>>|->|[-+*/%@&|^~<>.()\[\]{},;:\n]"""
     r"""|\b(?:lambda|not|and|or|if|else|await|in|is)\b"""
 )
