@@ -159,7 +159,8 @@ def interrupt(case: Case, how: str, rng: random.Random, tree: Path) -> str:
         # Killed by the signal itself only before Python handles it (start-up) or after the
         # run is over (finalisation); otherwise the run says it was interrupted.
         if code == 2:
-            assert "Traceback" not in stderr and "interrupted" in stderr, f"{what}\n{stderr}"
+            said = "interrupted" in stderr or f"terminated ({how})" in stderr
+            assert "Traceback" not in stderr and said, f"{what}\n{stderr}"
         else:
             assert code in (0, 1, -SIGNALS[how]), f"{what}\n{stderr}"
     else:
