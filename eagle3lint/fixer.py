@@ -463,7 +463,7 @@ def _fix_locked(
                         f"; the {len(undone.restored)} file(s) earlier passes wrote were restored"
                     )
                 if undone.left:
-                    failure += f" ({undone.summary()})"
+                    failure += f" ({undone.details()})"
             run = run_check(options)
             report = run.report
             if failure or not changed:
@@ -477,7 +477,8 @@ def _fix_locked(
         if record.entries:
             how = "interrupted" if isinstance(exc, KeyboardInterrupt) else "failed"
             with signals.held():
-                _say(f"{how}: {record.rollback().summary()}")
+                undone = record.rollback()
+                _say(f"{how}: the run's writes are undone: {undone.details()}")
         raise
     written = [] if failure else list(record.entries)
     for line in skipped:

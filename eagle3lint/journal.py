@@ -66,9 +66,13 @@ class Recovery:
     temporaries: int = 0
 
     def summary(self) -> str:
+        """What was done, for a run that undoes another one's writes."""
+        return f"undid the interrupted fix run {self.run}: {self.details()}"
+
+    def details(self) -> str:
+        """What was put back and removed, and what was left."""
         text = (
-            f"undid the interrupted fix run {self.run}: restored {len(self.restored)} file(s)"
-            f", removed {self.temporaries} temporary file(s)"
+            f"restored {len(self.restored)} file(s), removed {self.temporaries} temporary file(s)"
         )
         if self.left:
             names = ", ".join(str(p) for p in self.left)
