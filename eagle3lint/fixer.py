@@ -376,10 +376,10 @@ def run_fix(options: CheckOptions, diff: bool = False, recover: bool = False) ->
         _say(message)
 
     wanted = any(f.repair for f in first.report.findings)
-    with contextlib.ExitStack() as held:
+    with contextlib.ExitStack() as stack:
         if wanted or recover or journal.pending(root):  # else there is nothing to write
             try:
-                held.enter_context(storage.tree_lock(root, on_wait=wait, on_stale=_say))
+                stack.enter_context(storage.tree_lock(root, on_wait=wait, on_stale=_say))
             except OSError as exc:
                 raise UsageError(f"cannot lock {root} to fix it: {exc.strerror or exc}") from exc
             recovered = _recover(root)
