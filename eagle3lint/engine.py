@@ -10,11 +10,13 @@ from pathlib import Path
 from typing import Any
 
 from eagle3lint.baseline import Baseline
+from eagle3lint.codemod.plan import Chain, Plan
 from eagle3lint.codes import NOT_A_TARGET, ROLES
 from eagle3lint.contract.known import newest_contract
 from eagle3lint.contract.model import Contract
 from eagle3lint.contract.reader import read_contract
 from eagle3lint.findings import Finding, InputError, Severity
+from eagle3lint.fixability import marked, plan_for_check
 from eagle3lint.index.cache import SummaryCache, default_cache_dir
 from eagle3lint.index.project import ParsesAhead, ProjectIndex
 from eagle3lint.report.locations import location_key
@@ -80,6 +82,8 @@ class CheckRun:
     index: ProjectIndex
     workspace: Workspace
     targets: list[Target]
+    plan: Plan = field(default_factory=Plan)
+    """What `fix` writes: the repair plan of every target shown with repairs."""
 
 
 def read_config_json(path: Path, option: str) -> tuple[dict[str, Any], Path, str]:
@@ -225,6 +229,20 @@ def _checked(
     )
     asked = Intent(options.archs, ctx.hf_architectures, options.require)
     excluder = excluder_for(options)
+    required = [asked.about(t) for t in targets]
+    # Fix repairs the targets whose findings are shown with their repairs: the ones asked
+    # about or claiming EAGLE-3 support (the others become one info note).
+    fix_plan = plan_for_check(
+        [
+            Chain(label(t), findings)
+            for t, findings, asked_about in zip(targets, per_target, required, strict=True)
+            if t.role is Role.TARGET and (asked_about or t.claims_eagle3)
+        ],
+        workspace,
+        index,
+        options.vllm_version,
+        excluder.excludes if excluder else None,
+    )
     baseline = None
     if options.baseline:
         baseline = Baseline.load(options.baseline)
@@ -232,16 +250,18 @@ def _checked(
     baselined: set[tuple[str, ...]] = set()
     results = []
     reported: list[Target] = []
-    for target, findings in zip(targets, per_target, strict=True):
+    for target, findings, asked_about in zip(targets, per_target, required, strict=True):
         ready = (
             not any(f.severity is Severity.ERROR for f in findings)
             if target.role is Role.TARGET
             else None
         )
-        findings = whole_repairs(findings)
-        required = asked.about(target)
-        if not required and not target.claims_eagle3:
+        if not asked_about and not target.claims_eagle3:
             findings = unclaimed_findings(target, findings)
+        elif target.role is Role.TARGET:
+            findings = marked(findings, fix_plan.refused.get(label(target)))
+        else:
+            findings = marked(findings, [f"fix never makes a {target.role} model a target"])
         if baseline is not None:
             accepted = [f for f in findings if baseline.holds(target.arch, f)]
             baselined.update(location_key(f) for f in accepted)
@@ -270,7 +290,7 @@ def _checked(
                 implements_eagle3=target.implements_eagle3,
                 eagle3_ready=ready,
                 claims_eagle3=target.claims_eagle3,
-                required=required,
+                required=asked_about,
                 findings=findings,
                 variant=target.variant,
                 registered=target.registered,
@@ -302,7 +322,7 @@ def _checked(
         focus=sorted(report_paths) if report_paths is not None else None,
         baselined=len(baselined),
     )
-    return CheckRun(report, index, workspace, targets)
+    return CheckRun(report, index, workspace, targets, fix_plan)
 
 
 @dataclass(frozen=True)
@@ -319,12 +339,9 @@ class Intent:
         return "*" in self.require or bool({target.arch, target.ref.name} & names)
 
 
-def whole_repairs(findings: list[Finding]) -> list[Finding]:
-    """`fix` repairs a target whole or not at all (`fixer.plan_edits`): when one of its errors
-    has no repair, none of its findings is fixable, and none says so."""
-    if all(f.fixable for f in findings if f.severity is Severity.ERROR):
-        return findings
-    return [replace(f, repair=None) if f.fixable else f for f in findings]
+def label(target: Target) -> str:
+    """The target's name in fix's messages: its architecture, and its platform variant."""
+    return f"{target.arch} [{target.variant}]" if target.variant else target.arch
 
 
 def unclaimed_findings(target: Target, findings: list[Finding]) -> list[Finding]:
@@ -346,8 +363,10 @@ def unclaimed_findings(target: Target, findings: list[Finding]) -> list[Finding]
         base = replace(base, path=path, line=cls.line, column=cls.column)
     name = target.ref.name
     if errors and all(f.fixable for f in errors):
+        # Not planned (fix does not repair targets nobody asked about), so no promise.
         message = (
-            f"{name} is not EAGLE-3 capable; `eagle3lint fix --arch {target.arch}` can add support"
+            f"{name} is not EAGLE-3 capable; `eagle3lint check --arch {target.arch}` says "
+            "whether `fix` can add support"
         )
     else:
         message = f"{name} is not EAGLE-3 capable (not all of its blockers have an automatic fix)"

@@ -31,9 +31,23 @@ def explanation_markdown(entry: CodeEntry) -> str:
         ("Example", _fenced(explain.example, explain.language)),
         ("Fix", _fenced(explain.fix, explain.language)),
     ]
+    if code.fixable:
+        sections.append(("When fix cannot repair it", FIX_REFUSED))
     for title, body in sections:
         lines += ["", f"## {title}", "", body.strip()]
     return "\n".join([*lines, ""])
+
+
+FIX_REFUSED = """
+`check` plans the repair of each target it reports, with the planner `fix` uses, and marks a
+finding `[*]` only when that plan succeeds for every file the target needs: `fix` repairs a
+target whole or not at all. Otherwise the finding says why (`not fixable:` in
+`--output-format full`, `fix_refused` in JSON, `fixRefused` in SARIF's result properties), and
+`fix` prints the same reason on its `not fixed:` line: a shape of code the codemod does not
+rewrite safely, another blocker of the target with no automatic fix, a file in a cached
+release or excluded by the configuration, or a rewrite that would not compile or would leave
+a name undefined.
+"""
 
 
 def _fenced(code: str, language: str) -> str:

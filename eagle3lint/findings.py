@@ -30,6 +30,9 @@ class Finding:
     column: int = 0
     hint: str = ""
     repair: Repair | None = field(default=None, compare=False)
+    fix_refused: str = field(default="", compare=False)
+    """Why `fix` cannot repair this finding although its code is one fix repairs: the rule's
+    reason, or the repair plan's for its target (`codemod.plan`). Empty when fixable."""
 
     @property
     def fixable(self) -> bool:
@@ -51,4 +54,5 @@ class Finding:
             "message": self.message,
             "hint": self.hint,
             "fixable": self.fixable,
+            "fix_refused": self.fix_refused or None,
         }

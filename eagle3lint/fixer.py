@@ -12,133 +12,19 @@ import difflib
 import os
 import stat
 import sys
-from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
-import libcst as cst
-
 from eagle3lint import journal, signals, storage
-from eagle3lint.codemod.errors import CodemodRefused
-from eagle3lint.codemod.registry import apply_repair, edit_order
-from eagle3lint.codemod.verify import VerdictStore, render_checked
+from eagle3lint.codemod.plan import FileEdit
 from eagle3lint.engine import CheckOptions, CheckRun, run_check
-from eagle3lint.findings import Repair, Severity
+from eagle3lint.findings import Finding, Severity
 from eagle3lint.report.escape import printable
-from eagle3lint.report.model import Report
 from eagle3lint.sources.discovery import UsageError, Workspace
-from eagle3lint.sources.files import (
-    MAX_FILE_BYTES,
-    UnreadableSource,
-    decode_source,
-    read_source_bytes,
-)
+from eagle3lint.sources.files import MAX_FILE_BYTES
 
 MAX_PASSES = 3
 """Fixing a base class can make a subclass fixable: passes until nothing changes, at most this."""
-
-
-@dataclass
-class FileEdit:
-    path: Path
-    original: bytes
-    new: bytes | None = None
-    applied: list[Repair] = field(default_factory=list)
-    refused: list[tuple[Repair, str]] = field(default_factory=list)
-
-    @property
-    def changed(self) -> bool:
-        return self.new is not None and self.new != self.original
-
-
-def plan_repairs(repairs: list[Repair]) -> dict[Path, list[Repair]]:
-    """Unique repairs grouped by file (files in path order, so that `--diff` prints the same
-    thing every run), each file's in the codemod registry's order."""
-    by_file: dict[Path, list[Repair]] = {}
-    for repair in dict.fromkeys(repairs):
-        by_file.setdefault(Path(repair.path), []).append(repair)
-    for items in by_file.values():
-        items.sort(key=edit_order)
-    return dict(sorted(by_file.items()))
-
-
-class SourceCache:
-    """Each file a plan edits, read and parsed once however many times the plan is redone.
-
-    The bytes are the ones the check's index read where it read the file, so the plan edits
-    exactly what was checked and `write_edits` refuses a file saved since; other files are
-    read here with the same binary, encoding and nesting checks as `check`. `verdicts` keeps
-    what the last check of a rewrite found (`codemod.verify`), as `check` keeps summaries.
-    """
-
-    def __init__(
-        self,
-        known: Callable[[str], bytes | None] = lambda path: None,
-        verdicts: VerdictStore | None = None,
-    ) -> None:
-        self._known = known
-        self.verdicts = verdicts
-        """Where the scope analysis of a rewrite is kept across runs (the summary cache)."""
-        self._loaded: dict[Path, tuple[bytes, cst.Module | None, str | None]] = {}
-
-    def load(self, path: Path) -> tuple[bytes, cst.Module | None, str | None]:
-        """The file's bytes and module, or its bytes (empty if unread) and why it cannot be
-        edited."""
-        if path not in self._loaded:
-            self._loaded[path] = self._read(path)
-        return self._loaded[path]
-
-    def _read(self, path: Path) -> tuple[bytes, cst.Module | None, str | None]:
-        try:
-            original = self._known(str(path))
-            if original is None:
-                original = read_source_bytes(path)
-                decode_source(original)
-        except UnreadableSource as exc:
-            return b"", None, f"cannot read {path}: {exc}"
-        try:
-            return original, cst.parse_module(original), None
-        except (cst.ParserSyntaxError, RecursionError, UnicodeDecodeError, SyntaxError) as exc:
-            return original, None, f"{path} does not parse: {exc}"
-
-
-def rewrite(
-    path: Path,
-    repairs: list[Repair],
-    interfaces_dir: Path | None = None,
-    sources: SourceCache | None = None,
-) -> FileEdit:
-    """Apply `repairs` to the file in memory; the result compiles or nothing is kept.
-
-    `interfaces_dir` is the folder of the tree's `interfaces.py`: files there import from it
-    relatively, as vLLM does; any other file (`vllm/models/...`, out-of-tree code) absolutely.
-    """
-    relative = interfaces_dir is not None and path.parent.resolve() == interfaces_dir.resolve()
-    sources = sources or SourceCache()
-    original, parsed, problem = sources.load(path)
-    edit = FileEdit(path, original)
-    if parsed is None:
-        edit.refused = [(r, problem or "") for r in repairs]
-        return edit
-    module = parsed
-    for repair in repairs:
-        try:
-            module = apply_repair(module, repair, relative)
-        except CodemodRefused as exc:
-            edit.refused.append((repair, exc.reason))
-            continue
-        edit.applied.append(repair)
-    try:
-        text = original.decode(module.encoding)
-        code = render_checked(text, module, str(path), parsed, sources.verdicts)
-    except CodemodRefused as exc:
-        edit.refused += [(r, f"{exc.reason}; left unchanged") for r in edit.applied]
-        edit.applied = []
-        return edit
-    # The module's encoding is the file's own (PEP 263 cookie, or utf-8-sig keeping a BOM).
-    edit.new = code.encode(module.encoding)
-    return edit
 
 
 def write_edits(edits: list[FileEdit], tag: str | None = None) -> str | None:
@@ -263,72 +149,6 @@ def unified_diff(edit: FileEdit, root: Path | None = None) -> str:
     return "".join(difflib.unified_diff(old, new, f"a/{name}", f"b/{name}"))
 
 
-def plan_edits(
-    report: Report,
-    interfaces_dir: Path | None = None,
-    read_only: Path | None = None,
-    sources: SourceCache | None = None,
-) -> tuple[list[FileEdit], list[str]]:
-    """The edits to make, all or nothing per target.
-
-    A target gets its repairs only if every error blocking it is fixable, every file they touch
-    may be edited (none under `read_only`, a cached release) and no codemod refuses any of
-    them: half a chain (SupportsEagle3 added, the taps refused) would turn vLLM's clear refusal
-    into a crash after the weights load. Drafts and pooling models are never made targets.
-    Repairs shared by several targets (one decoder under DeepseekV3 and Kimi-K2.5) are applied
-    once. `sources` holds what the check read. Returns the edits and, for each target left
-    alone, why.
-    """
-    sources = sources or SourceCache()
-    skipped: list[str] = []
-    chains: list[tuple[str, set[Repair]]] = []
-    for target in report.targets:
-        repairs = {f.repair for f in target.findings if f.repair is not None}
-        if not repairs or not target.is_target:
-            continue
-        outside = sorted(
-            {
-                r.path
-                for r in repairs
-                if read_only is not None and Path(r.path).resolve().is_relative_to(read_only)
-            }
-        )
-        if outside:
-            skipped.append(
-                f"{target.arch}: its repair needs {', '.join(outside)}, in a cached release "
-                "that is not yours to edit: run fix on a checkout or a copy of the sources"
-            )
-            continue
-        unfixable = [
-            f.code for f in target.findings if f.severity is Severity.ERROR and not f.fixable
-        ]
-        if unfixable:
-            skipped.append(f"{target.arch}: {', '.join(unfixable)} has no automatic fix")
-            continue
-        chains.append((target.arch, repairs))
-    refused: dict[Repair, str] = {}
-    while True:
-        wanted = {r for _, chain in chains if not chain & refused.keys() for r in chain}
-        edits = [
-            rewrite(path, items, interfaces_dir, sources)
-            for path, items in plan_repairs(list(wanted)).items()
-        ]
-        new = {r: why for edit in edits for r, why in edit.refused if r not in refused}
-        if not new:
-            break
-        refused.update(new)
-    for arch, chain in chains:
-        # One line per reason: a file whose rewrite fails refuses each repair made in it.
-        reasons: dict[str, list[Repair]] = {}
-        for repair in sorted(chain & refused.keys(), key=lambda r: (r.path, r.kind)):
-            reasons.setdefault(refused[repair], []).append(repair)
-        for why, repairs in reasons.items():
-            where = ", ".join(dict.fromkeys(r.path for r in repairs))
-            kinds = ", ".join(dict.fromkeys(r.kind for r in repairs))
-            skipped.append(f"{arch}: {kinds} in {where} refused: {why}")
-    return edits, skipped
-
-
 def run_fix(options: CheckOptions, diff: bool = False, recover: bool = False) -> int:
     """The `fix` command; returns the exit code (ruff's convention for --diff).
 
@@ -344,7 +164,6 @@ def run_fix(options: CheckOptions, diff: bool = False, recover: bool = False) ->
             "to edit: add --diff to see the changes, or run fix on a checkout or a copy of "
             "the sources."
         )
-    interfaces_dir = release / "model_executor" / "models" if release is not None else None
     root = _lock_root(first.workspace, cached)
     out = sys.stdout
     if diff:
@@ -353,18 +172,15 @@ def run_fix(options: CheckOptions, diff: bool = False, recover: bool = False) ->
                 f"{left} was left by an interrupted fix run: the diff is against the files as "
                 "it left them; `eagle3lint fix --recover` undoes what it wrote"
             )
-        sources = SourceCache(first.index.source_bytes, first.index.cache)
-        # A cached release alone: the diff is what fix would write on a copy of it (the
-        # message above sends users here to see it). With out-of-tree files: what fix writes.
-        read_only = cached if first.workspace.files else None
-        edits, skipped = plan_edits(first.report, interfaces_dir, read_only, sources)
-        changed = [e for e in edits if e.changed]
+        # The check planned a cached release alone as a copy of it (the message above sends
+        # users here to see what fix would write there); out-of-tree files as they are.
+        changed = first.plan.changed
         # A cached release's paths as in a checkout (`vllm/...`), where the diff applies.
-        diff_root = cached.parent if cached is not None and read_only is None else None
+        diff_root = cached.parent if cached is not None and not first.workspace.files else None
         for edit in changed:
             out.write(unified_diff(edit, diff_root))
         # Only the patch on stdout (ruff's convention), so `fix --diff > fix.patch` applies.
-        for line in skipped:
+        for line in first.plan.lines():
             sys.stderr.write(f"not fixed: {printable(line)}\n")
         sys.stderr.write(f"{len(changed)} file(s) would change\n")
         return 2 if first.report.errors else (1 if changed else 0)
@@ -391,7 +207,7 @@ def run_fix(options: CheckOptions, diff: bool = False, recover: bool = False) ->
                 # The run that held the lock (or the one undone) has likely rewritten what this
                 # check read; the plan edits the bytes a check read, so check again.
                 first = run_check(options)
-        return _fix_locked(options, first, interfaces_dir, cached, root)
+        return _fix_locked(options, first, root)
 
 
 def _write_journaled(record: journal.Journal, changed: list[FileEdit]) -> str | None:
@@ -433,11 +249,9 @@ def _lock_root(workspace: Workspace, cached: Path | None) -> Path:
 def _fix_locked(
     options: CheckOptions,
     run: CheckRun,
-    interfaces_dir: Path | None,
-    cached: Path | None,
     root: Path,
 ) -> int:
-    """Plan, write and check again, up to `MAX_PASSES` times; the exit code.
+    """Write the check's plan and check again, up to `MAX_PASSES` times; the exit code.
 
     The run is one transaction, journaled (`journal.py`) before any file is replaced: when a
     later pass cannot write, or the run is interrupted (Ctrl-C, SIGTERM), every file the run
@@ -447,12 +261,9 @@ def _fix_locked(
     out = sys.stdout
     record = journal.Journal(root)
     failure: str | None = None
-    report = run.report
     try:
         for _ in range(MAX_PASSES):
-            sources = SourceCache(run.index.source_bytes, run.index.cache)
-            edits, skipped = plan_edits(report, interfaces_dir, cached, sources)
-            changed = [e for e in edits if e.changed]
+            changed = run.plan.changed
             if changed:
                 failure = _write_journaled(record, changed)
             if failure is not None:
@@ -465,7 +276,6 @@ def _fix_locked(
                 if undone.left:
                     failure += f" ({undone.details()})"
             run = run_check(options)
-            report = run.report
             if failure or not changed:
                 break
         if record.entries:
@@ -481,7 +291,9 @@ def _fix_locked(
                 _say(f"{how}: the run's writes are undone: {undone.details()}")
         raise
     written = [] if failure else list(record.entries)
-    for line in skipped:
+    report = run.report
+    refused = run.plan.refused
+    for line in run.plan.lines():
         out.write(f"not fixed: {printable(line)}\n")
     if failure:
         out.write(f"not written: {printable(failure)}\n")
@@ -491,12 +303,23 @@ def _fix_locked(
         for finding in target.findings:
             if finding.severity is not Severity.ERROR:
                 continue
-            why = "no automatic fix" if not finding.fixable else "not fixed (see above)"
             line = (
-                f"remaining {finding.code} {target.arch}: {finding.message} [{why}] "
+                f"remaining {finding.code} {target.arch}: {finding.message} "
+                f"[{_why_left(finding, target.arch in refused, bool(failure))}] "
                 f"({finding.path}:{finding.line})"
             )
             out.write(f"{printable(line)}\n")
     if report.errors or failure:
         return 2
     return 1 if blocked else 0
+
+
+def _why_left(finding: Finding, refused: bool, failed: bool) -> str:
+    """Why an error is still there after fix, in a few words (the details are above it)."""
+    if failed:
+        return "not written (see above)"
+    if finding.fixable:
+        return f"still fixable after {MAX_PASSES} passes: run fix again"
+    if refused:
+        return "not fixed: see `not fixed:` above"
+    return f"not fixed: {finding.fix_refused}" if finding.fix_refused else "no automatic fix"

@@ -166,8 +166,14 @@ class Rule:
         hint: str = "",
         repair: Repair | None = None,
         severity: Severity | None = None,
+        fix_refused: str = "",
     ) -> Finding:
+        """The finding `code` at `path:line:column`. For a code `fix` repairs, `repair` is the
+        edit it asks for, or, when there is none for this shape of code, `fix_refused` says
+        why (the finding then has no `[*]`)."""
         spec = self._codes[code]
+        if spec.fixable and repair is None and not fix_refused:
+            fix_refused = "no automatic rewrite for this shape of code"
         return Finding(
             code=code,
             rule=self.slug,
@@ -178,6 +184,7 @@ class Rule:
             column=column,
             hint=hint,
             repair=repair,
+            fix_refused="" if repair is not None else fix_refused,
         )
 
 

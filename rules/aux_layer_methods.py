@@ -395,6 +395,10 @@ class OldNameForCausalLM(nn.Module, SupportsEagle3):
                 repair=None
                 if own
                 else AddDelegatingMethods(path, cls=target.ref.name, getter=contract.getter),
+                fix_refused=f"{target.ref.name} defines {name} itself: its body is the "
+                "author's code to change"
+                if own
+                else "",
             )
 
     def _dead_overrides(self, target: Target, ctx: RuleContext) -> Iterator[Finding]:

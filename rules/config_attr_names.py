@@ -242,6 +242,9 @@ class MediaVLForConditionalGeneration(nn.Module, SupportsMultiModal):
                 repair=AddProposerBranch(mapping.path, cls=name, attribute=alternative[0])
                 if alternative and mapping.refusal is None
                 else None,
+                fix_refused=(mapping.refusal or "")
+                if alternative
+                else "the config has no other attribute known to hold the image token id",
             )
             return
         if attribute in target.ref.file.config_reads:

@@ -583,6 +583,7 @@ class StreamForCausalLM(nn.Module, SupportsEagle3):
                 hint="Collect `hidden_states + residual` entering each layer listed in "
                 "self.aux_hidden_state_layers and return (hidden_states, aux_hidden_states).",
                 repair=repair,
+                fix_refused=plan.refusal or "",
             )
             return
         yield from self._tap_values(where, forward, conventions, taps, path)

@@ -223,6 +223,9 @@ class OnlyEagleForCausalLM(nn.Module, SupportsEagle):
                     "methods to self.language_model.",
                     # Only a chain that can end with a tapped decoder is worth starting.
                     repair=AddProtocolBase(path, cls=cls.name) if target.has_layer_loop else None,
+                    fix_refused=""
+                    if target.has_layer_loop
+                    else "no decoder layer loop was found under it to tap",
                 )
             else:
                 owner = target.repair_owner()

@@ -125,6 +125,7 @@ class TargetGate(Rule):
             cls.column,
             hint=f"Add {model_type!r} to {gate.variable or 'the allow-list'}.",
             repair=AddGateEntry(gate.path, model_type=model_type) if gate.refusal is None else None,
+            fix_refused=gate.refusal or "",
         )
 
 

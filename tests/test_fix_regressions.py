@@ -14,9 +14,9 @@ from functools import cache
 from pathlib import Path
 
 import pytest
+from planning import plan_edits
 
 from eagle3lint.engine import CheckOptions, run_check
-from eagle3lint.fixer import plan_edits
 
 MODELS = "model_executor/models"
 TAP_LIST = "aux_hidden_state_layers"

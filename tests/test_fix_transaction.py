@@ -15,12 +15,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from planning import plan_edits
 from typer.testing import CliRunner, Result
 
-from eagle3lint import fixer, storage
+from eagle3lint import engine, fixer, storage
 from eagle3lint.cli import app
-from eagle3lint.engine import CheckOptions, run_check
-from eagle3lint.fixer import plan_edits
+from eagle3lint.codemod import plan as planner
+from eagle3lint.codemod.plan import FileEdit
+from eagle3lint.engine import CheckOptions, CheckRun, run_check
+from eagle3lint.targets import Role, Target
 
 REPO = Path(__file__).resolve().parent.parent
 KIMI_CONFIG = REPO / "examples" / "kimi-k2.5" / "config.json"
@@ -138,18 +141,30 @@ def test_a_rename_that_fails_halfway_is_undone(
     assert changed(before, checkout) == set()
 
 
-def test_drafts_and_pooling_models_are_never_made_targets(checkout: Path) -> None:
+def test_drafts_and_pooling_models_are_never_made_targets(
+    checkout: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The same repairs, asked for by a target whose role is pooling (a reward model's forward
-    would return a tuple its pooler cannot take), are not planned."""
+    would return a tuple its pooler cannot take), are not planned, and no `[*]` says they are."""
     options = CheckOptions(paths=[checkout / KIMI_FILE], hf_config=KIMI_CONFIG)
-    report = run_check(options).report
-    [kimi] = [t for t in report.targets if t.arch == KIMI]
-    assert {e.path.name for e in plan_edits(report)[0] if e.changed} == {
+    assert {e.path.name for e in run_check(options).plan.changed} == {
         Path(name).name for name in CHAIN
     }
-    for role in ("pooling", "draft"):
-        kimi.role = role
-        assert [e for e in plan_edits(report)[0] if e.changed] == []
+    built = engine._targets
+    for role in (Role.POOLING, Role.DRAFT):
+
+        def with_role(*args: Any, role: Role = role, **kwargs: Any) -> list[Target]:
+            targets = built(*args, **kwargs)
+            for target in targets:
+                if target.arch == KIMI:
+                    target.role = role
+            return targets
+
+        monkeypatch.setattr(engine, "_targets", with_role)
+        run = run_check(options)
+        assert run.plan.changed == []
+        [kimi] = [t for t in run.report.targets if t.arch == KIMI]
+        assert not any(f.fixable for f in kimi.findings)
 
 
 def test_a_stale_lock_is_taken_over_with_a_message(checkout: Path) -> None:
@@ -281,21 +296,23 @@ def test_a_later_pass_that_cannot_write_restores_what_earlier_passes_wrote(
     """`fix` runs passes (fixing a base can make a subclass fixable): the run is still one
     transaction, so a second pass that cannot write takes the first pass's files back."""
     before = snapshot(era_copy)
-    real_plan, real_write = fixer.plan_edits, fixer.write_edits
-    plans: list[list[fixer.FileEdit]] = []
-    writes: list[list[fixer.FileEdit]] = []
+    real_check, real_write = fixer.run_check, fixer.write_edits
+    checks: list[CheckRun] = []
+    writes: list[list[FileEdit]] = []
 
-    def one_file_first(*args: Any, **kwargs: Any) -> tuple[list[fixer.FileEdit], list[str]]:
-        edits, skipped = real_plan(*args, **kwargs)
-        plans.append(edits)
-        # The first pass writes one file only, as when the rest waits on a base's repair.
-        return ([e for e in edits if e.changed][:1] if len(plans) == 1 else edits), skipped
+    def one_file_first(options: CheckOptions) -> CheckRun:
+        run = real_check(options)
+        checks.append(run)
+        if len(checks) == 1:
+            # The first pass writes one file only, as when the rest waits on a base's repair.
+            run.plan.edits = run.plan.changed[:1]
+        return run
 
-    def second_fails(edits: list[fixer.FileEdit], tag: str | None = None) -> str | None:
+    def second_fails(edits: list[FileEdit], tag: str | None = None) -> str | None:
         writes.append(edits)
         return "cannot replace (simulated)" if len(writes) == 2 else real_write(edits, tag)
 
-    monkeypatch.setattr(fixer, "plan_edits", one_file_first)
+    monkeypatch.setattr(fixer, "run_check", one_file_first)
     monkeypatch.setattr(fixer, "write_edits", second_fails)
     result = fix(".", "--require", "*")
     assert result.exit_code == 2, result.output
@@ -312,14 +329,14 @@ def test_fix_edits_the_bytes_the_check_read(
     """Each file is read once: the plan edits what the check read (and `write_edits` refuses a
     file saved since), however many times refusals make it plan again."""
     run = run_check(CheckOptions(paths=[era_copy], require=["*"]))
-    edits = [e for e in plan_edits(run.report)[0] if e.changed]
+    edits = run.plan.changed
     assert edits
 
     def no_second_read(path: Path) -> bytes:
         raise AssertionError(f"{path} read again")
 
-    monkeypatch.setattr(fixer, "read_source_bytes", no_second_read)
-    sources = fixer.SourceCache(run.index.source_bytes)
+    monkeypatch.setattr(planner, "read_source_bytes", no_second_read)
+    sources = planner.SourceCache(run.index.source_bytes)
     again = [e for e in plan_edits(run.report, sources=sources)[0] if e.changed]
     assert [(e.path, e.new) for e in again] == [(e.path, e.new) for e in edits]
 

@@ -18,10 +18,10 @@ import libcst as cst
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from planning import plan_edits
 
 from eagle3lint.engine import CheckOptions, run_check
 from eagle3lint.errors import UsageError
-from eagle3lint.fixer import plan_edits
 from eagle3lint.index.project import _parse_job
 
 TARGETS = {

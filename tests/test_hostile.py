@@ -536,8 +536,9 @@ def test_a_badly_declared_plugin_is_refused_with_a_named_error(
 # -- 4. fix never overwrites a save made while it writes ---------------------------------------
 @pytest.fixture
 def planned_edit(tmp_path: Path) -> Any:
+    from planning import plan_edits
+
     from eagle3lint.engine import CheckOptions, run_check
-    from eagle3lint.fixer import plan_edits
 
     vllm = write_vllm_tree(tmp_path / "checkout")
     report = run_check(CheckOptions(paths=[vllm], use_cache=False, jobs=1, require=["*"])).report

@@ -50,6 +50,8 @@ class Located:
             lines.append(f"({note})")
         if finding.hint:
             lines.append(f"Hint: {finding.hint}")
+        if finding.fix_refused:
+            lines.append(f"Not fixable by eagle3lint fix: {finding.fix_refused}")
         return lines
 
 

@@ -63,6 +63,9 @@ def to_sarif(report: Report) -> dict[str, object]:
         text = "\n".join(map(sarif_text, group.lines(report)))
         result = _result(finding.code, index, LEVEL[finding.severity], text, location)
         result["partialFingerprints"] = {VERSION: fingerprint(finding)}
+        result["properties"] = {"fixable": finding.fixable}
+        if finding.fix_refused:
+            result["properties"] = {"fixable": False, "fixRefused": sarif_text(finding.fix_refused)}
         results.append(result)
     for error in report.errors:
         result = _result(

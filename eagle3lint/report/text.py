@@ -118,6 +118,8 @@ def _finding(group: Located, affects: str, console: Console, full: bool) -> None
         console.print(Text(f"  {printable(affects)}", style="dim"))
     if finding.hint:
         console.print(Text(f"  hint: {printable(finding.hint)}", style="dim"))
+    if finding.fix_refused:
+        console.print(Text(f"  not fixable: {printable(finding.fix_refused)}", style="dim"))
     console.print()
 
 
@@ -184,6 +186,15 @@ def _summary(report: Report, groups: list[Located], shown: list[Located], consol
         if fixable_count:
             console.print(
                 Text.assemble(("[*]", "cyan"), f" {fixable_count} fixable with `eagle3lint fix`.")
+            )
+        refused = sum(bool(g.finding.fix_refused) for g in shown)
+        if refused:
+            console.print(
+                Text(
+                    f"{refused} of a kind fix repairs cannot be repaired here "
+                    "(`--output-format full` says why).",
+                    style="dim",
+                )
             )
     hidden = sum(g.finding.severity is Severity.INFO for g in groups) - severities[Severity.INFO]
     unclaimed = sum(not t.claims_eagle3 and not t.required for t in targets)

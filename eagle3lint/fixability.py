@@ -1,0 +1,57 @@
+"""`[*]` as a promise: a finding is fixable only when the repair plan of its target, computed
+during the check by the planner `fix` uses (`codemod.plan`), succeeds for every file it needs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+from pathlib import Path
+
+from eagle3lint.codemod.plan import Chain, Plan, SourceCache, plan
+from eagle3lint.findings import Finding
+from eagle3lint.index.project import ProjectIndex
+from eagle3lint.sources.discovery import Workspace
+
+
+def interfaces_folder(workspace: Workspace) -> Path | None:
+    """The folder of the tree's `interfaces.py`: files there import from it relatively."""
+    if workspace.vllm_dir is None:
+        return None
+    return workspace.vllm_dir / "model_executor" / "models"
+
+
+def cached_release(workspace: Workspace, vllm_version: str | None) -> Path | None:
+    """The release folder when the tree is a cached copy (`--vllm X`), which fix never edits."""
+    if vllm_version is None or workspace.vllm_dir is None:
+        return None
+    return workspace.vllm_dir.resolve()
+
+
+def plan_for_check(
+    chains: Sequence[Chain],
+    workspace: Workspace,
+    index: ProjectIndex,
+    vllm_version: str | None,
+    excluded: Callable[[str], bool] | None,
+) -> Plan:
+    """The plan `fix` would write for these targets. A cached release alone is planned as its
+    copy would be (what `fix --diff` shows); out-of-tree files checked against one may not
+    have their repairs reach into it."""
+    cached = cached_release(workspace, vllm_version)
+    return plan(
+        chains,
+        interfaces_folder(workspace),
+        read_only=cached if workspace.files else None,
+        excluded=excluded,
+        sources=SourceCache(index.source_bytes, index.cache),
+    )
+
+
+def marked(findings: list[Finding], reasons: list[str] | None) -> list[Finding]:
+    """`findings` with their repairs dropped, and the plan's reasons given instead, when the
+    plan of their target failed (`reasons`); as they are otherwise."""
+    if not reasons:
+        return findings
+    why = "; ".join(reasons)
+    return [replace(f, repair=None, fix_refused=why) if f.repair else f for f in findings]
