@@ -34,6 +34,7 @@ from eagle3lint.sources.files import (
 from eagle3lint.sources.walk import Excluder
 from eagle3lint.suppressions import apply_suppressions
 from eagle3lint.targets import (
+    MODELS_PACKAGE,
     REGISTRY,
     RegistryEntry,
     Role,
@@ -134,6 +135,8 @@ def _index_for(
     cache = SummaryCache(default_cache_dir()) if options.use_cache else None
     index = ProjectIndex(roots, cache=cache, jobs=options.jobs, ahead=ahead)
     index.on_load = options.on_file
+    if workspace.extra_roots:
+        index.relative_home = MODELS_PACKAGE
     return index
 
 
@@ -259,9 +262,9 @@ def _checked(
         if not asked_about and not target.claims_eagle3:
             findings = unclaimed_findings(target, findings)
         elif target.role is Role.TARGET:
-            findings = marked(findings, fix_plan.refused.get(label(target)))
+            findings = marked(findings, fix_plan.applied, fix_plan.refused.get(label(target)))
         else:
-            findings = marked(findings, [f"fix never makes a {target.role} model a target"])
+            findings = marked(findings, set(), [f"fix never makes a {target.role} model a target"])
         if baseline is not None:
             accepted = [f for f in findings if baseline.holds(target.arch, f)]
             baselined.update(location_key(f) for f in accepted)

@@ -9,7 +9,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from eagle3lint.codemod.plan import Chain, Plan, SourceCache, plan
-from eagle3lint.findings import Finding
+from eagle3lint.findings import Finding, Repair
 from eagle3lint.index.project import ProjectIndex
 from eagle3lint.sources.discovery import Workspace
 
@@ -48,10 +48,14 @@ def plan_for_check(
     )
 
 
-def marked(findings: list[Finding], reasons: list[str] | None) -> list[Finding]:
-    """`findings` with their repairs dropped, and the plan's reasons given instead, when the
-    plan of their target failed (`reasons`); as they are otherwise."""
-    if not reasons:
-        return findings
-    why = "; ".join(reasons)
-    return [replace(f, repair=None, fix_refused=why) if f.repair else f for f in findings]
+def marked(
+    findings: list[Finding], applied: set[Repair], reasons: list[str] | None
+) -> list[Finding]:
+    """`findings` with the repairs the plan does not make dropped, and the reasons of their
+    target's refusal given instead. A repair another target's plan makes stays: fix applies
+    it whatever this target's fate."""
+    why = "; ".join(reasons or ()) or "not in the repair plan"
+    return [
+        replace(f, repair=None, fix_refused=why) if f.repair and f.repair not in applied else f
+        for f in findings
+    ]

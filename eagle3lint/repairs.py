@@ -72,6 +72,8 @@ class AddForwardTaps(Repair):
 
     cls: str
     stream: bool = False
+    inherited_init: bool = False
+    """`cls` has no `__init__` of its own and a base's sets the aux layers already (MiMo)."""
     kind: ClassVar[str] = "add-forward-taps"
 
 

@@ -17,7 +17,7 @@ from eagle3lint.contract.reader import PP_RELAY_FLAG
 from eagle3lint.index.model import DictLiteral, ForwardSummary, InitAssign, MethodSummary
 from eagle3lint.index.project import ClassRef, ExternalRef, ProjectIndex
 from eagle3lint.shapes.model import LayerConvention
-from eagle3lint.shapes.names import DECODER_ATTR, LANGUAGE_MODEL_ATTR
+from eagle3lint.shapes.names import AUX_LAYERS_ATTR, DECODER_ATTR, LANGUAGE_MODEL_ATTR
 from eagle3lint.shapes.plan import TapPlan, plan_tap
 
 MODELS_PACKAGE = "vllm.model_executor.models"
@@ -336,7 +336,9 @@ class Target:
         found = self.modules()
         for module in list(found):
             summary = self.index.summary(module)
-            for ref in summary.imports.values() if summary else ():
+            for local in summary.imports if summary else ():
+                ref = self.index.imported(summary, local)
+                assert ref is not None
                 found.add(ref.module)
                 if ref.name:
                     found.add(f"{ref.module}.{ref.name}")
@@ -508,5 +510,14 @@ def decoder_tap_plan(
         loop_helper=forward.loop_helper,
         ends_with_return_name=forward.ends_with_return_name,
         mixin=mixin,
-        has_init="__init__" in where.cls.methods,
+        has_init="__init__" in where.cls.methods or _inherits_aux_layers(index, where),
+    )
+
+
+def _inherits_aux_layers(index: ProjectIndex, where: ClassRef) -> bool:
+    """Whether a base of `where` initialises `self.aux_hidden_state_layers` (MiMo's decoder
+    keeps Qwen2's `__init__`): the tap then needs no `__init__` of its own."""
+    return any(
+        isinstance(base, ClassRef) and AUX_LAYERS_ATTR in base.cls.init_assigns
+        for base in index.mro(where)[1:]
     )

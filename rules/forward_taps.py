@@ -566,12 +566,14 @@ class StreamForCausalLM(nn.Module, SupportsEagle3):
             plan = owner.tap_plan(inner, where, forward, mixin=bool(ctx.contract.mixin))
             # Where the release has EagleModelMixin, a new tap uses it (the protocol defaults
             # then work without overrides); older releases get the explicit tap of llama.py.
-            tap: type[AddMixinTaps | AddForwardTaps] = (
-                AddMixinTaps if ctx.contract.mixin else AddForwardTaps
-            )
-            repair = None
-            if plan.refusal is None:
-                repair = tap(path, cls=where.name, stream=plan.stream)
+            repair: AddMixinTaps | AddForwardTaps | None = None
+            if plan.refusal is None and ctx.contract.mixin:
+                repair = AddMixinTaps(path, cls=where.name, stream=plan.stream)
+            elif plan.refusal is None:
+                inherited = "__init__" not in where.cls.methods
+                repair = AddForwardTaps(
+                    path, cls=where.name, stream=plan.stream, inherited_init=inherited
+                )
             yield self.report(
                 "EAG301",
                 f"{where.name}.forward never collects aux hidden states in its layer loop: with "

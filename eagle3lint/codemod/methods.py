@@ -7,6 +7,7 @@ from collections.abc import Callable
 import libcst as cst
 import libcst.matchers as m
 
+from eagle3lint.index.extract import is_stub_body
 from eagle3lint.shapes.names import LANGUAGE_MODEL_ATTR, SETTER
 
 from ._layout import BLANK_LINE, parse_statement
@@ -196,6 +197,16 @@ def _insert_pair(
     """
     cls = find_class(module, class_name)
     body = class_body(cls)
+    replaced = False
+    for name, code in (setter, getter):
+        at = method_index(body, name)
+        stub = body[at] if at is not None else None
+        if isinstance(stub, cst.FunctionDef) and is_stub_body(stub.body):
+            # A stub (`raise NotImplementedError`, `...`) does nothing the new method would
+            # lose: it takes the stub's place.
+            method = parse_statement(module, code.lstrip("\n"))
+            body[at] = method.with_changes(leading_lines=stub.leading_lines)
+            replaced = True
     setter_index = method_index(body, setter[0])
     getter_index = method_index(body, getter[0])
     if setter_index is None and getter_index is None:
@@ -204,6 +215,8 @@ def _insert_pair(
         index, missing = getter_index, [setter]
     elif getter_index is None:
         index, missing = setter_index + 1, [getter]
+    elif replaced:
+        return replace(module, cls, with_body(cls, body))
     else:
         return module
     methods = [

@@ -54,6 +54,12 @@ class Plan:
     """Architecture → the planner's reasons (one per cause), for each target not repaired."""
 
     @property
+    def applied(self) -> set[Repair]:
+        """Every repair the edits make (a refused target's too, where another target's
+        repair is the same one)."""
+        return {r for e in self.edits if e.new is not None for r in e.applied}
+
+    @property
     def changed(self) -> list[FileEdit]:
         return [e for e in self.edits if e.changed]
 
@@ -134,10 +140,16 @@ def rewrite(
     module = parsed
     for repair in repairs:
         try:
-            module = apply_repair(module, repair, relative)
+            changed = apply_repair(module, repair, relative)
         except CodemodRefused as exc:
             edit.refused.append((repair, exc.reason))
             continue
+        if changed is module:
+            # The check found the change missing and the codemod finds it made: they read this
+            # code differently, so writing nothing would leave a `[*]` finding in place.
+            edit.refused.append((repair, f"the {repair.kind} codemod finds it done already"))
+            continue
+        module = changed
         edit.applied.append(repair)
     try:
         text = original.decode(module.encoding)

@@ -57,7 +57,7 @@ def _delegating_methods(m: cst.Module, r: AddDelegatingMethods, _: bool) -> cst.
 
 
 def _forward_taps(m: cst.Module, r: AddForwardTaps, _: bool) -> cst.Module:
-    return add_forward_taps(m, r.cls, stream=r.stream)
+    return add_forward_taps(m, r.cls, stream=r.stream, inherited_init=r.inherited_init)
 
 
 def _mixin_taps(m: cst.Module, r: AddMixinTaps, relative: bool) -> cst.Module:

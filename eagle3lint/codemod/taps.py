@@ -58,10 +58,13 @@ class _LayerLoop:
     residual: str
 
 
-def add_forward_taps(module: cst.Module, model_class: str, *, stream: bool = False) -> cst.Module:
+def add_forward_taps(
+    module: cst.Module, model_class: str, *, stream: bool = False, inherited_init: bool = False
+) -> cst.Module:
     """Add stub-style EAGLE-3 taps to the decoder model `model_class` (e.g. `DeepseekV2Model`).
 
-    `__init__` gains `self.aux_hidden_state_layers = tuple[int, ...]()` at its end. In `forward`,
+    `__init__` gains `self.aux_hidden_state_layers = tuple[int, ...]()` at its end; a class
+    without one of its own is tapped only when `inherited_init` says a base's sets it. In `forward`,
     `aux_hidden_states = []` goes before the layer loop, and right before the layer call (after
     any statement of the loop body that prepares its input) `if idx in
     self.aux_hidden_state_layers: aux_hidden_states.append(...)` records the stream entering
@@ -84,8 +87,8 @@ def add_forward_taps(module: cst.Module, model_class: str, *, stream: bool = Fal
     if _already_taps(forward):
         return module
     init = find_method(cls, "__init__")
-    loop = _layer_loop(module, cls, forward, mixin=False, has_init=init is not None, stream=stream)
-    assert init is not None  # loop_refusal refuses a decoder without one
+    has_init = init is not None or inherited_init
+    loop = _layer_loop(module, cls, forward, mixin=False, has_init=has_init, stream=stream)
     hidden, residual = loop.call.hidden, loop.residual
     layer_input = (
         hidden
@@ -114,7 +117,7 @@ def add_forward_taps(module: cst.Module, model_class: str, *, stream: bool = Fal
     new_forward = _tapped_forward(
         module, forward, loop, tapped_loop, parse_statement(module, f"{AUX_LIST} = []")
     )
-    new_init = _with_aux_layers_attribute(module, init)
+    new_init = init and _with_aux_layers_attribute(module, init)
     new_cls = with_body(
         cls,
         [new_forward if s is forward else new_init if s is init else s for s in cls.body.body],
@@ -196,7 +199,20 @@ def _model_parts(module: cst.Module, model_class: str) -> tuple[cst.ClassDef, cs
 
 
 def _already_taps(forward: cst.FunctionDef) -> bool:
-    return bool(m.findall(forward, m.Name(AUX_LIST) | m.Name(TAP_HELPER) | m.Name(AUX_LAYERS_ATTR)))
+    """Whether a loop of `forward` taps already (the codemods are idempotent). A forward that
+    uses a name the tap adds only outside its loops (an `aux_hidden_states = []` of its own,
+    an assert on the aux layers) does something with it the codemod cannot see: refused."""
+    names = (AUX_LIST, TAP_HELPER, AUX_LAYERS_ATTR)
+    tap = m.Name(AUX_LIST) | m.Name(TAP_HELPER)
+    if any(m.findall(loop.body, tap) for loop in m.findall(forward, m.For())):
+        return True
+    used = [n for n in names if m.findall(forward, m.Name(n))]
+    if used:
+        raise CodemodRefused(
+            f"forward already uses {', '.join(f'`{n}`' for n in used)} without tapping its "
+            "layer loop; a tap would clash with that code"
+        )
+    return False
 
 
 def _layer_loop(

@@ -218,7 +218,8 @@ class _FileBuilder:
                 local = name
                 if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
                     local = alias.asname.name.value
-                refs.append((local, ImportRef(base, name)))
+                written = "." * level + (target or "") if level else ""
+                refs.append((local, ImportRef(base, name, written)))
         for local, ref in refs:
             if platform is None:
                 if not self._imports_only or local not in self.summary.imports:
@@ -499,7 +500,8 @@ def _body_without_docstring(body: cst.BaseSuite) -> list[cst.BaseStatement]:
     return statements
 
 
-def _is_stub(body: cst.BaseSuite) -> bool:
+def is_stub_body(body: cst.BaseSuite) -> bool:
+    """Whether a body does nothing: `...`, `pass`, `raise NotImplementedError`, a docstring."""
     for stmt in _body_without_docstring(body):
         if not isinstance(stmt, cst.SimpleStatementLine):
             return False
@@ -518,7 +520,7 @@ def _is_stub(body: cst.BaseSuite) -> bool:
 
 def _method(node: cst.FunctionDef, line: int, column: int) -> MethodSummary:
     method = MethodSummary(
-        name=node.name.value, line=line, column=column, is_stub=_is_stub(node.body)
+        name=node.name.value, line=line, column=column, is_stub=is_stub_body(node.body)
     )
     own = _body_without_docstring(node.body)
     if len(own) == 1 and isinstance(own[0], cst.SimpleStatementLine):

@@ -31,6 +31,9 @@ class ImportRef:
 
     module: str
     name: str | None = None
+    written: str = ""
+    """For a relative import, the module as written (`.interfaces`, `..`): an out-of-tree copy
+    of a model file resolves it in its tree's models package (`ProjectIndex.relative_home`)."""
 
 
 @dataclass(slots=True)

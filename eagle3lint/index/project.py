@@ -23,8 +23,9 @@ from eagle3lint.index.model import (
     FactorySummary,
     FileSummary,
     ForwardSummary,
+    ImportRef,
 )
-from eagle3lint.index.modules import module_name_for
+from eagle3lint.index.modules import module_name_for, resolve_relative
 from eagle3lint.shapes.names import DECODER_ATTR, LANGUAGE_MODEL_ATTR
 from eagle3lint.signals import worker_pool
 from eagle3lint.sources.files import (
@@ -253,6 +254,10 @@ class ProjectIndex:
         """Facts derived from the summaries once per run (such as the registry's entries)."""
         self.on_load: Callable[[], None] | None = None
         """Called once per file summarised, parsed or from the cache (a progress hook)."""
+        self.relative_home: str | None = None
+        """The package a relative import resolves in when nothing beside the importing file
+        provides it: an out-of-tree model file copied from vLLM (`from .interfaces import
+        SupportsEagle3`) means its tree's models package."""
         self._workers: ProcessPoolExecutor | None = None
         self._parsing: dict[str, tuple[str, Future[ParseResult]]] = {}
         """Parses started ahead (`ParsesAhead`), by relative path: (cache key, result)."""
@@ -545,7 +550,7 @@ class ProjectIndex:
             if head in summary.classes and not rest:
                 yield summary.module, head
                 continue
-            ref = summary.imports.get(head)
+            ref = self.imported(summary, head)
             if ref is None:
                 lazy = summary.lazy_exports.get(head)
                 if lazy:
@@ -567,6 +572,21 @@ class ProjectIndex:
         return [s for s in self._by_module.values() if s is not None]
 
     # -- names ----------------------------------------------------------------------------
+    def imported(self, summary: FileSummary, local: str) -> ImportRef | None:
+        """Where the local name `local` of `summary` is imported from (None: not imported)."""
+        ref = summary.imports.get(local)
+        if ref is None or not ref.written or self.relative_home is None:
+            return ref
+        beside = ref.name and self.source_file(f"{ref.module}.{ref.name}")
+        if beside or self.source_file(ref.module):
+            return ref
+        target = ref.written.lstrip(".") or None
+        level = len(ref.written) - len(target or "")
+        home = resolve_relative(f"{self.relative_home}.__init__", False, level, target)
+        # Also without a tree (checked against the newest contract): the name is then the
+        # one vLLM's own files import, which the contract knows.
+        return ImportRef(home, ref.name, ref.written)
+
     def resolve(self, module: str, name: str, _depth: int = 0) -> Resolved:
         """What `name` means at the top level of `module` (following imports and aliases)."""
         if _depth > 20:
@@ -583,7 +603,7 @@ class ProjectIndex:
             return found if found is not None else ExternalRef(f"{module}.{name}")
         if name in summary.aliases and summary.aliases[name] != name:
             return self._base(module, summary.aliases[name], _depth + 1)
-        ref = summary.imports.get(name)
+        ref = self.imported(summary, name)
         if ref is None and name in summary.lazy_exports:
             return self.resolve(summary.lazy_exports[name], name, _depth + 1)
         if ref is None:
@@ -691,7 +711,7 @@ class ProjectIndex:
             return None
         if head in summary.factories:
             return summary, summary.factories[head]
-        ref = summary.imports.get(head)
+        ref = self.imported(summary, head)
         if ref is not None and ref.name:
             return self._resolve_factory(ref.module, ref.name, depth + 1)
         return None
