@@ -511,8 +511,9 @@ def matrix(
         )
 
         options = args.check_options(progress=False)
-        # A matrix shows full verdicts: every architecture as asked, claimed or not.
+        # A matrix shows full verdicts: every architecture as asked, claimed or not; no repairs.
         options.require = ["*"]
+        options.plan_fixes = False
         columns = columns_of(list(paths or []), list(vllm or []))
         command = command_line(paths, vllm, options, output_format, output)
         table = build(columns, options, check_json, sys.stderr.isatty(), command)

@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Any
 
 from eagle3lint.baseline import Baseline
-from eagle3lint.codemod.plan import Chain, Plan
 from eagle3lint.codes import NOT_A_TARGET, ROLES
 from eagle3lint.contract.known import newest_contract
 from eagle3lint.contract.model import Contract
@@ -19,6 +18,7 @@ from eagle3lint.findings import Finding, InputError, Severity
 from eagle3lint.fixability import marked, plan_for_check
 from eagle3lint.index.cache import SummaryCache, default_cache_dir
 from eagle3lint.index.project import ParsesAhead, ProjectIndex
+from eagle3lint.plans import Chain, Plan
 from eagle3lint.report.locations import location_key
 from eagle3lint.report.model import Report, TargetResult
 from eagle3lint.rule import Rule, RuleContext, finding_problem, load_plugins, selected
@@ -73,6 +73,9 @@ class CheckOptions:
     """Called once per file analysed (the terminal's progress line)."""
     pairing: Any = None
     """The draft `eagle3lint pair` checks against the target (see `RuleContext.pairing`)."""
+    plan_fixes: bool = True
+    """Plan the repairs (what `[*]` promises). Off for reports that show verdicts alone (the
+    matrix): their findings are then none fixable, which costs nothing to compute."""
 
 
 @dataclass
@@ -235,17 +238,19 @@ def _checked(
     required = [asked.about(t) for t in targets]
     # Fix repairs the targets whose findings are shown with their repairs: the ones asked
     # about or claiming EAGLE-3 support (the others become one info note).
-    fix_plan = plan_for_check(
-        [
-            Chain(label(t), findings)
-            for t, findings, asked_about in zip(targets, per_target, required, strict=True)
-            if t.role is Role.TARGET and (asked_about or t.claims_eagle3)
-        ],
-        workspace,
-        index,
-        options.vllm_version,
-        excluder.excludes if excluder else None,
-    )
+    fix_plan = Plan()
+    if options.plan_fixes:
+        fix_plan = plan_for_check(
+            [
+                Chain(label(t), findings)
+                for t, findings, asked_about in zip(targets, per_target, required, strict=True)
+                if t.role is Role.TARGET and (asked_about or t.claims_eagle3)
+            ],
+            workspace,
+            index,
+            options.vllm_version,
+            excluder.excludes if excluder else None,
+        )
     baseline = None
     if options.baseline:
         baseline = Baseline.load(options.baseline)

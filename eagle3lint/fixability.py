@@ -8,9 +8,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from eagle3lint.codemod.plan import Chain, Plan, SourceCache, plan
 from eagle3lint.findings import Finding, Repair
 from eagle3lint.index.project import ProjectIndex
+from eagle3lint.plans import Chain, Plan
 from eagle3lint.sources.discovery import Workspace
 
 
@@ -38,6 +38,10 @@ def plan_for_check(
     """The plan `fix` would write for these targets. A cached release alone is planned as its
     copy would be (what `fix --diff` shows); out-of-tree files checked against one may not
     have their repairs reach into it."""
+    # Imported here: a check replayed from the run cache, or a rule loading the engine, plans
+    # nothing and need not load libcst and the codemods.
+    from eagle3lint.codemod.plan import SourceCache, plan
+
     cached = cached_release(workspace, vllm_version)
     return plan(
         chains,

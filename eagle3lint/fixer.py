@@ -16,9 +16,9 @@ from pathlib import Path
 from typing import BinaryIO
 
 from eagle3lint import journal, signals, storage
-from eagle3lint.codemod.plan import FileEdit
 from eagle3lint.engine import CheckOptions, CheckRun, run_check
 from eagle3lint.findings import Finding, Severity
+from eagle3lint.plans import FileEdit
 from eagle3lint.report.escape import printable
 from eagle3lint.sources.discovery import UsageError, Workspace
 from eagle3lint.sources.files import MAX_FILE_BYTES

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from eagle3lint.codemod.plan import Chain, FileEdit, SourceCache, plan
+from eagle3lint.codemod.plan import SourceCache, plan
+from eagle3lint.plans import Chain, FileEdit
 from eagle3lint.report.model import Report
 
 

@@ -21,8 +21,8 @@ from typer.testing import CliRunner, Result
 from eagle3lint import engine, fixer, storage
 from eagle3lint.cli import app
 from eagle3lint.codemod import plan as planner
-from eagle3lint.codemod.plan import FileEdit
 from eagle3lint.engine import CheckOptions, CheckRun, run_check
+from eagle3lint.plans import FileEdit
 from eagle3lint.targets import Role, Target
 
 REPO = Path(__file__).resolve().parent.parent

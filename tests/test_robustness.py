@@ -27,10 +27,10 @@ from vllm_tree import ARCH, LLAMA, MODEL_FILE, write_vllm_tree
 from eagle3lint import engine
 from eagle3lint.cli import app
 from eagle3lint.codemod import registry
-from eagle3lint.codemod.plan import FileEdit
 from eagle3lint.engine import CheckOptions, run_check
 from eagle3lint.findings import Finding, Severity
 from eagle3lint.fixer import write_edits
+from eagle3lint.plans import FileEdit
 from eagle3lint.rule import Code, Rule, RuleContext, load_rules
 from eagle3lint.sources.files import (
     MAX_FILE_BYTES,
