@@ -44,7 +44,8 @@ def test_an_unclaimed_target_gets_one_info_finding_and_stays_not_ready() -> None
     assert severities(quiet) == {"EAG102": "info"}
     [note] = [f for f in quiet["findings"] if f["code"] == "EAG102"]
     assert "not EAGLE-3 capable" in note["message"]
-    assert f"eagle3lint fix --arch {UNCLAIMED}" in note["message"]
+    # Not planned (fix repairs no target nobody asked about): the note promises no repair.
+    assert f"eagle3lint check --arch {UNCLAIMED}` says whether `fix`" in note["message"]
     assert not note["fixable"]
     # The verdicts stay the plain truth: only severities follow intent.
     assert (quiet["eagle3_ready"], quiet["implements_eagle3"]) == (False, False)
