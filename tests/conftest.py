@@ -1,4 +1,5 @@
-"""Shared fixtures: real vLLM releases, fetched once through eagle3lint's own `--vllm` path."""
+"""Shared fixtures: real vLLM releases, fetched once through eagle3lint's own `--vllm` path; and
+the tiers (pytest markers, README "Tests"), given to each test by what it uses."""
 
 from __future__ import annotations
 
@@ -15,6 +16,27 @@ from eagle3lint.sources.download import fetch_release
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = REPO / "fixtures"
+
+TIERS = ("release", "runtime", "e2e")
+"""From the lightest need to the heaviest (pyproject registers them); a test untagged by any is
+in the fast tier."""
+RUNTIME_TESTS = REPO / "tests" / "runtime"
+
+
+def pytest_itemcollected(item: pytest.Item) -> None:
+    """Put each test in the heaviest tier it needs, from what it uses, so that no test joins the
+    fast tier by forgetting a marker: a test that reaches a release through the fixtures below
+    is `release`, one under tests/runtime/ (an installed vLLM) is `runtime`; markers written on
+    a test may only raise its tier (e2e)."""
+    needs = {mark.name for mark in item.iter_markers() if mark.name in TIERS}
+    if "vllm_release" in getattr(item, "fixturenames", ()):
+        needs.add("release")
+    if RUNTIME_TESTS in item.path.parents:
+        needs.add("runtime")
+    if needs:
+        tier = max(needs, key=TIERS.index)
+        if not item.get_closest_marker(tier):
+            item.add_marker(tier)
 
 
 @pytest.fixture(scope="session")
@@ -43,6 +65,30 @@ def release_copy(vllm_release: Callable[[str], Path], tmp_path: Path) -> Callabl
         return target
 
     return copy
+
+
+OFFLINE_PROXY = "http://127.0.0.1:9"
+"""The discard port, where nothing listens: a connection through it fails at once."""
+
+
+@pytest.fixture(scope="session")
+def _fresh_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("eagle3lint-cache")
+
+
+@pytest.fixture(autouse=True)
+def _fast_tier_offline(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A fast-tier test runs as on a fresh machine without network, whatever this one holds: an
+    empty eagle3lint cache of its own, and every HTTP(S) connection but the loopback's (the
+    tests' own servers) sent to a closed port. A test that needs a release or the package index
+    without saying so fails here, rather than passing on a machine whose cache has the release."""
+    if any(request.node.get_closest_marker(tier) for tier in TIERS):
+        return
+    monkeypatch.setenv("EAGLE3LINT_CACHE_DIR", str(request.getfixturevalue("_fresh_cache")))
+    for name in ("http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY"):
+        monkeypatch.setenv(name, OFFLINE_PROXY)
+    for name in ("no_proxy", "NO_PROXY"):
+        monkeypatch.setenv(name, "127.0.0.1,localhost,::1")
 
 
 @pytest.fixture(autouse=True)
