@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from platformdirs import user_cache_dir
 
 from eagle3lint.index.cache import default_cache_dir
 from eagle3lint.sources.download import fetch_release
@@ -72,19 +73,21 @@ OFFLINE_PROXY = "http://127.0.0.1:9"
 
 
 @pytest.fixture(scope="session")
-def _fresh_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.mktemp("eagle3lint-cache")
+def _fast_tier_cache() -> Path:
+    """The fast tier's eagle3lint cache: never a release in it (its tests cannot download),
+    kept between runs so that its parse and run caches stay warm."""
+    return Path(user_cache_dir("eagle3lint-tests", appauthor=False))
 
 
 @pytest.fixture(autouse=True)
 def _fast_tier_offline(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A fast-tier test runs as on a fresh machine without network, whatever this one holds: an
-    empty eagle3lint cache of its own, and every HTTP(S) connection but the loopback's (the
+    """A fast-tier test runs as on a machine without releases or network, whatever this one
+    holds: an eagle3lint cache of its own, and every HTTP(S) connection but the loopback's (the
     tests' own servers) sent to a closed port. A test that needs a release or the package index
     without saying so fails here, rather than passing on a machine whose cache has the release."""
     if any(request.node.get_closest_marker(tier) for tier in TIERS):
         return
-    monkeypatch.setenv("EAGLE3LINT_CACHE_DIR", str(request.getfixturevalue("_fresh_cache")))
+    monkeypatch.setenv("EAGLE3LINT_CACHE_DIR", str(request.getfixturevalue("_fast_tier_cache")))
     for name in ("http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY"):
         monkeypatch.setenv(name, OFFLINE_PROXY)
     for name in ("no_proxy", "NO_PROXY"):
