@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from pathlib import Path
 
 import pytest
@@ -72,26 +72,30 @@ OFFLINE_PROXY = "http://127.0.0.1:9"
 """The discard port, where nothing listens: a connection through it fails at once."""
 
 
-@pytest.fixture(scope="session")
-def _fast_tier_cache() -> Path:
-    """The fast tier's eagle3lint cache: never a release in it (its tests cannot download),
-    kept between runs so that its parse and run caches stay warm."""
-    return Path(user_cache_dir("eagle3lint-tests", appauthor=False))
+FAST_TIER_CACHE = Path(user_cache_dir("eagle3lint-tests", appauthor=False))
+"""The fast tier's eagle3lint cache: never a release in it (its tests cannot download), kept
+between runs so that its parse and run caches stay warm."""
 
 
-@pytest.fixture(autouse=True)
-def _fast_tier_offline(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(
+    item: pytest.Item, nextitem: pytest.Item | None
+) -> Generator[None, object, object]:
     """A fast-tier test runs as on a machine without releases or network, whatever this one
-    holds: an eagle3lint cache of its own, and every HTTP(S) connection but the loopback's (the
-    tests' own servers) sent to a closed port. A test that needs a release or the package index
-    without saying so fails here, rather than passing on a machine whose cache has the release."""
-    if any(request.node.get_closest_marker(tier) for tier in TIERS):
-        return
-    monkeypatch.setenv("EAGLE3LINT_CACHE_DIR", str(request.getfixturevalue("_fast_tier_cache")))
-    for name in ("http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY"):
-        monkeypatch.setenv(name, OFFLINE_PROXY)
-    for name in ("no_proxy", "NO_PROXY"):
-        monkeypatch.setenv(name, "127.0.0.1,localhost,::1")
+    holds: with `FAST_TIER_CACHE` as its eagle3lint cache and every HTTP(S) connection but the
+    loopback's (the tests' own servers) sent to a closed port, from the setup of its first
+    fixture (module-wide ones too) to its teardown. A test that needs a release or the package
+    index without saying so fails here, rather than passing on a machine whose cache has the
+    release."""
+    if any(item.get_closest_marker(tier) for tier in TIERS):
+        return (yield)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("EAGLE3LINT_CACHE_DIR", str(FAST_TIER_CACHE))
+        for name in ("http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY"):
+            patch.setenv(name, OFFLINE_PROXY)
+        for name in ("no_proxy", "NO_PROXY"):
+            patch.setenv(name, "127.0.0.1,localhost,::1")
+        return (yield)
 
 
 @pytest.fixture(autouse=True)
