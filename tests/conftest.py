@@ -1,20 +1,43 @@
-"""Shared fixtures: real vLLM releases, fetched once through eagle3lint's own `--vllm` path."""
+"""Shared fixtures: real vLLM releases, fetched once through eagle3lint's own `--vllm` path; and
+the tiers (pytest markers, README "Tests"), given to each test by what it uses."""
 
 from __future__ import annotations
 
 import os
 import shutil
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from pathlib import Path
 
 import pytest
+from platformdirs import user_cache_dir
 
 from eagle3lint.index.cache import default_cache_dir
 from eagle3lint.sources.download import fetch_release
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = REPO / "fixtures"
+
+TIERS = ("release", "runtime", "e2e")
+"""From the lightest need to the heaviest (pyproject registers them); a test untagged by any is
+in the fast tier."""
+RUNTIME_TESTS = REPO / "tests" / "runtime"
+
+
+def pytest_itemcollected(item: pytest.Item) -> None:
+    """Put each test in the heaviest tier it needs, from what it uses, so that no test joins the
+    fast tier by forgetting a marker: a test that reaches a release through the fixtures below
+    is `release`, one under tests/runtime/ (an installed vLLM) is `runtime`; markers written on
+    a test may only raise its tier (e2e)."""
+    needs = {mark.name for mark in item.iter_markers() if mark.name in TIERS}
+    if "vllm_release" in getattr(item, "fixturenames", ()):
+        needs.add("release")
+    if RUNTIME_TESTS in item.path.parents:
+        needs.add("runtime")
+    if needs:
+        tier = max(needs, key=TIERS.index)
+        if not item.get_closest_marker(tier):
+            item.add_marker(tier)
 
 
 @pytest.fixture(scope="session")
@@ -43,6 +66,36 @@ def release_copy(vllm_release: Callable[[str], Path], tmp_path: Path) -> Callabl
         return target
 
     return copy
+
+
+OFFLINE_PROXY = "http://127.0.0.1:9"
+"""The discard port, where nothing listens: a connection through it fails at once."""
+
+
+FAST_TIER_CACHE = Path(user_cache_dir("eagle3lint-tests", appauthor=False))
+"""The fast tier's eagle3lint cache: never a release in it (its tests cannot download), kept
+between runs so that its parse and run caches stay warm."""
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(
+    item: pytest.Item, nextitem: pytest.Item | None
+) -> Generator[None, object, object]:
+    """A fast-tier test runs as on a machine without releases or network, whatever this one
+    holds: with `FAST_TIER_CACHE` as its eagle3lint cache and every HTTP(S) connection but the
+    loopback's (the tests' own servers) sent to a closed port, from the setup of its first
+    fixture (module-wide ones too) to its teardown. A test that needs a release or the package
+    index without saying so fails here, rather than passing on a machine whose cache has the
+    release."""
+    if any(item.get_closest_marker(tier) for tier in TIERS):
+        return (yield)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("EAGLE3LINT_CACHE_DIR", str(FAST_TIER_CACHE))
+        for name in ("http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY"):
+            patch.setenv(name, OFFLINE_PROXY)
+        for name in ("no_proxy", "NO_PROXY"):
+            patch.setenv(name, "127.0.0.1,localhost,::1")
+        return (yield)
 
 
 @pytest.fixture(autouse=True)

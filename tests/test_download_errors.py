@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from typer.testing import CliRunner
 
 from eagle3lint.cli import app
@@ -38,6 +39,7 @@ def test_other_failures_keep_pips_last_line() -> None:
     assert download_failure("0.16.0", "ERROR: disk full\n").endswith("ERROR: disk full")
 
 
+@pytest.mark.release  # asks the real package index
 def test_the_real_index_answers_for_a_missing_version() -> None:
     result = CliRunner().invoke(app, ["check", "--vllm", "9.9.9"])
     assert result.exit_code == 2

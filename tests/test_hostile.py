@@ -1045,6 +1045,7 @@ def test_a_special_file_in_a_draft_checkpoint_is_a_usage_error(
             read_header(special)
 
 
+@pytest.mark.release  # asks the real package index
 def test_listing_releases_for_matrix_runs_no_pip_from_the_working_directory(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

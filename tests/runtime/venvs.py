@@ -3,7 +3,10 @@
 Each venv lives in `<user cache dir>/eagle3lint-runtime/vllm-X.Y.Z`, never in the project's own
 environment, and is reused across runs: a marker file written after a complete install says the
 venv is ready, so an interrupted install is redone rather than trusted. Installs are large
-(~12 GB each with torch) and slow, so they run serially and without pip's download cache.
+(~12 GB each with torch's CUDA libraries), so they go through uv with one shared cache beside the
+venvs and hard links from it (`UV_LINK_MODE=hardlink`): a file two releases share, and a file
+the cache holds, is stored once. Missing releases install in parallel as far as the free disk
+allows (`parallel_installs`).
 
 Run as a script to install ahead of the test run: `python tests/runtime/venvs.py 0.16.0 0.33.0`.
 """
@@ -18,11 +21,14 @@ import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
+import tempfile
+from collections.abc import Iterable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 from platformdirs import user_cache_dir
+from uv import find_uv_bin
 
 # The releases the runtime suite compares against: the seed release, one of the 0.22-0.29 era
 # (platform-selected model modules, as_embedding_model factories, DeepseekV2 tap temporaries)
@@ -33,13 +39,15 @@ RELEASES: tuple[str, ...] = tuple(
 """`EAGLE3LINT_RUNTIME_RELEASES=0.16.0,0.33.0` narrows (or changes) the list for one run."""
 
 # Wheels built against another torch than the one vLLM pins break `import transformers`; vLLM and
-# transformers treat them as optional, so the oracle venvs go without them.
+# transformers treat them as optional, so the oracle venvs go without them (left out of the
+# resolution, never downloaded).
 MISMATCHED_BINARY_PACKAGES: tuple[str, ...] = ("torchvision", "torchaudio", "torchcodec")
 
 # A later transformers than the release was built against can break models the release ships,
-# and vLLM's lower bounds let pip take the newest. transformers 5.15 (2026-08) makes Gemma 4's
-# text config per-layer and refuses the global `head_dim` that vLLM 0.25.0's Gemma 4 layers read,
-# so vLLM 0.25.0 (2026-07-11) cannot build Gemma 4 with it; 5.14 was current at its release.
+# and vLLM's lower bounds let the resolver take the newest. transformers 5.15 (2026-08) makes
+# Gemma 4's text config per-layer and refuses the global `head_dim` that vLLM 0.25.0's Gemma 4
+# layers read, so vLLM 0.25.0 (2026-07-11) cannot build Gemma 4 with it; 5.14 was current at its
+# release.
 CONSTRAINTS: dict[str, tuple[str, ...]] = {"0.25.0": ("transformers<5.15",)}
 """Per release, requirements added to `vllm==X` when its venv is installed (and applied to a
 venv installed before they were added)."""
@@ -56,10 +64,17 @@ MODEL_OVERLAYS: dict[str, dict[str, tuple[str, ...]]] = {
     },
 }
 """Per release, model modules that need newer packages than the release's requirements allow,
-with those packages: installed apart (`pip install --target`, one folder per set of packages)
+with those packages: installed apart (`uv pip install --target`, one folder per set of packages)
 and put first on `sys.path` for those models only."""
 
 READY_MARKER = "eagle3lint-oracle-ready.json"
+
+VENV_BYTES = 13 * 2**30
+"""What one release's install adds to the disk at most (vLLM 0.33.0: 12 GB); less when the uv
+cache already holds some of its files."""
+DISK_RESERVE_BYTES = 10 * 2**30
+"""Free disk left to everything else (release sources, the test suite's temporary trees) while
+venvs install."""
 
 
 def runtime_root() -> Path:
@@ -69,6 +84,13 @@ def runtime_root() -> Path:
     if override:
         return Path(override).expanduser()
     return Path(user_cache_dir("eagle3lint-runtime", appauthor=False))
+
+
+def uv_cache() -> Path:
+    """`UV_CACHE_DIR`, else `uv-cache` beside the venvs: on their file system, as hard links
+    need."""
+    override = os.environ.get("UV_CACHE_DIR")
+    return Path(override).expanduser() if override else runtime_root() / "uv-cache"
 
 
 def venv_dir(version: str) -> Path:
@@ -97,26 +119,38 @@ def _constraints(version: str) -> list[str]:
     return list(CONSTRAINTS.get(version, ()))
 
 
-def _pip(python: Path, args: list[str], env: dict[str, str]) -> None:
-    subprocess.run(
-        [str(python), "-m", "pip", "--disable-pip-version-check", *args], env=env, check=True
+def _uv(args: list[str]) -> None:
+    env = dict(
+        os.environ,
+        UV_CACHE_DIR=str(uv_cache()),
+        UV_LINK_MODE="hardlink",
+        UV_PYTHON_DOWNLOADS="never",  # the venvs use this interpreter, never a downloaded one
+        VLLM_TARGET_DEVICE="cpu",  # should a release resolve to its sdist, build for CPU
     )
+    subprocess.run([find_uv_bin(), *args], env=env, check=True)
 
 
-def _install_env(lift_torch_cap: bool) -> dict[str, str]:
-    env = dict(os.environ, VLLM_TARGET_DEVICE="cpu", PIP_NO_CACHE_DIR="1")
-    if lift_torch_cap:
-        # The machine-wide pip config caps torch; a release pinning another torch needs it off.
-        env["PIP_CONFIG_FILE"] = os.devnull
-    return env
+def _uv_install(python: Path, requirements: Iterable[str], *options: str) -> None:
+    """`uv pip install` into `python`'s environment, never the mismatched binary packages."""
+    with tempfile.NamedTemporaryFile("w", suffix=".txt") as excluded:
+        excluded.write("\n".join(MISMATCHED_BINARY_PACKAGES))
+        excluded.flush()
+        _uv(
+            [
+                "pip",
+                "install",
+                "--python",
+                str(python),
+                "--excludes",
+                excluded.name,
+                *options,
+                *requirements,
+            ]
+        )
 
 
 def install(version: str) -> Path:
-    """Install vLLM `version` into its venv unless already done; return the venv's python.
-
-    First tries with the machine's pip configuration; if the resolver cannot satisfy the
-    release's torch pin under it, retries with the pip configuration ignored for this venv only.
-    """
+    """Install vLLM `version` into its venv unless already done; return the venv's python."""
     python = venv_python(version)
     if is_ready(version):
         return python
@@ -128,9 +162,33 @@ def install(version: str) -> Path:
         record = _marker(version)
         if record is None:
             _install(version, root, python)
-        else:  # installed before today's constraints: apply them in place
-            _finish(version, root, python, bool(record.get("pip_config_ignored")))
+        else:  # installed before today's constraints (by uv or pip): apply them in place
+            _uv_install(python, _requirements(version))
+            _mark(version, root, record)
     return python
+
+
+def parallel_installs(count: int) -> int:
+    """How many of `count` missing venvs may install at once: as many as the free disk holds
+    beside `DISK_RESERVE_BYTES`, at least one."""
+    folder = runtime_root()
+    while not folder.exists():
+        folder = folder.parent
+    room = shutil.disk_usage(folder).free - DISK_RESERVE_BYTES
+    return max(1, min(count, room // VENV_BYTES))
+
+
+def install_all(versions: Iterable[str]) -> dict[str, Path]:
+    """Install every release of `versions` not yet ready, in parallel where the disk allows;
+    their pythons by release. Raises the first failure once every install has ended."""
+    versions = list(dict.fromkeys(versions))
+    missing = [version for version in versions if not is_ready(version)]
+    workers = parallel_installs(len(missing)) if missing else 1
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        installs = {version: pool.submit(install, version) for version in missing}
+    pythons = {version: venv_python(version) for version in versions}
+    pythons.update({version: future.result() for version, future in installs.items()})
+    return pythons
 
 
 def overlay(version: str, module: str) -> Path | None:
@@ -145,8 +203,7 @@ def overlay(version: str, module: str) -> Path | None:
     with _locked(venv_dir(version).parent / f".vllm-{version}.lock"):
         if not (folder / READY_MARKER).is_file():
             shutil.rmtree(folder, ignore_errors=True)
-            args = ["install", "--no-cache-dir", "--no-deps", "--target", str(folder)]
-            _pip(python, [*args, *requirements], _install_env(False))
+            _uv_install(python, requirements, "--no-deps", "--target", str(folder))
             (folder / READY_MARKER).write_text(json.dumps(list(requirements)))
     return folder
 
@@ -165,32 +222,25 @@ def _locked(path: Path) -> Iterator[None]:
 def _install(version: str, root: Path, python: Path) -> None:
     if root.exists():
         shutil.rmtree(root)  # a half-finished install from an interrupted run
-    subprocess.run([sys.executable, "-m", "venv", str(root)], check=True)
-    requirements = ["install", "--no-cache-dir", f"vllm=={version}"]
-    lifted = False
-    try:
-        _pip(python, requirements, _install_env(False))
-    except subprocess.CalledProcessError:
-        lifted = True
-        _pip(python, requirements, _install_env(True))
-    _finish(version, root, python, lifted)
+    # Seeded with pip, so that pip-based tools (and pip-era copies of this file) still work in it.
+    _uv(["venv", "--seed", "--python", sys.executable, str(root)])
+    _uv_install(python, _requirements(version))
+    _mark(version, root, {"vllm": version, "installer": "uv"})
 
 
-def _finish(version: str, root: Path, python: Path, lifted: bool) -> None:
-    """Today's constraints on the installed release, the mismatched wheels out, then the
-    marker (also for a venv installed before the constraints were added)."""
-    env = _install_env(lifted)
-    if _constraints(version):
-        _pip(python, ["install", "--no-cache-dir", f"vllm=={version}", *_constraints(version)], env)
-    _pip(python, ["uninstall", "-y", *MISMATCHED_BINARY_PACKAGES], env)
-    record = {"vllm": version, "pip_config_ignored": lifted, "constraints": _constraints(version)}
-    (root / READY_MARKER).write_text(json.dumps(record))
+def _requirements(version: str) -> list[str]:
+    return [f"vllm=={version}", *_constraints(version)]
+
+
+def _mark(version: str, root: Path, record: dict[str, Any]) -> None:
+    """The ready marker: `record` (what installed the venv) with today's constraints."""
+    (root / READY_MARKER).write_text(json.dumps({**record, "constraints": _constraints(version)}))
 
 
 def main(argv: list[str]) -> int:
-    """Install the given releases (default: all of RELEASES), one after another."""
-    for version in argv or RELEASES:
-        print(f"[eagle3lint-runtime] vllm {version}: {install(version)}", flush=True)
+    """Install the given releases (default: all of RELEASES), in parallel where disk allows."""
+    for version, python in install_all(argv or RELEASES).items():
+        print(f"[eagle3lint-runtime] vllm {version}: {python}", flush=True)
     return 0
 
 
