@@ -16,6 +16,7 @@ from eagle3lint.contract.model import Contract
 from eagle3lint.contract.reader import read_contract
 from eagle3lint.findings import Finding, InputError, Severity
 from eagle3lint.index.cache import SummaryCache, default_cache_dir
+from eagle3lint.index.libraries import find_transformers
 from eagle3lint.index.project import ParsesAhead, ProjectIndex
 from eagle3lint.report.locations import location_key
 from eagle3lint.report.model import Report, TargetResult
@@ -128,7 +129,11 @@ def _index_for(
     if workspace.import_root is not None:
         roots.append(workspace.import_root)
     cache = SummaryCache(default_cache_dir()) if options.use_cache else None
-    index = ProjectIndex(roots, cache=cache, jobs=options.jobs, ahead=ahead)
+    transformers, looked = find_transformers(workspace.import_root)
+    libraries = [transformers] if transformers is not None else []
+    index = ProjectIndex(roots, cache=cache, jobs=options.jobs, ahead=ahead, libraries=libraries)
+    for path in looked:
+        index.note_absent(path)
     index.on_load = options.on_file
     return index
 
@@ -233,13 +238,12 @@ def _checked(
     results = []
     reported: list[Target] = []
     for target, findings in zip(targets, per_target, strict=True):
-        ready = (
-            not any(f.severity is Severity.ERROR for f in findings)
-            if target.role is Role.TARGET
-            else None
-        )
+        ready = readiness(findings) if target.role is Role.TARGET else None
+        unverified = [f for f in findings if f.unverified is not None]
         findings = whole_repairs(findings)
         required = asked.about(target)
+        if required:
+            findings = demanded(findings)
         if not required and not target.claims_eagle3:
             findings = unclaimed_findings(target, findings)
         if baseline is not None:
@@ -269,6 +273,7 @@ def _checked(
                 line=target.ref.cls.line,
                 implements_eagle3=target.implements_eagle3,
                 eagle3_ready=ready,
+                unverified=unverified if target.role is Role.TARGET else [],
                 claims_eagle3=target.claims_eagle3,
                 required=required,
                 findings=findings,
@@ -317,6 +322,25 @@ class Intent:
     def about(self, target: Target) -> bool:
         names = {*self.archs, *self.hf_architectures, *self.require}
         return "*" in self.require or bool({target.arch, target.ref.name} & names)
+
+
+def readiness(findings: list[Finding]) -> bool | None:
+    """A target's verdict: False with an error finding; else None when it depends on something
+    only the checkpoint's config decides (`Finding.unverified`); else True."""
+    if any(f.severity is Severity.ERROR for f in findings):
+        return False
+    return None if any(f.unverified is not None for f in findings) else True
+
+
+def demanded(findings: list[Finding]) -> list[Finding]:
+    """A target the user asked about cannot be called ready while something it depends on is
+    unverified: those remarks are shown as warnings (and the run exits 1, `Report.exit_code`)."""
+    return [
+        replace(f, severity=Severity.WARNING)
+        if f.unverified is not None and f.severity is Severity.INFO
+        else f
+        for f in findings
+    ]
 
 
 def whole_repairs(findings: list[Finding]) -> list[Finding]:

@@ -16,7 +16,7 @@ from importlib.metadata import EntryPoint, entry_points
 from typing import Any, ClassVar
 
 from eagle3lint.contract.model import Contract
-from eagle3lint.findings import Finding, Repair, Severity
+from eagle3lint.findings import Finding, Repair, Severity, Unverified
 from eagle3lint.index.project import ClassRef, ProjectIndex
 from eagle3lint.sandbox import DEFAULT_RULE_TIMEOUT, RuleTimeout, plugin_call
 from eagle3lint.targets import Target
@@ -166,6 +166,7 @@ class Rule:
         hint: str = "",
         repair: Repair | None = None,
         severity: Severity | None = None,
+        unverified: Unverified | None = None,
     ) -> Finding:
         spec = self._codes[code]
         return Finding(
@@ -178,6 +179,7 @@ class Rule:
             column=column,
             hint=hint,
             repair=repair,
+            unverified=unverified,
         )
 
 

@@ -7,19 +7,25 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from eagle3lint.api import (
+    BASE_CONFIGS,
+    DECIDE_WITH_CONFIG,
     AddProposerBranch,
     ClassRef,
     Code,
+    ConfigFacts,
     Example,
     Expected,
     Explanation,
+    ExternalRef,
     Finding,
     Rule,
     RuleContext,
     Severity,
     Target,
+    Unverified,
 )
 
+TRANSFORMERS = "transformers"
 CONFIGS_PACKAGE = "vllm.transformers_utils.configs"
 IMAGE_TOKEN_ATTR = re.compile(r"^(image|media|img|vision)\w*(token|placeholder)\w*(id|index)$")
 
@@ -33,47 +39,58 @@ def json_has(config: Mapping[str, Any], dotted: str) -> bool:
     return True
 
 
-def config_classes(target: Target) -> list[ClassRef]:
-    """Config classes (from vLLM's transformers_utils/configs) the model's file imports."""
-    found: dict[str, ClassRef] = {}
+def config_classes(target: Target) -> list[ClassRef | ExternalRef]:
+    """Config classes the model's file imports, from vLLM's transformers_utils/configs or from
+    transformers."""
+    found: dict[str, ClassRef | ExternalRef] = {}
     for local, ref in target.ref.file.imports.items():
-        if not ref.module.startswith(CONFIGS_PACKAGE) or not ref.name:
+        package = ref.module.startswith(CONFIGS_PACKAGE) or ref.module.split(".")[0] == TRANSFORMERS
+        if not package or not ref.name:
             continue
-        resolved = target.imported_class(local)
-        if resolved is not None and resolved.name.endswith("Config"):
-            found[resolved.qualname] = resolved
+        resolved = target.imported(local)
+        if resolved is None:
+            continue
+        name = class_name(resolved)
+        if name.endswith("Config") and name not in BASE_CONFIGS:
+            found[resolved.qualname if isinstance(resolved, ClassRef) else resolved.text] = resolved
     return list(found.values())
+
+
+def class_name(ref: ClassRef | ExternalRef) -> str:
+    return ref.name if isinstance(ref, ClassRef) else ref.text.rsplit(".", 1)[-1]
 
 
 SUB_CONFIG = re.compile(
     r"(Vision|Visual|ViT|Audio|Speech|Encoder|Projector|Text|Thinker)\w*Config$"
 )
-"""Names of the configs of a model's towers, when the tree has no config registry to ask."""
+"""Names of the configs of a model's towers, beside the model's own config."""
+MODEL_SUFFIX = re.compile(r"(ForConditionalGeneration|ForCausalLM|Model|LMHeadModel)$")
 
 
-def model_config(target: Target, contract_configs: frozenset[str]) -> ClassRef | str:
-    """The config class the model's `config` is, among those its file imports: the one the
-    release's config registry maps a model_type to (never a vision or audio sub-config); else
-    why that cannot be decided."""
+def model_config(target: Target, contract_configs: frozenset[str]) -> ClassRef | ExternalRef | str:
+    """The config class the model's `config` is, among those its file imports: the one named
+    after the model, else the one the release's config registry maps a model_type to (a vision
+    or audio tower's config is imported too, and may be a model's config elsewhere: Whisper's);
+    else why that cannot be decided."""
     imported = config_classes(target)
-    if contract_configs:
-        main = [c for c in imported if c.name in contract_configs]
-    else:
-        main = [c for c in imported if not SUB_CONFIG.search(c.name)]
+    # Named after the model (Qwen2AudioForConditionalGeneration: Qwen2AudioConfig), whatever
+    # tower its name mentions.
+    stem = MODEL_SUFFIX.sub("", target.ref.name)
+    main = [c for c in imported if class_name(c) == f"{stem}Config"]
+    main = main or [c for c in imported if class_name(c) in contract_configs]
+    if not contract_configs:
+        # No registry to ask (0.10): vLLM's own configs that are not a tower's.
+        main = main or [
+            c for c in imported if isinstance(c, ClassRef) and not SUB_CONFIG.search(c.name)
+        ]
     if len(main) == 1:
         return main[0]
-    names = ", ".join(c.name for c in imported)
+    names = ", ".join(class_name(c) for c in imported)
+    if not imported:
+        return "its file imports no config class"
     if not main:
         return f"none of the config classes its file imports ({names}) is a model config"
     return f"its file imports several model configs ({names})"
-
-
-def config_attributes(target: Target, ref: ClassRef) -> set[str]:
-    names: set[str] = set()
-    for entry in target.classes_of(ref):
-        names.update(entry.cls.init_assigns)
-        names.update(entry.cls.attrs)
-    return names
 
 
 _PROPOSER_RUNTIME = (
@@ -202,31 +219,37 @@ class MediaVLForConditionalGeneration(nn.Module, SupportsMultiModal):
             f"the EAGLE proposer ({where}) reads target_model.config.{attribute} for "
             f"{name} and raises AttributeError after the weights are loaded"
         )
-        available: set[str] | None = None
-        source = ""
-        undecided = "its config class is not in this tree"
         # A config.json key becomes an attribute of the PretrainedConfig built from it.
         hf_config = ctx.config_for(target)
         if hf_config is not None and json_has(hf_config, attribute):
             return
-        main = model_config(target, ctx.contract.model_configs) if config_classes(target) else None
-        if isinstance(main, ClassRef):
-            available = config_attributes(target, main)
-            if head in available:
+        main = model_config(target, ctx.contract.model_configs)
+        facts = target.config_facts(main) if not isinstance(main, str) else main
+        available: set[str] | None = None
+        source = ""
+        open_by: str | None = None
+        if isinstance(facts, ConfigFacts):
+            if head in facts.declared:
                 return
-            source = main.name
-        elif isinstance(main, str):
-            undecided = main
+            available, source, open_by = set(facts.declared), facts.name, facts.open_by
         if hf_config is not None:
+            # The checkpoint's own config decides what the class leaves open.
             keys = {k for k in hf_config if isinstance(k, str)}
-            available = (available or set()) | keys
+            available, open_by = (available or set()) | keys, None
             config_path = ctx.hf_config_path or "the given config.json"
             source = f"{source} and {config_path}" if source else config_path
+        alternative: list[str] = []
         if available is not None:
             alternative = sorted(a for a in available & model_reads if a != attribute)
             alternative = alternative or sorted(
                 a for a in available if IMAGE_TOKEN_ATTR.match(a) and a != attribute
             )
+        repair = (
+            AddProposerBranch(mapping.path, cls=name, attribute=alternative[0])
+            if alternative and mapping.refusal is None
+            else None
+        )
+        if available is not None and open_by is None:
             hint = (
                 f"The config calls it {alternative[0]}: add a branch for {name} to the proposer."
                 if alternative
@@ -239,14 +262,35 @@ class MediaVLForConditionalGeneration(nn.Module, SupportsMultiModal):
                 cls.line,
                 cls.column,
                 hint=hint,
-                repair=AddProposerBranch(mapping.path, cls=name, attribute=alternative[0])
-                if alternative and mapping.refusal is None
-                else None,
+                repair=repair,
             )
             return
-        if attribute in target.ref.file.config_reads:
+        what = f"target_model.config.{attribute}, read by the EAGLE proposer ({where})"
+        if available is not None:
+            why = f"{source} does not declare {head}, yet may have it: {open_by}"
+            hint = (
+                f"{source} declares {alternative[0]}: `eagle3lint fix` makes the proposer read it."
+                if repair is not None
+                else "Pass --hf-config with the checkpoint's config.json to decide."
+            )
+            yield self.report(
+                "EAG402",
+                f"Cannot verify that {name}'s config has {attribute} ({why}); otherwise "
+                f"{consequence}. Pass --hf-config to check.",
+                path,
+                cls.line,
+                cls.column,
+                hint=hint,
+                repair=repair,
+                unverified=Unverified(what, why, DECIDE_WITH_CONFIG),
+            )
             return
-        if model_reads and mapping.names(name):
+        why = facts if isinstance(facts, str) else "its config class could not be read"
+        if isinstance(main, str):
+            why = main
+        elif isinstance(facts, str):
+            why = f"its config class {class_name(main)} could not be read: {facts}"
+        if model_reads and mapping.names(name) and attribute not in model_reads:
             yield self.report(
                 "EAG403",
                 f"{name} reads {', '.join(sorted(model_reads))} from its config while the "
@@ -254,15 +298,17 @@ class MediaVLForConditionalGeneration(nn.Module, SupportsMultiModal):
                 path,
                 cls.line,
                 cls.column,
+                unverified=Unverified(what, f"the model reads another attribute; {why}"),
             )
             return
         yield self.report(
             "EAG402",
-            f"Cannot verify that {name}'s config has {attribute} ({undecided}); otherwise "
+            f"Cannot verify that {name}'s config has {attribute} ({why}); otherwise "
             f"{consequence}. Pass --hf-config to check.",
             path,
             cls.line,
             cls.column,
+            unverified=Unverified(what, why, DECIDE_WITH_CONFIG),
         )
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from eagle3lint.api import (
+    DECIDE_WITH_MODEL_TYPE,
     AddGateEntry,
     Code,
     Example,
@@ -15,6 +16,7 @@ from eagle3lint.api import (
     RuleContext,
     Severity,
     Target,
+    Unverified,
 )
 
 _EAG501 = Explanation(
@@ -110,6 +112,11 @@ class TargetGate(Rule):
                 path,
                 cls.line,
                 cls.column,
+                unverified=Unverified(
+                    f"the text model_type vLLM tests against the EAGLE-3 allow-list ({where})",
+                    "the model_type is in the checkpoint's config.json, not in the code",
+                    DECIDE_WITH_MODEL_TYPE,
+                ),
             )
             return
         if gate.accepts(model_type):

@@ -544,14 +544,28 @@ def _class_attr(small: cst.BaseSmallStatement, summary: ClassSummary, class_line
         for target in small.targets:
             if isinstance(target.target, cst.Name):
                 summary.attrs[target.target.value] = AttrSummary(
-                    line=class_line, value=dotted(small.value)
+                    line=class_line, value=dotted(small.value), keys=_dict_keys(small.value)
                 )
     elif isinstance(small, cst.AnnAssign) and isinstance(small.target, cst.Name):
         summary.attrs[small.target.value] = AttrSummary(
             line=class_line,
             value=dotted(small.value) if small.value is not None else None,
             has_value=small.value is not None,
+            keys=_dict_keys(small.value) if small.value is not None else None,
         )
+
+
+def _dict_keys(value: cst.BaseExpression) -> list[str] | None:
+    """The keys of a dict literal whose keys are all plain strings; None for anything else."""
+    if not isinstance(value, cst.Dict):
+        return None
+    keys = []
+    for element in value.elements:
+        key = string_value(element.key) if isinstance(element, cst.DictElement) else None
+        if key is None:
+            return None
+        keys.append(key)
+    return keys
 
 
 def _layer_candidates(init: cst.FunctionDef, value: cst.BaseExpression, cls: ClassSummary) -> None:

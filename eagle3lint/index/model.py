@@ -21,7 +21,7 @@ from eagle3lint.shapes.model import LayerConvention, LayerLoop
 
 T = TypeVar("T")
 
-SUMMARY_FORMAT = 8
+SUMMARY_FORMAT = 9
 """Bumped whenever the shape or meaning of a summary changes: old cache entries are then ignored."""
 
 
@@ -63,6 +63,8 @@ class AttrSummary:
     line: int
     value: str | None = None
     has_value: bool = True
+    keys: list[str] | None = None
+    """The string keys of a dict literal value (a config's `attribute_map`); None otherwise."""
 
 
 @dataclass(slots=True)
