@@ -1,0 +1,184 @@
+"""Run the EAGLE proposer's multimodal branch for real (run by a release venv's python, never by
+eagle3lint): the image-token copy of `load_model`, with each target's real config class.
+
+Input (stdin, JSON): {"overlay": {module: file} | null, "proposer": module, "targets": [[arch,
+module, class]]}. With an overlay, each named module is loaded from its file (the fixed copy).
+
+The proposer module's own `if supports_multimodal(target_model):` block runs, compiled from its
+source with the module's globals, minus the statement that fetches the language model (which
+needs a built model): `self` is a stand-in whose `get_model_name` is the proposer's own, the
+target an instance of the real model class (never initialised) holding a config built by the
+config class with its defaults, as `from_pretrained` builds it from a config.json that leaves
+them. The config classes are the ones the model file names as its config: what it passes to
+`get_hf_config(...)` (vLLM checks the config is one) and what it annotates `config` with in the
+class's `__init__`.
+
+Output (stdout): one JSON object per target: {"arch", "status", "configs", "why"}, status
+"ok" (the block ran with every config class), "raised" (with the exception) or "no-config"
+(the model file names no config class).
+"""
+
+from __future__ import annotations
+
+import ast
+import contextlib
+import importlib
+import inspect
+import json
+import sys
+import textwrap
+import types
+from typing import Any
+
+from proof import STUBS, Overlay, _config_annotations, _import_class, _short
+
+MULTIMODAL_CHECK = "supports_multimodal"
+LANGUAGE_MODEL = "get_language_model"
+HF_CONFIG_CALL = "get_hf_config"
+
+
+def _branch(proposer: Any) -> tuple[Any, type]:
+    """The proposer's multimodal block as a function `(self, target_model) -> bool`, and the
+    class whose `load_model` holds it."""
+    for cls in vars(proposer).values():
+        if not isinstance(cls, type) or cls.__module__ != proposer.__name__:
+            continue
+        load = cls.__dict__.get("load_model")
+        if load is None:
+            continue
+        tree = ast.parse(textwrap.dedent(inspect.getsource(load)))
+        for node in ast.walk(tree):
+            if (
+                isinstance(node, ast.If)
+                and isinstance(node.test, ast.Call)
+                and getattr(node.test.func, "id", None) == MULTIMODAL_CHECK
+            ):
+                kept = [s for s in node.body if LANGUAGE_MODEL not in ast.unparse(s)]
+                body = [*kept, ast.Return(ast.Constant(True))]
+                check = ast.If(node.test, body, [])
+                params = [ast.arg("self"), ast.arg("target_model")]
+                args = ast.arguments([], params, None, [], [], None, [])
+                func = ast.FunctionDef(
+                    "multimodal_branch", args, [check, ast.Return(ast.Constant(False))], []
+                )
+                module = ast.fix_missing_locations(ast.Module([func], []))
+                namespace = dict(vars(proposer))
+                exec(compile(module, proposer.__file__, "exec"), namespace)
+                return namespace["multimodal_branch"], cls
+    raise LookupError(f"no `if {MULTIMODAL_CHECK}(...)` block in a load_model of {proposer}")
+
+
+def _config_classes(model_cls: type) -> list[type]:
+    """The config classes the model's code names as what its `config` is (the object the
+    proposer reads): the annotation of what its `__init__` stores in `self.config` (Qwen2.5-Omni's
+    thinker config), else of a `config` there, else what its file passes to `get_hf_config`."""
+    inits = []
+    for klass in model_cls.__mro__:
+        init = klass.__dict__.get("__init__")
+        if init is not None and getattr(init, "__module__", "").startswith("vllm."):
+            with contextlib.suppress(OSError, TypeError):
+                inits.append(ast.parse(textwrap.dedent(inspect.getsource(init))))
+    module = sys.modules[model_cls.__module__]
+    for named in (
+        [a for tree in inits for a in _stored_config_annotations(tree)],
+        [a for tree in inits for a in _config_annotations(tree)],
+        _hf_config_arguments(ast.parse(inspect.getsource(module))),
+    ):
+        found = _classes(named, vars(module))
+        if found:
+            return found
+    return []
+
+
+def _stored_config_annotations(tree: ast.AST) -> list[ast.expr]:
+    """The annotations of `self.config: X = ...`, and of the local `self.config = local` stores."""
+    locals_: dict[str, ast.expr] = {}
+    stored: list[str] = []
+    found: list[ast.expr] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.AnnAssign):
+            if isinstance(node.target, ast.Name):
+                locals_[node.target.id] = node.annotation
+            elif _is_self_config(node.target):
+                found.append(node.annotation)
+        elif (
+            isinstance(node, ast.Assign)
+            and any(_is_self_config(t) for t in node.targets)
+            and isinstance(node.value, ast.Name)
+        ):
+            stored.append(node.value.id)
+    return found + [locals_[name] for name in stored if name in locals_]
+
+
+def _is_self_config(node: ast.expr) -> bool:
+    return (
+        isinstance(node, ast.Attribute)
+        and node.attr == "config"
+        and isinstance(node.value, ast.Name)
+        and node.value.id == "self"
+    )
+
+
+def _hf_config_arguments(tree: ast.AST) -> list[ast.expr]:
+    return [
+        arg
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == HF_CONFIG_CALL
+        for arg in node.args
+    ]
+
+
+def _classes(named: list[ast.expr], namespace: dict[str, Any]) -> list[type]:
+    pretrained = importlib.import_module("transformers").PretrainedConfig
+    found: list[type] = []
+    for expression in named:
+        for node in ast.walk(expression):
+            value = namespace.get(node.id) if isinstance(node, ast.Name) else None
+            if (
+                isinstance(value, type)
+                and issubclass(value, pretrained)
+                and value is not pretrained
+                and value not in found
+            ):
+                found.append(value)
+    return found
+
+
+def _run(branch: Any, proposer_cls: type, model_cls: type, config_cls: type) -> None:
+    config = config_cls()
+    target = object.__new__(model_cls)
+    object.__setattr__(target, "config", config)
+    stand_in = types.SimpleNamespace(model=types.SimpleNamespace(config=types.SimpleNamespace()))
+    stand_in.get_model_name = types.MethodType(proposer_cls.get_model_name, stand_in)
+    if not branch(stand_in, target):
+        raise AssertionError(f"{MULTIMODAL_CHECK}() is False for {model_cls.__name__}")
+
+
+def main() -> int:
+    request = json.loads(sys.stdin.read())
+    importlib.import_module("vllm.model_executor.models.registry")
+    sys.meta_path.append(STUBS)
+    if request.get("overlay"):
+        sys.meta_path.insert(0, Overlay(request["overlay"]))
+    branch, proposer_cls = _branch(importlib.import_module(request["proposer"]))
+    for arch, module, name in request["targets"]:
+        record: dict[str, Any] = {"arch": arch, "configs": []}
+        try:
+            model_cls = _import_class(module, name)
+            configs = _config_classes(model_cls)
+            record["configs"] = [f"{c.__module__}.{c.__qualname__}" for c in configs]
+            if not configs:
+                record.update(status="no-config", why=f"{module} names no config class")
+            for config_cls in configs:
+                _run(branch, proposer_cls, model_cls, config_cls)
+            record.setdefault("status", "ok")
+        except Exception as exc:
+            record.update(status="raised", why=_short(exc))
+        print(json.dumps(record), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
