@@ -13,7 +13,8 @@ them. The config classes are the ones the model file names as its config: what i
 `get_hf_config(...)` (vLLM checks the config is one) and what it annotates `config` with in the
 class's `__init__`.
 
-Output (stdout): one JSON object per target: {"arch", "status", "configs", "why"}, status
+Output (stdout): one JSON object per target: {"arch", "status", "configs", "stand_in", "why"},
+`stand_in` true where the model file cannot be imported in this venv and was read instead; status
 "ok" (the block ran with every config class), "raised" (with the exception) or "no-config"
 (the model file names no config class).
 """
@@ -23,11 +24,13 @@ from __future__ import annotations
 import ast
 import contextlib
 import importlib
+import importlib.util
 import inspect
 import json
 import sys
 import textwrap
 import types
+from pathlib import Path
 from typing import Any
 
 from proof import STUBS, Overlay, _config_annotations, _import_class, _short
@@ -68,23 +71,53 @@ def _branch(proposer: Any) -> tuple[Any, type]:
     raise LookupError(f"no `if {MULTIMODAL_CHECK}(...)` block in a load_model of {proposer}")
 
 
-def _config_classes(model_cls: type) -> list[type]:
-    """The config classes the model's code names as what its `config` is (the object the
-    proposer reads): the annotation of what its `__init__` stores in `self.config` (Qwen2.5-Omni's
-    thinker config), else of a `config` there, else what its file passes to `get_hf_config`."""
+def _model(module: str, name: str) -> tuple[type, list[ast.AST], ast.AST, dict[str, Any], bool]:
+    """The model class, its `__init__` functions (through its MRO), its file and the names its
+    file binds, and whether the class is a stand-in: a model file this venv cannot import (its
+    image processor needs torchvision, which the oracle venvs go without) is read instead, its
+    imports run one by one, and the class is a stand-in of the same name, as multimodal as the
+    check found it (the proposer reads only its name, its flag and its config)."""
+    try:
+        model_cls = _import_class(module, name)
+    except ImportError:
+        spec = importlib.util.find_spec(module)
+        assert spec is not None and spec.origin
+        tree = ast.parse(Path(spec.origin).read_text())
+        namespace: dict[str, Any] = {"__name__": module, "__package__": module.rpartition(".")[0]}
+        for node in tree.body:
+            if isinstance(node, ast.Import | ast.ImportFrom):
+                with contextlib.suppress(Exception):
+                    exec(compile(ast.Module([node], []), spec.origin, "exec"), namespace)
+        classes = {n.name: n for n in tree.body if isinstance(n, ast.ClassDef)}
+        inits: list[ast.AST] = []
+        pending = [name]
+        while pending:
+            found = classes.pop(pending.pop(), None)
+            if found is not None:
+                inits += [f for f in found.body if getattr(f, "name", "") == "__init__"]
+                pending += [b.id for b in found.bases if isinstance(b, ast.Name)]
+        stand_in = type(name, (), {"supports_multimodal": True, "__module__": module})
+        return stand_in, inits, tree, namespace, True
     inits = []
     for klass in model_cls.__mro__:
         init = klass.__dict__.get("__init__")
         if init is not None and getattr(init, "__module__", "").startswith("vllm."):
             with contextlib.suppress(OSError, TypeError):
                 inits.append(ast.parse(textwrap.dedent(inspect.getsource(init))))
-    module = sys.modules[model_cls.__module__]
+    source = sys.modules[model_cls.__module__]
+    return model_cls, inits, ast.parse(inspect.getsource(source)), vars(source), False
+
+
+def _config_classes(inits: list[ast.AST], tree: ast.AST, namespace: dict[str, Any]) -> list[type]:
+    """The config classes the model's code names as what its `config` is (the object the
+    proposer reads): the annotation of what its `__init__` stores in `self.config` (Qwen2.5-Omni's
+    thinker config), else of a `config` there, else what its file passes to `get_hf_config`."""
     for named in (
-        [a for tree in inits for a in _stored_config_annotations(tree)],
-        [a for tree in inits for a in _config_annotations(tree)],
-        _hf_config_arguments(ast.parse(inspect.getsource(module))),
+        [a for init in inits for a in _stored_config_annotations(init)],
+        [a for init in inits for a in _config_annotations(init)],
+        _hf_config_arguments(tree),
     ):
-        found = _classes(named, vars(module))
+        found = _classes(named, namespace)
         if found:
             return found
     return []
@@ -166,8 +199,9 @@ def main() -> int:
     for arch, module, name in request["targets"]:
         record: dict[str, Any] = {"arch": arch, "configs": []}
         try:
-            model_cls = _import_class(module, name)
-            configs = _config_classes(model_cls)
+            model_cls, inits, tree, namespace, stand_in = _model(module, name)
+            record["stand_in"] = stand_in
+            configs = _config_classes(inits, tree, namespace)
             record["configs"] = [f"{c.__module__}.{c.__qualname__}" for c in configs]
             if not configs:
                 record.update(status="no-config", why=f"{module} names no config class")

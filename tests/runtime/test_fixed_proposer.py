@@ -115,7 +115,8 @@ def test_proposer_branch_runs_for_every_ready_multimodal_target(
     print(f"vLLM {version}: {len(ready)} ready multimodal targets, {len(added)} given a branch")
     for record in records:
         why = record.get("why", "")
-        print(f"  {record['status']:9} {record['arch']} {record['configs']} {why}")
+        mark = " (stand-in class)" if record.get("stand_in") else ""
+        print(f"  {record['status']:9} {record['arch']}{mark} {record['configs']} {why}")
     assert {r["arch"] for r in records} == {arch for arch, _, _ in ready}
     problems = [
         f"{r['arch']}: {r['status']} {r.get('why', '')}" for r in records if r["status"] != "ok"
