@@ -121,8 +121,14 @@ elif self.get_model_name(target_model) == "KimiK25ForConditionalGeneration":
 )
 
 _EAG402 = Explanation(
-    runtime=_PROPOSER_RUNTIME + " Whether the checkpoint's config has the attribute can only be "
-    "verified from its config class in the tree or from its config.json.",
+    runtime=_PROPOSER_RUNTIME + " Whether the checkpoint's config has the attribute is read from "
+    "the model's config class (vLLM's, or transformers' own sources when transformers is "
+    "installed beside vLLM or for this Python; never imported): what it declares through its "
+    "MRO exists. When that class cannot be found or read, or it declares another attribute but "
+    "may supply this one otherwise (a `__getattr__`/`__getattribute__`, a base not read), only "
+    "the checkpoint's config.json decides: the target is not called ready (`eagle3_ready: null`, "
+    "`unverified` in JSON) until `--hf-config` is given. Where the class declares the token "
+    "under another name, `fix` makes the proposer read that one.",
     error="The `AttributeError` of EAG401 if the config lacks the attribute.",
     releases="0.10.0 and later.",
     example="eagle3lint check /path/to/vllm\n",
@@ -132,7 +138,9 @@ _EAG402 = Explanation(
 
 _EAG403 = Explanation(
     runtime=_PROPOSER_RUNTIME + " The model file itself may read the token from another "
-    "attribute, a sign that the config no longer has the one the proposer reads.",
+    "attribute, a sign that the config no longer has the one the proposer reads. With no config "
+    "class to read, only the checkpoint's config.json decides: the target is unverified "
+    "(`eagle3_ready: null`) until `--hf-config` is given.",
     error="The `AttributeError` of EAG401 if the config has only the attribute the model reads.",
     releases="Kimi-K2.5 from 0.32.0: kimi_k25.py reads `config.image_token_id` while the "
     "proposer reads `media_placeholder_token_id`, which depends on the transformers config.",
@@ -165,6 +173,7 @@ class ConfigAttrNames(Rule):
             "image-token-attr-unverified",
             "The config attribute the proposer reads could not be verified statically.",
             Severity.INFO,
+            fixable=True,
             explain=_EAG402,
         ),
         Code(

@@ -45,7 +45,9 @@ _EAG502 = Explanation(
     runtime="The allow-list check of EAG501 keys on the target's text `model_type`, which lives "
     "in the checkpoint's config.json, not in the model code. Without `--hf-config` or "
     "`--model-type` eagle3lint cannot tell whether the target passes, so it lists what the "
-    "release accepts.",
+    "release accepts, and the target is not called ready: `eagle3_ready: null` with an "
+    "`unverified` entry in JSON; asked about (`--arch`, `--require`), the remark is a warning "
+    "and the run exits 1.",
     error="The `ValueError` of EAG501 if the model_type matches no entry.",
     releases="0.10.0-0.21.0 (the releases with an allow-list).",
     example="eagle3lint check --vllm 0.16.0\n",
