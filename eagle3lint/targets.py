@@ -197,11 +197,11 @@ class Target:
         found = self.imported(name)
         return found if isinstance(found, ClassRef) else None
 
-    def imported(self, name: str) -> ClassRef | ExternalRef | None:
-        """What `name`, imported into this target's file, resolves to: a class of the analysed
-        trees (or of the library sources the index reads), else its dotted name; None for a
-        module."""
-        found = self.index.resolve(self.ref.file.module, name)
+    def imported(self, name: str, where: ClassRef | None = None) -> ClassRef | ExternalRef | None:
+        """What `name`, as the file of `where` (default: this target's class) binds it, resolves
+        to: a class of the analysed trees (or of the library sources the index reads), else its
+        dotted name; None for a module."""
+        found = self.index.resolve((where or self.ref).file.module, name)
         return found if isinstance(found, ClassRef | ExternalRef) else None
 
     def config_facts(self, ref: ClassRef | ExternalRef) -> ConfigFacts | str:

@@ -64,33 +64,47 @@ SUB_CONFIG = re.compile(
     r"(Vision|Visual|ViT|Audio|Speech|Encoder|Projector|Text|Thinker)\w*Config$"
 )
 """Names of the configs of a model's towers, beside the model's own config."""
-MODEL_SUFFIX = re.compile(r"(ForConditionalGeneration|ForCausalLM|Model|LMHeadModel)$")
 
 
 def model_config(target: Target, contract_configs: frozenset[str]) -> ClassRef | ExternalRef | str:
-    """The config class the model's `config` is, among those its file imports: the one named
-    after the model, else the one the release's config registry maps a model_type to (a vision
-    or audio tower's config is imported too, and may be a model's config elsewhere: Whisper's);
-    else why that cannot be decided."""
+    """The config class the model's `config` is, as its code says: the annotation of what its
+    `__init__` stores in `self.config` (or of its `config`), else what its file passes to
+    `get_hf_config(X)` (vLLM checks the config is one), else, among the config classes its file
+    imports, the one the release's config registry maps a model_type to; else why that cannot
+    be decided (a class named after the model is not enough: MuseGlimmer's checkpoints come
+    with its text config alone as well)."""
+    for entry in target.mro:
+        if isinstance(entry, ClassRef) and entry.cls.config_types:
+            declared = _configs(target, entry.cls.config_types, entry)
+            if declared:
+                return declared[0]
+    declared = _configs(target, target.ref.file.hf_config_types)
+    if declared:
+        return declared[0]
     imported = config_classes(target)
-    # Named after the model (Qwen2AudioForConditionalGeneration: Qwen2AudioConfig), whatever
-    # tower its name mentions.
-    stem = MODEL_SUFFIX.sub("", target.ref.name)
-    main = [c for c in imported if class_name(c) == f"{stem}Config"]
-    main = main or [c for c in imported if class_name(c) in contract_configs]
+    main = [c for c in imported if class_name(c) in contract_configs]
     if not contract_configs:
         # No registry to ask (0.10): vLLM's own configs that are not a tower's.
-        main = main or [
-            c for c in imported if isinstance(c, ClassRef) and not SUB_CONFIG.search(c.name)
-        ]
+        main = [c for c in imported if isinstance(c, ClassRef) and not SUB_CONFIG.search(c.name)]
     if len(main) == 1:
         return main[0]
     names = ", ".join(class_name(c) for c in imported)
     if not imported:
-        return "its file imports no config class"
+        return "its code names no config class"
     if not main:
-        return f"none of the config classes its file imports ({names}) is a model config"
+        return f"its code does not say which config class ({names}) its config is"
     return f"its file imports several model configs ({names})"
+
+
+def _configs(
+    target: Target, names: list[str], where: ClassRef | None = None
+) -> list[ClassRef | ExternalRef]:
+    found = [target.imported(name, where) for name in names]
+    return [
+        c
+        for c in found
+        if c is not None and class_name(c).endswith("Config") and class_name(c) not in BASE_CONFIGS
+    ]
 
 
 _PROPOSER_RUNTIME = (
@@ -253,17 +267,22 @@ class MediaVLForConditionalGeneration(nn.Module, SupportsMultiModal):
             alternative = alternative or sorted(
                 a for a in available if IMAGE_TOKEN_ATTR.match(a) and a != attribute
             )
+        # A class a branch names already is not moved to another branch: no repair then.
         repair = (
             AddProposerBranch(mapping.path, cls=name, attribute=alternative[0])
-            if alternative and mapping.refusal is None
+            if alternative and mapping.refusal is None and not mapping.names(name)
             else None
         )
         if available is not None and open_by is None:
-            hint = (
-                f"The config calls it {alternative[0]}: add a branch for {name} to the proposer."
-                if alternative
-                else "Add the attribute to the config or a branch to the proposer."
-            )
+            hint = "Add the attribute to the config or a branch to the proposer."
+            if alternative:
+                hint = (
+                    f"The config calls it {alternative[0]}: make the proposer's branch for {name} "
+                    "read it."
+                    if mapping.names(name)
+                    else f"The config calls it {alternative[0]}: add a branch for {name} to the "
+                    "proposer."
+                )
             yield self.report(
                 "EAG401",
                 f"{source} {'have' if ' and ' in source else 'has'} no {attribute}: {consequence}.",

@@ -55,8 +55,12 @@ class TargetResult:
 
     @property
     def unverified_required(self) -> bool:
-        """Asked about, and not known to be ready: fails the run as an error would."""
-        return self.required and self.is_unverified
+        """Asked about, not known to be ready, and what leaves it open still reported (a
+        baseline may hold it, as it holds errors): fails the run as an error would."""
+        if not (self.required and self.is_unverified):
+            return False
+        reported = {_where(f) for f in self.findings}
+        return any(_where(f) in reported for f in self.unverified)
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -77,6 +81,10 @@ class TargetResult:
             "required": self.required,
             "findings": [f.to_json() for f in self.findings],
         }
+
+
+def _where(finding: Finding) -> tuple[str, str, int, int]:
+    return finding.code, finding.path, finding.line, finding.column
 
 
 @dataclass
