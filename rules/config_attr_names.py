@@ -68,19 +68,22 @@ SUB_CONFIG = re.compile(
 
 def model_config(target: Target, contract_configs: frozenset[str]) -> ClassRef | ExternalRef | str:
     """The config class the model's `config` is, as its code says: the annotation of what its
-    `__init__` stores in `self.config` (or of its `config`), else what its file passes to
-    `get_hf_config(X)` (vLLM checks the config is one), else, among the config classes its file
-    imports, the one the release's config registry maps a model_type to; else why that cannot
-    be decided (a class named after the model is not enough: MuseGlimmer's checkpoints come
-    with its text config alone as well)."""
-    for entry in target.mro:
-        if isinstance(entry, ClassRef) and entry.cls.config_types:
-            declared = _configs(target, entry.cls.config_types, entry)
-            if declared:
-                return declared[0]
-    declared = _configs(target, target.ref.file.hf_config_types)
-    if declared:
-        return declared[0]
+    own `__init__` stores in `self.config` (or of its `config`), else what its file passes to
+    `get_hf_config(X)` (vLLM checks the config is one), else what an inherited `__init__`
+    says (a base's annotation is less specific: Alpamayo2Super's file names its own config,
+    Qwen3-VL's `__init__` the base class), else, among the config classes its file imports,
+    the one the release's config registry maps a model_type to; else why that cannot be decided
+    (a class named after the model is not enough: MuseGlimmer's checkpoints come with its text
+    config alone as well)."""
+    own, *bases = [e for e in target.mro if isinstance(e, ClassRef)]
+    for names, where in (
+        (own.cls.config_types, own),
+        (target.ref.file.hf_config_types, own),
+        *((base.cls.config_types, base) for base in bases),
+    ):
+        declared = _configs(target, names, where)
+        if declared:
+            return declared[0]
     imported = config_classes(target)
     main = [c for c in imported if class_name(c) in contract_configs]
     if not contract_configs:

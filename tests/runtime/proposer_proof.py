@@ -9,9 +9,10 @@ source with the module's globals, minus the statement that fetches the language 
 needs a built model): `self` is a stand-in whose `get_model_name` is the proposer's own, the
 target an instance of the real model class (never initialised) holding a config built by the
 config class with its defaults, as `from_pretrained` builds it from a config.json that leaves
-them. The config classes are the ones the model file names as its config: what it passes to
-`get_hf_config(...)` (vLLM checks the config is one) and what it annotates `config` with in the
-class's `__init__`.
+them. The config classes are the ones the model's code names as its config, read as the check
+reads them: what the class's own `__init__` annotates `self.config` (or `config`) with, else what
+its file passes to `get_hf_config(...)` (vLLM checks the config is one), else what an inherited
+`__init__` annotates.
 
 Output (stdout): one JSON object per target: {"arch", "status", "configs", "stand_in", "why"},
 `stand_in` true where the model file cannot be imported in this venv and was read instead; status
@@ -71,12 +72,13 @@ def _branch(proposer: Any) -> tuple[Any, type]:
     raise LookupError(f"no `if {MULTIMODAL_CHECK}(...)` block in a load_model of {proposer}")
 
 
-def _model(module: str, name: str) -> tuple[type, list[ast.AST], ast.AST, dict[str, Any], bool]:
-    """The model class, its `__init__` functions (through its MRO), its file and the names its
-    file binds, and whether the class is a stand-in: a model file this venv cannot import (its
-    image processor needs torchvision, which the oracle venvs go without) is read instead, its
-    imports run one by one, and the class is a stand-in of the same name, as multimodal as the
-    check found it (the proposer reads only its name, its flag and its config)."""
+def _model(module: str, name: str) -> tuple[type, list[Declared], bool]:
+    """The model class; where its code says what its config is, in the order the check reads
+    them (its own `__init__`, its file's `get_hf_config(X)` calls, inherited `__init__`s), each
+    with the names its file binds; and whether the class is a stand-in: a model file this venv
+    cannot import (its image processor needs torchvision, which the oracle venvs go without)
+    is read instead, its imports run one by one, and the class is a stand-in of the same name,
+    as multimodal as the check found it (the proposer reads only its name, flag and config)."""
     try:
         model_cls = _import_class(module, name)
     except ImportError:
@@ -97,26 +99,39 @@ def _model(module: str, name: str) -> tuple[type, list[ast.AST], ast.AST, dict[s
                 inits += [f for f in found.body if getattr(f, "name", "") == "__init__"]
                 pending += [b.id for b in found.bases if isinstance(b, ast.Name)]
         stand_in = type(name, (), {"supports_multimodal": True, "__module__": module})
-        return stand_in, inits, tree, namespace, True
-    inits = []
+        places = [
+            _annotated(inits[:1], namespace),
+            (_hf_config_arguments(tree), namespace),
+            _annotated(inits[1:], namespace),
+        ]
+        return stand_in, places, True
+    own: list[Declared] = []
+    inherited: list[Declared] = []
     for klass in model_cls.__mro__:
         init = klass.__dict__.get("__init__")
-        if init is not None and getattr(init, "__module__", "").startswith("vllm."):
-            with contextlib.suppress(OSError, TypeError):
-                inits.append(ast.parse(textwrap.dedent(inspect.getsource(init))))
+        if init is None or not getattr(init, "__module__", "").startswith("vllm."):
+            continue
+        with contextlib.suppress(OSError, TypeError):
+            tree = ast.parse(textwrap.dedent(inspect.getsource(init)))
+            (own if klass is model_cls else inherited).append(_annotated([tree], init.__globals__))
     source = sys.modules[model_cls.__module__]
-    return model_cls, inits, ast.parse(inspect.getsource(source)), vars(source), False
+    file_calls = (_hf_config_arguments(ast.parse(inspect.getsource(source))), vars(source))
+    return model_cls, [*own, file_calls, *inherited], False
 
 
-def _config_classes(inits: list[ast.AST], tree: ast.AST, namespace: dict[str, Any]) -> list[type]:
-    """The config classes the model's code names as what its `config` is (the object the
-    proposer reads): the annotation of what its `__init__` stores in `self.config` (Qwen2.5-Omni's
-    thinker config), else of a `config` there, else what its file passes to `get_hf_config`."""
-    for named in (
-        [a for init in inits for a in _stored_config_annotations(init)],
-        [a for init in inits for a in _config_annotations(init)],
-        _hf_config_arguments(tree),
-    ):
+Declared = tuple[list[ast.expr], dict[str, Any]]
+"""Annotations or arguments that name config classes, with the namespace that binds them."""
+
+
+def _annotated(inits: list[ast.AST], namespace: dict[str, Any]) -> Declared:
+    """What `__init__`s say their `self.config` is, else their `config`."""
+    stored = [a for init in inits for a in _stored_config_annotations(init)]
+    return stored or [a for init in inits for a in _config_annotations(init)], namespace
+
+
+def _config_classes(places: list[Declared]) -> list[type]:
+    """The config classes named in the first place that names any."""
+    for named, namespace in places:
         found = _classes(named, namespace)
         if found:
             return found
@@ -199,9 +214,9 @@ def main() -> int:
     for arch, module, name in request["targets"]:
         record: dict[str, Any] = {"arch": arch, "configs": []}
         try:
-            model_cls, inits, tree, namespace, stand_in = _model(module, name)
+            model_cls, places, stand_in = _model(module, name)
             record["stand_in"] = stand_in
-            configs = _config_classes(inits, tree, namespace)
+            configs = _config_classes(places)
             record["configs"] = [f"{c.__module__}.{c.__qualname__}" for c in configs]
             if not configs:
                 record.update(status="no-config", why=f"{module} names no config class")
