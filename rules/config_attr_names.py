@@ -316,10 +316,10 @@ class MediaVLForConditionalGeneration(nn.Module, SupportsMultiModal):
                 unverified=Unverified(what, why, DECIDE_WITH_CONFIG),
             )
             return
-        why = facts if isinstance(facts, str) else "its config class could not be read"
+        # No class was read: why not.
         if isinstance(main, str):
             why = main
-        elif isinstance(facts, str):
+        else:
             why = f"its config class {class_name(main)} could not be read: {facts}"
         if model_reads and mapping.names(name) and attribute not in model_reads:
             yield self.report(
