@@ -8,11 +8,14 @@ package may change without notice. `docs/writing-rules.md` walks through writing
   examples (with the findings they pin and the source `fix` must make of them).
 - `Target`: one architecture as vLLM would build it, and what a rule may ask of it (its MRO,
   the methods and `__init__` assignments it resolves, its decoder and language model, its
-  forward, the classes its file imports). `RuleContext`: the run's contract, model type and
+  forward, the classes its file imports, the attributes a config class declares:
+  `ConfigFacts`, `BASE_CONFIGS`). `RuleContext`: the run's contract, model type and
   options, and `ctx.path(ref)` for the path a finding shows.
 - `ClassRef` (with the read-only `ClassSummary`, `MethodSummary`, `ForwardSummary` it holds):
   a class of the analysed trees. `Contract`: the vLLM contract read from the analysed tree.
-- `Finding`, `Severity`: what `Rule.report` returns.
+- `Finding`, `Severity`: what `Rule.report` returns; `Unverified` (with `DECIDE_WITH_CONFIG`,
+  `DECIDE_WITH_MODEL_TYPE`): what a finding says when readiness depends on something only the
+  checkpoint's config.json decides (the target is then `eagle3_ready: null`).
 - `Repair` and the built-in repair types: what a finding asks `eagle3lint fix` to do. A pack
   adds a repair type by subclassing `Repair` and registering its codemod under the
   `eagle3lint.repairs` entry-point group (see `eagle3lint.codemod.registry`); the codemod
@@ -23,10 +26,17 @@ package may change without notice. `docs/writing-rules.md` walks through writing
 
 from __future__ import annotations
 
+from eagle3lint.config_classes import BASE_CONFIGS, ConfigFacts
 from eagle3lint.contract.drafter import IDS_KEY as DRAFT_IDS_KEY
 from eagle3lint.contract.model import Contract, Gate, ImageTokenMap
 from eagle3lint.errors import CodemodRefused
-from eagle3lint.findings import Finding, Severity
+from eagle3lint.findings import (
+    DECIDE_WITH_CONFIG,
+    DECIDE_WITH_MODEL_TYPE,
+    Finding,
+    Severity,
+    Unverified,
+)
 from eagle3lint.index.model import ClassSummary, ForwardSummary, MethodSummary, TapSummary
 from eagle3lint.index.project import ClassRef, ExternalRef
 from eagle3lint.pairing.analysis import Analysis as PairingAnalysis
@@ -51,6 +61,9 @@ from eagle3lint.targets import Target
 
 __all__ = [
     "AUX_LAYERS_ATTR",
+    "BASE_CONFIGS",
+    "DECIDE_WITH_CONFIG",
+    "DECIDE_WITH_MODEL_TYPE",
     "DRAFT_IDS_KEY",
     "LANGUAGE_MODEL_ATTR",
     "SPECULATORS_FORMAT",
@@ -66,6 +79,7 @@ __all__ = [
     "ClassSummary",
     "Code",
     "CodemodRefused",
+    "ConfigFacts",
     "Contract",
     "DraftPairing",
     "Example",
@@ -86,5 +100,6 @@ __all__ = [
     "Severity",
     "TapSummary",
     "Target",
+    "Unverified",
     "analyse_pairing",
 ]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import os
 from collections.abc import Callable, Iterable
@@ -17,6 +18,7 @@ from eagle3lint.contract.reader import read_contract
 from eagle3lint.findings import Finding, InputError, Severity
 from eagle3lint.fixability import marked, plan_for_check
 from eagle3lint.index.cache import SummaryCache, default_cache_dir
+from eagle3lint.index.libraries import find_transformers
 from eagle3lint.index.project import ParsesAhead, ProjectIndex
 from eagle3lint.plans import Chain, Plan
 from eagle3lint.report.locations import location_key
@@ -136,7 +138,16 @@ def _index_for(
     if workspace.import_root is not None:
         roots.append(workspace.import_root)
     cache = SummaryCache(default_cache_dir()) if options.use_cache else None
-    index = ProjectIndex(roots, cache=cache, jobs=options.jobs, ahead=ahead)
+    transformers, looked = find_transformers(workspace.import_root)
+    libraries = [transformers] if transformers is not None else []
+    index = ProjectIndex(roots, cache=cache, jobs=options.jobs, ahead=ahead, libraries=libraries)
+    for path in looked:
+        index.note_absent(path)
+    if transformers is not None:
+        # The package's marker is an input: removing or upgrading transformers changes what
+        # the config classes say, so the whole-run cache must not replay the old answer.
+        with contextlib.suppress(UnreadableSource):
+            index.read_outside(transformers.folder / transformers.name / "__init__.py")
     index.on_load = options.on_file
     if workspace.extra_roots:
         index.relative_home = MODELS_PACKAGE
@@ -259,11 +270,10 @@ def _checked(
     results = []
     reported: list[Target] = []
     for target, findings, asked_about in zip(targets, per_target, required, strict=True):
-        ready = (
-            not any(f.severity is Severity.ERROR for f in findings)
-            if target.role is Role.TARGET
-            else None
-        )
+        ready = readiness(findings) if target.role is Role.TARGET else None
+        unverified = [f for f in findings if f.unverified is not None]
+        if asked_about:
+            findings = demanded(findings)
         if not asked_about and not target.claims_eagle3:
             findings = unclaimed_findings(target, findings)
         elif target.role is Role.TARGET:
@@ -297,6 +307,7 @@ def _checked(
                 line=target.ref.cls.line,
                 implements_eagle3=target.implements_eagle3,
                 eagle3_ready=ready,
+                unverified=unverified if target.role is Role.TARGET else [],
                 claims_eagle3=target.claims_eagle3,
                 required=asked_about,
                 findings=findings,
@@ -350,6 +361,25 @@ class Intent:
 def label(target: Target) -> str:
     """The target's name in fix's messages: its architecture, and its platform variant."""
     return f"{target.arch} [{target.variant}]" if target.variant else target.arch
+
+
+def readiness(findings: list[Finding]) -> bool | None:
+    """A target's verdict: False with an error finding; else None when it depends on something
+    only the checkpoint's config decides (`Finding.unverified`); else True."""
+    if any(f.severity is Severity.ERROR for f in findings):
+        return False
+    return None if any(f.unverified is not None for f in findings) else True
+
+
+def demanded(findings: list[Finding]) -> list[Finding]:
+    """A target the user asked about cannot be called ready while something it depends on is
+    unverified: those remarks are shown as warnings (and the run exits 1, `Report.exit_code`)."""
+    return [
+        replace(f, severity=Severity.WARNING)
+        if f.unverified is not None and f.severity is Severity.INFO
+        else f
+        for f in findings
+    ]
 
 
 def unclaimed_findings(target: Target, findings: list[Finding]) -> list[Finding]:

@@ -8,6 +8,11 @@ from enum import StrEnum
 from eagle3lint.errors import InputError as InputError  # re-exported for older imports
 from eagle3lint.repairs import Repair
 
+DECIDE_WITH_CONFIG = ("--hf-config",)
+"""What decides an attribute of the checkpoint's config: its config.json."""
+DECIDE_WITH_MODEL_TYPE = ("--hf-config", "--model-type")
+"""What decides the target's text model_type: its config.json, or the model_type itself."""
+
 
 class Severity(StrEnum):
     """How bad a finding is; only errors make a target not EAGLE-3 ready."""
@@ -15,6 +20,23 @@ class Severity(StrEnum):
     ERROR = "error"
     WARNING = "warning"
     INFO = "info"
+
+
+@dataclass(frozen=True, slots=True)
+class Unverified:
+    """Something a target's readiness depends on that no source read here decides: the
+    checkpoint's config.json does (vLLM reads it at run time). A target with one is neither
+    ready nor blocked (`eagle3_ready: null`) until the options in `decide` are given."""
+
+    what: str
+    """What vLLM reads at run time (`config.image_token_index`, the text model_type)."""
+    why: str
+    """Why the sources read here do not decide it."""
+    decide: tuple[str, ...] = DECIDE_WITH_CONFIG
+    """The options that decide it."""
+
+    def to_json(self, code: str) -> dict[str, object]:
+        return {"code": code, "what": self.what, "why": self.why, "pass": list(self.decide)}
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,6 +55,8 @@ class Finding:
     fix_refused: str = field(default="", compare=False)
     """Why `fix` cannot repair this finding although its code is one fix repairs: the rule's
     reason, or the repair plan's for its target (`codemod.plan`). Empty when fixable."""
+    unverified: Unverified | None = field(default=None, compare=False)
+    """Set on a remark that readiness depends on something the check cannot decide."""
 
     @property
     def fixable(self) -> bool:

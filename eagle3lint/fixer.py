@@ -309,9 +309,20 @@ def _fix_locked(
                 f"({finding.path}:{finding.line})"
             )
             out.write(f"{printable(line)}\n")
+    undecided = report.unverified_required()
+    for target in undecided:
+        for finding in target.unverified:
+            assert finding.unverified is not None
+            line = (
+                f"unverified {finding.code} {target.arch}: no error left, but whether vLLM "
+                f"raises depends on {finding.unverified.what}, which this check cannot read "
+                f"({finding.unverified.why}): pass {' or '.join(finding.unverified.decide)} to "
+                "decide it"
+            )
+            out.write(f"{printable(line)}\n")
     if report.errors or failure:
         return 2
-    return 1 if blocked else 0
+    return 1 if blocked or undecided else 0
 
 
 def _why_left(finding: Finding, refused: bool, failed: bool) -> str:

@@ -16,7 +16,7 @@ from importlib.metadata import EntryPoint, entry_points
 from typing import Any, ClassVar
 
 from eagle3lint.contract.model import Contract
-from eagle3lint.findings import Finding, Repair, Severity
+from eagle3lint.findings import Finding, Repair, Severity, Unverified
 from eagle3lint.index.project import ClassRef, ProjectIndex
 from eagle3lint.sandbox import DEFAULT_RULE_TIMEOUT, RuleTimeout, plugin_call
 from eagle3lint.targets import Target
@@ -167,6 +167,7 @@ class Rule:
         repair: Repair | None = None,
         severity: Severity | None = None,
         fix_refused: str = "",
+        unverified: Unverified | None = None,
     ) -> Finding:
         """The finding `code` at `path:line:column`. For a code `fix` repairs, `repair` is the
         edit it asks for, or, when there is none for this shape of code, `fix_refused` says
@@ -185,6 +186,7 @@ class Rule:
             hint=hint,
             repair=repair,
             fix_refused="" if repair is not None else fix_refused,
+            unverified=unverified,
         )
 
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from functools import cached_property
 
+from eagle3lint.config_classes import ConfigFacts, config_facts
 from eagle3lint.contract.model import KNOWN_GETTERS, REGISTRY, Contract
 from eagle3lint.contract.reader import PP_RELAY_FLAG
 from eagle3lint.index.model import DictLiteral, ForwardSummary, InitAssign, MethodSummary
@@ -193,8 +194,20 @@ class Target:
 
     def imported_class(self, name: str) -> ClassRef | None:
         """The analysed class that `name`, imported into this target's file, resolves to."""
-        found = self.index.resolve(self.ref.file.module, name)
+        found = self.imported(name)
         return found if isinstance(found, ClassRef) else None
+
+    def imported(self, name: str, where: ClassRef | None = None) -> ClassRef | ExternalRef | None:
+        """What `name`, as the file of `where` (default: this target's class) binds it, resolves
+        to: a class of the analysed trees (or of the library sources the index reads), else its
+        dotted name; None for a module."""
+        found = self.index.resolve((where or self.ref).file.module, name)
+        return found if isinstance(found, ClassRef | ExternalRef) else None
+
+    def config_facts(self, ref: ClassRef | ExternalRef) -> ConfigFacts | str:
+        """The attributes config class `ref` declares (`eagle3lint.config_classes`), read from
+        the tree or from transformers' sources; else why they could not be read."""
+        return config_facts(self.index, ref)
 
     def init_assign(self, attr: str) -> tuple[ClassRef, InitAssign] | None:
         for entry in self.mro:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from eagle3lint.api import (
+    DECIDE_WITH_MODEL_TYPE,
     AddGateEntry,
     Code,
     Example,
@@ -15,6 +16,7 @@ from eagle3lint.api import (
     RuleContext,
     Severity,
     Target,
+    Unverified,
 )
 
 _EAG501 = Explanation(
@@ -43,7 +45,9 @@ _EAG502 = Explanation(
     runtime="The allow-list check of EAG501 keys on the target's text `model_type`, which lives "
     "in the checkpoint's config.json, not in the model code. Without `--hf-config` or "
     "`--model-type` eagle3lint cannot tell whether the target passes, so it lists what the "
-    "release accepts.",
+    "release accepts, and the target is not called ready: `eagle3_ready: null` with an "
+    "`unverified` entry in JSON; asked about (`--arch`, `--require`), the remark is a warning "
+    "and the run exits 1.",
     error="The `ValueError` of EAG501 if the model_type matches no entry.",
     releases="0.10.0-0.21.0 (the releases with an allow-list).",
     example="eagle3lint check --vllm 0.16.0\n",
@@ -110,6 +114,11 @@ class TargetGate(Rule):
                 path,
                 cls.line,
                 cls.column,
+                unverified=Unverified(
+                    f"the text model_type vLLM tests against the EAGLE-3 allow-list ({where})",
+                    "the model_type is in the checkpoint's config.json, not in the code",
+                    DECIDE_WITH_MODEL_TYPE,
+                ),
             )
             return
         if gate.accepts(model_type):

@@ -136,15 +136,17 @@ def test_rule_options_reach_the_rule(
     """llama.py taps `hidden_states + residual` before each layer (EAG305): it matters only
     for drafters that request layer 0, which `aux-layers` tells."""
     tree = str(vllm_release("0.16.0"))
+    # The model_type decides 0.16.0's allow-list: without it, Llama is unverified (exit 1).
+    llama = ["--arch", "LlamaForCausalLM", "--model-type", "llama"]
     project("[tool.eagle3lint]\n")
-    code, report = check(tree, "--arch", "LlamaForCausalLM")
+    code, report = check(tree, *llama)
     assert findings(report, "LlamaForCausalLM")["EAG305"] == "warning"
     assert code == 0
     project("[tool.eagle3lint.rules.forward-taps]\naux-layers = [2, 16, 29]\n")
-    _, report = check(tree, "--arch", "LlamaForCausalLM")
+    _, report = check(tree, *llama)
     assert "EAG305" not in findings(report, "LlamaForCausalLM")
     project("[tool.eagle3lint.rules.forward-taps]\naux-layers = [0, 16, 29]\n")
-    code, report = check(tree, "--arch", "LlamaForCausalLM")
+    code, report = check(tree, *llama)
     assert findings(report, "LlamaForCausalLM")["EAG305"] == "error"
     assert code == 1
 

@@ -77,7 +77,8 @@ def test_range_indexed_loop_is_reported_and_rewritten(era_copy: Path) -> None:
     source = model.read_text()
     assert islice_loop in source
     model.write_text(source.replace(islice_loop, range_loop))
-    args = [".", "--arch", "NoTapForCausalLM"]
+    # The model_type decides e2_stub's allow-list: without it the target stays unverified.
+    args = [".", "--arch", "NoTapForCausalLM", "--model-type", "llama"]
     assert ("NoTapForCausalLM", "EAG301", True) in _findings(*args)
     result = runner.invoke(app, ["fix", *args])
     assert result.exit_code == 0, result.output

@@ -136,11 +136,12 @@ def test_sarif_levels_follow_severities(sarif: dict[str, Any]) -> None:
 
 
 def test_sarif_run_wide_information_is_one_notification(sarif: dict[str, Any]) -> None:
-    """EAG502 says the same for every target: one run-level note, no result per target."""
+    """EAG502 says the same for every target: one run-level notification, no result per target;
+    a warning, since the targets were asked about and their model_type is unverified."""
     assert results_for(sarif, "EAG502") == []
     [note] = sarif["runs"][0]["invocations"][0]["toolExecutionNotifications"]
-    assert note["descriptor"]["id"] == "EAG502" and note["level"] == "note"
-    assert "model_type" in note["message"]["text"]
+    assert note["descriptor"]["id"] == "EAG502" and note["level"] == "warning"
+    assert "model_type" in note["message"]["text"] and "--hf-config" in note["message"]["text"]
 
 
 def test_sarif_results_have_fingerprints_and_are_not_repeated(sarif: dict[str, Any]) -> None:
@@ -200,13 +201,24 @@ def test_github_annotations_name_file_line_column_and_rule(
     assert any("%0AHint: " in line for line in lines)
 
 
-def test_github_verbose_adds_notices_and_quiet_keeps_errors(in_release: Report) -> None:
-    verbose = github_annotations(in_release, verbose=True)
-    assert any(
-        line.startswith("::notice ") and "title=EAG502 target-gate" in line for line in verbose
-    )
+def test_github_unverified_asked_about_is_a_warning_and_quiet_keeps_errors(
+    in_release: Report,
+) -> None:
+    """The targets were asked about: the unverified model_type says what to pass, by default."""
+    gate = [line for line in github_annotations(in_release) if "title=EAG502 target-gate" in line]
+    assert len(gate) == 1 and gate[0].startswith("::warning ") and "--hf-config" in gate[0]
     quiet = github_annotations(in_release, quiet=True)
     assert quiet and all(line.startswith("::error ") for line in quiet)
+
+
+def test_github_verbose_adds_notices(checked: tuple[Path, Report]) -> None:
+    """A file checked with nobody asking about its targets: the gate is an info notice."""
+    tree, _ = checked
+    report = run_check(CheckOptions(paths=[tree.parent / DEEPSEEK])).report
+    gate = "title=EAG502 target-gate"
+    assert not any(gate in line for line in github_annotations(report))
+    verbose = github_annotations(report, verbose=True)
+    assert any(line.startswith("::notice ") and gate in line for line in verbose)
 
 
 def test_github_escapes_messages_and_properties(in_release: Report) -> None:

@@ -57,7 +57,10 @@ def assert_cells_equal_check(matrix: dict[str, Any], checks: dict[str, dict[str,
                 continue
             target = targets[arch]
             status = {True: "ready", False: "blocked", None: "not a target"}
-            assert cell["status"] == status[target["eagle3_ready"]], (label, arch)
+            expected = status[target["eagle3_ready"]]
+            if target["role"] == "target" and target["eagle3_ready"] is None:
+                expected = "unverified"
+            assert cell["status"] == expected, (label, arch)
             blocking = [f["code"] for f in blocking_findings(target)]
             assert cell["codes"] == list(dict.fromkeys(blocking)), (label, arch)
         assert set(targets) <= set(rows), label
@@ -121,6 +124,24 @@ def test_first_ready_and_a_regression_with_its_codes() -> None:
     assert matrix.releases[-1].targets == 1 and matrix.releases[-1].others == 1
 
 
+def test_an_unverified_target_is_neither_ready_nor_blocked() -> None:
+    """`eagle3_ready: null` on a target with `unverified`: its cell names what decides it."""
+    gate = {"code": "EAG502", "severity": "info", "message": "m", "path": "/r/x.py", "line": 1}
+    unverified = target("A", None)
+    unverified.update(role="target", findings=[gate], unverified=[{"code": "EAG502"}])
+    matrix = build_matrix([(Column(version="0.1.0"), report("0.1.0", unverified))])
+    [row] = matrix.rows
+    cell = row.cells["0.1.0"]
+    assert (cell.status, cell.codes) == ("unverified", ["EAG502"]) and not row.first_ready
+    release = matrix.releases[0].to_json()["summary"]
+    assert (release["targets"], release["ready"], release["unverified"], release["blocked"]) == (
+        1,
+        0,
+        1,
+        0,
+    )
+
+
 # -- the command, on the era fixtures and on real releases ------------------------------------
 @pytest.mark.parametrize("jobs", ["1", "2"])
 def test_fixture_matrix_cells_equal_check_json(jobs: str) -> None:
@@ -130,7 +151,11 @@ def test_fixture_matrix_cells_equal_check_json(jobs: str) -> None:
     assert_cells_equal_check(matrix, checks)
     rows = {row["arch"]: row for row in matrix["rows"]}
     assert rows["NoMixinForCausalLM"]["cells"]["0.16.0"]["status"] == "absent"
-    assert rows["CustomTapForCausalLM"]["first_ready"] == "0.18.0"
+    # Ready on 0.18.0 but for the model_type its allow-list tests, which no --hf-config decides.
+    custom = rows["CustomTapForCausalLM"]
+    cell = custom["cells"]["0.18.0"]
+    assert (cell["status"], cell["codes"]) == ("unverified", ["EAG502"])
+    assert custom["first_ready"] == "0.22.0"
     assert rows["FastLMForCausalLM"]["platform_variants_disagree"] == ["0.33.0"]
     gates = [r["contract"]["gate_model_types"] for r in matrix["releases"]]
     assert gates[0] and gates[1] and gates[2] is None and gates[3] is None
@@ -233,7 +258,8 @@ def test_csv_is_one_row_per_arch_and_one_column_per_release(
     rows = list(csv.DictReader(io.StringIO(fixture_outputs["csv"])))
     by_arch = {row["architecture"]: row for row in rows}
     assert by_arch["NoTapForCausalLM"]["0.22.0"] == "blocked EAG301"
-    assert by_arch["GoodLlamaForCausalLM"]["first_ready"] == "0.16.0"
+    assert by_arch["GoodLlamaForCausalLM"]["0.16.0"] == "unverified EAG502"
+    assert by_arch["GoodLlamaForCausalLM"]["first_ready"] == "0.22.0"
     assert by_arch["NoMixinForCausalLM"]["0.16.0"] == ""
 
 

@@ -54,6 +54,9 @@ from eagle3lint.sources.files import source_lines
 
 _MODULE_NAME = re.compile(r"^[A-Za-z_]\w*(\.[A-Za-z_]\w*)*$")
 _CONFIG_READ = re.compile(r"\b(?:config|hf_config|text_config)\.([A-Za-z_]\w*)")
+_HF_CONFIG_TYPE = re.compile(r"\bget_hf_config\(\s*\(?\s*([A-Za-z_]\w*)")
+_NAME = re.compile(r"[A-Za-z_]\w*")
+CONFIG = "config"
 _DOTTED = re.compile(r"(?<![\w.])([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)")
 _LAYER_CALL = re.compile(r"\blayer\s*\(")
 
@@ -81,6 +84,7 @@ def summarize(
     builder = _FileBuilder(parsed, relpath, module, is_package)
     # Config reads are the whole file's, unread classes too.
     builder.summary.config_reads = sorted(set(_CONFIG_READ.findall(source)))
+    builder.summary.hf_config_types = list(dict.fromkeys(_HF_CONFIG_TYPE.findall(source)))
     builder.summary.bodies = bodies if unread else []
     builder.summary.unread = unread
     builder.walk(tree.body, platform=None)
@@ -290,6 +294,8 @@ class _FileBuilder:
                 for small in stmt.body:
                     _class_attr(small, summary, line)
         self._init_assigns(summary, functions)
+        if "__init__" in functions:
+            summary.config_types = _config_types(functions["__init__"])
         forward = functions.get("forward")
         if forward is not None:
             method = summary.methods["forward"]
@@ -546,14 +552,63 @@ def _class_attr(small: cst.BaseSmallStatement, summary: ClassSummary, class_line
         for target in small.targets:
             if isinstance(target.target, cst.Name):
                 summary.attrs[target.target.value] = AttrSummary(
-                    line=class_line, value=dotted(small.value)
+                    line=class_line, value=dotted(small.value), keys=_dict_keys(small.value)
                 )
     elif isinstance(small, cst.AnnAssign) and isinstance(small.target, cst.Name):
         summary.attrs[small.target.value] = AttrSummary(
             line=class_line,
             value=dotted(small.value) if small.value is not None else None,
             has_value=small.value is not None,
+            keys=_dict_keys(small.value) if small.value is not None else None,
         )
+
+
+def _config_types(init: cst.FunctionDef) -> list[str]:
+    """What `ClassSummary.config_types` holds, read from `__init__`."""
+    stored: list[str] = []
+    stored_locals: list[str] = []
+    annotated: dict[str, list[str]] = {}
+    params = [*init.params.params, *init.params.kwonly_params]
+    for param in params:
+        if param.name.value == CONFIG and param.annotation is not None:
+            annotated[CONFIG] = _names(param.annotation.annotation)
+    for stmt in statements(init.body):
+        if not isinstance(stmt, cst.SimpleStatementLine):
+            continue
+        for small in stmt.body:
+            if isinstance(small, cst.AnnAssign):
+                target = dotted(small.target)
+                if target == f"self.{CONFIG}":
+                    stored += _names(small.annotation.annotation)
+                elif target and "." not in target:
+                    annotated.setdefault(target, _names(small.annotation.annotation))
+            elif (
+                isinstance(small, cst.Assign)
+                and isinstance(small.value, cst.Name)
+                and any(dotted(t.target) == f"self.{CONFIG}" for t in small.targets)
+            ):
+                stored_locals.append(small.value.value)
+    stored += [n for local in stored_locals for n in annotated.get(local, [])]
+    return list(dict.fromkeys(stored or annotated.get(CONFIG, [])))
+
+
+def _names(annotation: cst.BaseExpression) -> list[str]:
+    """The names an annotation mentions (`X | None` → X), string annotations included."""
+    text = string_value(annotation) or code(annotation)
+    return [n for n in _NAME.findall(text) if n != "None"]
+
+
+def _dict_keys(value: cst.BaseExpression) -> list[str] | None:
+    """The keys of a dict literal whose keys are all plain strings; None for anything else."""
+    if not isinstance(value, cst.Dict):
+        return None
+    keys = []
+    for element in value.elements:
+        key = string_value(element.key) if isinstance(element, cst.DictElement) else None
+        if key is None:
+            return None
+        keys.append(key)
+    return keys
 
 
 def _layer_candidates(init: cst.FunctionDef, value: cst.BaseExpression, cls: ClassSummary) -> None:

@@ -21,7 +21,7 @@ from eagle3lint.shapes.model import LayerConvention, LayerLoop
 
 T = TypeVar("T")
 
-SUMMARY_FORMAT = 8
+SUMMARY_FORMAT = 9
 """Bumped whenever the shape or meaning of a summary changes: old cache entries are then ignored."""
 
 
@@ -66,6 +66,8 @@ class AttrSummary:
     line: int
     value: str | None = None
     has_value: bool = True
+    keys: list[str] | None = None
+    """The string keys of a dict literal value (a config's `attribute_map`); None otherwise."""
 
 
 @dataclass(slots=True)
@@ -150,6 +152,9 @@ class ClassSummary:
     super_init_classes: dict[str, str] = field(default_factory=dict)
     """Class-valued keywords this `__init__` passes to `super().__init__` (`layer_type=X`)."""
     layer_convention: LayerConvention | None = None
+    config_types: list[str] = field(default_factory=list)
+    """Names in the annotations that say what `__init__` stores as `self.config` (`self.config:
+    X`, or a local `v: X` it stores), else what its `config` is annotated with."""
     """What `forward` returns, read as a decoder layer's: its residual convention."""
 
     def held_callee(self, name: str) -> str | None:
@@ -225,6 +230,8 @@ class FileSummary:
     """Names a module-level `__getattr__` imports on first use, from a `{name: module}` dict."""
     config_reads: list[str] = field(default_factory=list)
     """Attribute names the file reads from config objects (`config.x`, `hf_config.x`)."""
+    hf_config_types: list[str] = field(default_factory=list)
+    """What the file passes to `get_hf_config(X)`: the config class vLLM checks it is given."""
     factories: dict[str, FactorySummary] = field(default_factory=dict)
     """Class factories defined at module level, by function name."""
     class_maps: dict[str, list[str]] = field(default_factory=dict)

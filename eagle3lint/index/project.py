@@ -17,6 +17,7 @@ from pathlib import Path
 
 from eagle3lint.errors import InputError
 from eagle3lint.index.cache import SummaryCache, content_key, file_digest
+from eagle3lint.index.libraries import Library
 from eagle3lint.index.model import (
     BodySpan,
     ClassSummary,
@@ -232,8 +233,11 @@ class ProjectIndex:
         cache: SummaryCache | None = None,
         jobs: int | None = None,
         ahead: ParsesAhead | None = None,
+        libraries: Iterable[Library] = (),
     ) -> None:
         self.roots = [r.resolve() for r in roots]
+        self.libraries = list(libraries)
+        """Installed packages some of whose modules are read too (`index.libraries`)."""
         self.cache = cache
         self.jobs = jobs or os.cpu_count() or 1
         self.errors: list[InputError] = []
@@ -287,7 +291,7 @@ class ProjectIndex:
         if module in self._files:
             return self._files[module]
         found = None
-        for root in self.roots:
+        for root in self._roots_for(module):
             for candidate in _candidates(root, module):
                 # Anything there but a folder is the module: a FIFO, a device or a dangling
                 # link is then named as unreadable instead of the module seeming absent.
@@ -298,6 +302,14 @@ class ProjectIndex:
                 break
         self._files[module] = found
         return found
+
+    def _roots_for(self, module: str) -> list[Path]:
+        """Where `module` is looked for: the analysed trees, then a library that reads it."""
+        return self.roots + [lib.folder for lib in self.libraries if lib.reads(module)]
+
+    def note_absent(self, path: Path) -> None:
+        """Note a path the run looked for a file at and did not find among the `inputs`."""
+        self._outside.setdefault(str(path), None)
 
     def module_of(self, path: Path) -> str | None:
         """Module name of a file under one of the roots: where it sits, not where a symlink
@@ -356,7 +368,7 @@ class ProjectIndex:
             str(candidate)
             for module, source in self._files.items()
             if source is None
-            for root in self.roots
+            for root in self._roots_for(module)
             for candidate in _candidates(root, module)
         ]
         summarised = {

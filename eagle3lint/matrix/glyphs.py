@@ -3,12 +3,21 @@
 from __future__ import annotations
 
 from eagle3lint.matrix.model import Cell, Matrix, Release
-from eagle3lint.matrix.verdicts import ABSENT, BLOCKED, ERROR, NOT_A_TARGET, READY
+from eagle3lint.matrix.verdicts import ABSENT, BLOCKED, ERROR, NOT_A_TARGET, READY, UNVERIFIED
 
-SYMBOL = {READY: "✓", BLOCKED: "✗", NOT_A_TARGET: "○", ABSENT: "·", ERROR: "!"}
-STYLE = {READY: "green", BLOCKED: "red", NOT_A_TARGET: "dim", ABSENT: "dim", ERROR: "bold magenta"}
+SYMBOL = {READY: "✓", BLOCKED: "✗", UNVERIFIED: "?", NOT_A_TARGET: "○", ABSENT: "·", ERROR: "!"}
+STYLE = {
+    READY: "green",
+    BLOCKED: "red",
+    UNVERIFIED: "yellow",
+    NOT_A_TARGET: "dim",
+    ABSENT: "dim",
+    ERROR: "bold magenta",
+}
 LEGEND = (
     "✓ ready · ✗ blocked (by the codes shown; `eagle3lint explain CODE`) · "
+    "? unverified: no error, but what decides it is in the checkpoint's config "
+    "(the model_type, an image-token attribute; `--hf-config` decides it) · "
     "○ not a target (draft or pooling model) · a dot or blank: not registered in that release · "
     "≠ platforms: a platform variant disagrees with CUDA (EAG104)"
 )
@@ -17,10 +26,10 @@ ERROR_LEGEND = "! error: the release could not be checked (its errors are listed
 
 
 def cell_text(cell: Cell) -> str:
-    """`ready`, `blocked EAG101 EAG301`, `not a target`, `error`, or nothing for an absent
-    cell."""
-    if cell.status == BLOCKED:
-        return " ".join(["blocked", *cell.codes])
+    """`ready`, `blocked EAG101 EAG301`, `unverified EAG502`, `not a target`, `error`, or
+    nothing for an absent cell."""
+    if cell.status in (BLOCKED, UNVERIFIED):
+        return " ".join([cell.status, *cell.codes])
     return "" if cell.status == ABSENT else cell.status
 
 

@@ -21,6 +21,7 @@ from eagle3lint.matrix.verdicts import (
     NOT_A_TARGET,
     READY,
     TARGET,
+    UNVERIFIED,
     blocking_findings,
     role_of,
     status_of,
@@ -47,6 +48,8 @@ class Release:
     """`EagleModelMixin` relays aux hidden states across pipeline-parallel ranks."""
     targets: int = 0
     ready: int = 0
+    unverified: int = 0
+    """Targets with no error whose readiness depends on the checkpoint's config."""
     others: int = 0
     """Registered architectures that are not targets (draft and pooling models)."""
     errors: list[str] = field(default_factory=list)
@@ -69,7 +72,8 @@ class Release:
             "summary": {
                 "targets": self.targets,
                 "ready": self.ready,
-                "blocked": self.targets - self.ready,
+                "unverified": self.unverified,
+                "blocked": self.targets - self.ready - self.unverified,
                 "not_targets": self.others,
             },
             "errors": self.errors,
@@ -217,8 +221,9 @@ def _release(label: str, column: Column, report: Report) -> Release:
         getter=str(details.get("getter", "")),
         gate=list(gate["entries"]) if gate else None,
         pp_aux_relay=bool(details.get("pp_relay")),
-        targets=sum(s in (READY, BLOCKED) for s in statuses),
+        targets=sum(s in (READY, BLOCKED, UNVERIFIED) for s in statuses),
         ready=statuses.count(READY),
+        unverified=statuses.count(UNVERIFIED),
         others=statuses.count(NOT_A_TARGET),
         errors=[f"{e.get('code')} {e.get('message')}" for e in report.get("errors", ())],
         # Errors and no target: the contract or the check failed, nothing was analysed.

@@ -3,8 +3,8 @@
   "use strict";
   const DATA = JSON.parse(document.getElementById("matrix-data").textContent);
   const S = DATA.strings;
-  const STATUS = { r: "ready", b: "blocked", n: "not a target", e: "error" };
-  const CLASS = { r: "s-ready", b: "s-blocked", n: "s-other", e: "s-error" };
+  const STATUS = { r: "ready", b: "blocked", u: "unverified", n: "not a target", e: "error" };
+  const CLASS = { r: "s-ready", b: "s-blocked", u: "s-unverified", n: "s-other", e: "s-error" };
   const $ = (id) => document.getElementById(id);
   const el = (tag, attrs, text) => {
     const node = document.createElement(tag);
@@ -60,14 +60,14 @@
       }
       const [status, codes] = cell;
       let text = status === "r" ? "✓" : status === "n" ? "○" : status === "e" ? "!" : "";
-      if (status === "b") {
+      if (status === "b" || status === "u") {
         const short = codes.map((c) => c.replace(/^EAG/, ""));
-        text = "✗ " + short.slice(0, 2).join(" ") + (short.length > 2 ? " +" + (short.length - 2) : "");
+        text = (status === "b" ? "✗ " : "? ") + short.slice(0, 2).join(" ") + (short.length > 2 ? " +" + (short.length - 2) : "");
       }
       const attrs = { class: "cell " + CLASS[status], "data-col": String(j),
         title: status === "e" ? "could not be checked: " + releases[j].errors.join("; ") :
           STATUS[status] + (codes.length ? ": " + codes.join(" ") : "") };
-      if (status === "b") { attrs.tabindex = "0"; attrs.role = "button"; }
+      if (status === "b" || status === "u") { attrs.tabindex = "0"; attrs.role = "button"; }
       const td = el("td", attrs, text);
       if (regressedIn.has(releases[j].label)) td.classList.add("regressed");
       tr.appendChild(td);
@@ -123,7 +123,7 @@
     const close = el("button", { class: "close", "aria-label": "close" }, "×");
     close.addEventListener("click", hide);
     pop.appendChild(close);
-    pop.appendChild(el("h2", {}, row.a + " on vLLM " + releases[j].label + ": blocked"));
+    pop.appendChild(el("h2", {}, row.a + " on vLLM " + releases[j].label + ": " + STATUS[cell[0]]));
     const list = el("ul", { class: "findings" });
     cell[2].forEach(([code, sev, msg, hint, loc]) => {
       const li = el("li", {});
@@ -147,11 +147,11 @@
   }
   function hide() { pop.style.display = "none"; }
   body.addEventListener("click", (e) => {
-    const td = e.target.closest("td.s-blocked");
+    const td = e.target.closest("td.s-blocked, td.s-unverified");
     if (td) { e.stopPropagation(); show(td); }
   });
   body.addEventListener("keydown", (e) => {
-    const td = e.target.closest("td.s-blocked");
+    const td = e.target.closest("td.s-blocked, td.s-unverified");
     if (td && (e.key === "Enter" || e.key === " ")) { e.preventDefault(); show(td); }
   });
   document.addEventListener("keydown", (e) => { if (e.key === "Escape") hide(); });

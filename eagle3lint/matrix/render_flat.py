@@ -17,7 +17,7 @@ from eagle3lint.matrix.glyphs import (
     release_relay_text,
 )
 from eagle3lint.matrix.model import Cell, Matrix
-from eagle3lint.matrix.verdicts import ABSENT, BLOCKED, ERROR
+from eagle3lint.matrix.verdicts import ABSENT, BLOCKED, ERROR, UNVERIFIED
 from eagle3lint.report.escape import csv_cell, markdown_code_block, markdown_text
 
 RULE_DOCS = "rules/{code}.md"
@@ -90,8 +90,8 @@ def render_markdown(matrix: Matrix, rule_docs: str = RULE_DOCS) -> str:
 def _markdown_cell(cell: Cell) -> str:
     if cell.status == ABSENT:
         return ""
-    if cell.status == BLOCKED:
-        return SYMBOL[BLOCKED] + " " + markdown_text(" ".join(cell.codes))
+    if cell.status in (BLOCKED, UNVERIFIED):
+        return SYMBOL[cell.status] + " " + markdown_text(" ".join(cell.codes))
     if cell.status == ERROR:
         return SYMBOL[ERROR] + " error"
     return SYMBOL[cell.status]

@@ -11,10 +11,10 @@ from importlib import metadata, resources
 
 from eagle3lint.codes import TOOL_PLUGIN, all_codes
 from eagle3lint.matrix.model import Cell, Matrix, Release
-from eagle3lint.matrix.verdicts import ABSENT, BLOCKED, ERROR, READY
+from eagle3lint.matrix.verdicts import ABSENT, BLOCKED, ERROR, READY, UNVERIFIED
 from eagle3lint.report.escape import html_text, script_json
 
-STATUS_KEY = {READY: "r", BLOCKED: "b", ERROR: "e"}
+STATUS_KEY = {READY: "r", BLOCKED: "b", UNVERIFIED: "u", ERROR: "e"}
 """Cell statuses as the page's script reads them; anything else present is `n` (not a
 target)."""
 
@@ -41,12 +41,13 @@ PAGE = """<!doctype html>
  aria-label="search" autofocus>
 <label>role <select id="role"><option value="">all</option></select></label>
 <label>status <select id="status"><option value="">any</option><option>ready</option>
-<option>blocked</option><option>not a target</option><option>absent</option>
-<option>regressed</option><option>never ready</option></select></label>
+<option>blocked</option><option>unverified</option><option>not a target</option>
+<option>absent</option><option>regressed</option><option>never ready</option></select></label>
 <label>in <select id="in"><option value="newest">newest release that has it</option></select>
 </label>
 <label>family <select id="family"><option value="">all</option></select></label>
 <span class="legend"><span class="ready">✓ ready</span><span class="blocked">✗ blocked</span><span
+ class="unverified">? unverified (--hf-config decides)</span><span
  class="other">○ not a target</span></span>
 <span id="count"></span>
 </div>

@@ -24,7 +24,7 @@ from eagle3lint.matrix.glyphs import (
     release_relay_text,
 )
 from eagle3lint.matrix.model import Matrix, Row
-from eagle3lint.matrix.verdicts import BLOCKED
+from eagle3lint.matrix.verdicts import BLOCKED, UNVERIFIED
 from eagle3lint.report.escape import printable, rich_text
 
 RELEASE_COLUMN = 16
@@ -109,7 +109,8 @@ def _timeline(matrix: Matrix, width: int) -> Table:
         for cell in row.cells.values():
             timeline.append(SYMBOL[cell.status], style=STYLE[cell.status])
         now = row.current()
-        notes = rich_text(cell_text(now) if now.status != BLOCKED else " ".join(now.codes))
+        blocked = now.status in (BLOCKED, UNVERIFIED)
+        notes = rich_text(" ".join(now.codes) if blocked and now.codes else cell_text(now))
         notes.stylize(STYLE[now.status])
         if row.regressions:
             notes.append(

@@ -15,12 +15,15 @@ PLATFORM_VARIANT_CODE = "EAG104"
 
 READY = "ready"
 BLOCKED = "blocked"
+UNVERIFIED = "unverified"
+"""No error, but readiness depends on what only the checkpoint's config decides (the model_type
+the allow-list tests, an image-token attribute): `eagle3_ready: null` on a target."""
 NOT_A_TARGET = "not a target"
 ABSENT = "absent"
 ERROR = "error"
 """The release could not be checked (its download, its contract, or the check failed): whether
 it registers the architecture is not known."""
-STATUSES = (READY, BLOCKED, NOT_A_TARGET, ABSENT, ERROR)
+STATUSES = (READY, BLOCKED, UNVERIFIED, NOT_A_TARGET, ABSENT, ERROR)
 
 Target = dict[str, Any]
 """One entry of the report's `targets`."""
@@ -32,17 +35,26 @@ def role_of(target: Target) -> str:
 
 
 def status_of(target: Target) -> str:
-    if role_of(target) != TARGET or target.get("eagle3_ready") is None:
+    if role_of(target) != TARGET:
         return NOT_A_TARGET
-    return READY if target["eagle3_ready"] else BLOCKED
+    ready = target.get("eagle3_ready")
+    if ready is None:
+        # Reports before issue 24 had `null` for non-targets only.
+        return UNVERIFIED if "unverified" in target else NOT_A_TARGET
+    return READY if ready else BLOCKED
 
 
 def blocking_findings(target: Target) -> list[dict[str, Any]]:
-    """The findings that keep a blocked target from being ready: its errors (or, where the
-    report lowered them because nobody asked about this target, every finding it has)."""
-    if status_of(target) != BLOCKED:
-        return []
+    """The findings that keep a target from being called ready: a blocked one's errors (or,
+    where the report lowered them because nobody asked about this target, every finding it
+    has); an unverified one's remarks on what only the checkpoint's config decides."""
+    status = status_of(target)
     findings = list(target.get("findings", ()))
+    if status == UNVERIFIED:
+        codes = {u.get("code") for u in target.get("unverified", ())}
+        return [f for f in findings if f.get("code") in codes]
+    if status != BLOCKED:
+        return []
     return [f for f in findings if f.get("severity") == "error"] or findings
 
 

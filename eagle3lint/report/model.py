@@ -21,7 +21,11 @@ class TargetResult:
     eagle3_ready: bool | None
     """No error finding before intent was applied: an unclaimed target is not ready even
     though its findings were lowered to info. None for a draft or pooling model, where no
-    target verdict applies."""
+    target verdict applies, and for a target with no error whose readiness depends on what
+    only the checkpoint's config decides (`unverified`)."""
+    unverified: list[Finding] = field(default_factory=list)
+    """The findings (before the baseline) saying what its readiness depends on that was not
+    verified (`Finding.unverified`); empty for drafts and pooling models."""
     findings: list[Finding] = field(default_factory=list)
     variant: str | None = None
     registered: bool = True
@@ -44,6 +48,20 @@ class TargetResult:
         """An error finding is reported: what the exit code follows (intent applied)."""
         return any(f.severity is Severity.ERROR for f in self.findings)
 
+    @property
+    def is_unverified(self) -> bool:
+        """A target with no error whose readiness the check could not decide."""
+        return self.is_target and self.eagle3_ready is None
+
+    @property
+    def unverified_required(self) -> bool:
+        """Asked about, not known to be ready, and what leaves it open still reported (a
+        baseline may hold it, as it holds errors): fails the run as an error would."""
+        if not (self.required and self.is_unverified):
+            return False
+        reported = {_where(f) for f in self.findings}
+        return any(_where(f) in reported for f in self.unverified)
+
     def to_json(self) -> dict[str, object]:
         return {
             "arch": self.arch,
@@ -55,11 +73,18 @@ class TargetResult:
             "role": self.role,
             "implements_eagle3": self.implements_eagle3,
             "eagle3_ready": self.eagle3_ready,
+            "unverified": [
+                f.unverified.to_json(f.code) for f in self.unverified if f.unverified is not None
+            ],
             "pp_aux_relay": self.pp_aux_relay,
             "claims_eagle3": self.claims_eagle3,
             "required": self.required,
             "findings": [f.to_json() for f in self.findings],
         }
+
+
+def _where(finding: Finding) -> tuple[str, str, int, int]:
+    return finding.code, finding.path, finding.line, finding.column
 
 
 @dataclass
@@ -90,16 +115,26 @@ class Report:
         """How many targets are (or are not) EAGLE-3 ready; drafts and pooling models apart."""
         return sum(t.eagle3_ready is ready for t in self.targets)
 
+    def count_unverified(self) -> int:
+        """How many targets are neither ready nor blocked: their readiness is unverified."""
+        return sum(t.is_unverified for t in self.targets)
+
+    def unverified_required(self) -> list[TargetResult]:
+        """The targets asked about whose readiness is unverified (exit code 1)."""
+        return [t for t in self.targets if t.unverified_required]
+
     def count_role(self, role: str) -> int:
         return sum(t.role == role for t in self.targets)
 
     def exit_code(self, exit_zero: bool = False) -> int:
-        """ruff's convention: 2 when some input was not analysed, 1 for error findings."""
+        """ruff's convention: 2 when some input was not analysed, 1 for error findings and for
+        targets asked about (`--arch`, `--require`, --hf-config's architectures) whose
+        readiness is unverified: a run that was asked "is X ready?" does not pass on "maybe"."""
         if self.errors:
             return EXIT_INPUT
         if exit_zero:
             return EXIT_OK
-        return EXIT_FINDINGS if self.has_errors else EXIT_OK
+        return EXIT_FINDINGS if self.has_errors or self.unverified_required() else EXIT_OK
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -116,6 +151,7 @@ class Report:
                 "targets": sum(t.is_target for t in self.targets),
                 "ready": self.count_ready(True),
                 "blocked": self.count_ready(False),
+                "unverified": self.count_unverified(),
                 "drafts": self.count_role("draft"),
                 "pooling": self.count_role("pooling"),
                 "files_analysed": self.files_analysed,

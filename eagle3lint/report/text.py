@@ -139,6 +139,30 @@ def _by_code(shown: list[Located]) -> list[tuple[str, int, bool]]:
     ]
 
 
+def _unverified(report: Report, count: int, console: Console) -> None:
+    """Say what decides the targets that are neither ready nor blocked, and when that fails
+    the run (they were asked about)."""
+    options = sorted(
+        {
+            option
+            for t in report.targets
+            for f in t.unverified
+            if f.unverified
+            for option in f.unverified.decide
+        }
+    )
+    required = len(report.unverified_required())
+    console.print(
+        Text(
+            f"{plural(count, 'target')} with no error but unverified: vLLM reads at run time "
+            "what only the checkpoint's config decides (its model_type, an image-token "
+            f"attribute); pass {' or '.join(options)} to decide"
+            + (f" ({required} asked about: exit code 1)." if required else "."),
+            style="yellow" if required else "dim",
+        )
+    )
+
+
 def _statistics(shown: list[Located], console: Console) -> None:
     names = _names()
     for code, count, fixable in _by_code(shown):
@@ -152,6 +176,9 @@ def _summary(report: Report, groups: list[Located], shown: list[Located], consol
     targets = report.targets
     ready = report.count_ready(True)
     verdicts = f"{plural(len(targets), 'architecture')} of {where}, {ready} EAGLE-3 ready"
+    unverified = report.count_unverified()
+    if unverified:
+        verdicts += f", {unverified} unverified"
     others = [
         plural(n, noun)
         for n, noun in (
@@ -206,6 +233,8 @@ def _summary(report: Report, groups: list[Located], shown: list[Located], consol
                 style="dim",
             )
         )
+    if unverified:
+        _unverified(report, unverified, console)
     if hidden:
         console.print(
             Text(f"{hidden} info findings not shown (--verbose shows them).", style="dim")
