@@ -24,6 +24,7 @@ AUX_CALLS = Path(__file__).resolve().parent / "aux_calls.py"
 RUNNERS = ("v1", "worker")
 AUX_METHOD = "aux_hidden_state_layers"
 MODEL_PACKAGES = ("vllm.model_executor.models.", "vllm.models.")
+CUDA = "CUDA"
 
 
 def runner_methods(tree: Path) -> list[str]:
@@ -99,7 +100,7 @@ class RunnerCalls:
         """Scoped records whose calls raise (or cannot be made) where fix is to blame."""
         problems = []
         for record in self.scoped():
-            if record["status"] == "ran":
+            if record["status"] == "ran" or cuda_only(record):
                 continue
             before = self.before.get((record["label"], record["candidate"]), {})
             ran_before = before.get("status") == "ran"
@@ -117,6 +118,16 @@ class RunnerCalls:
         """The changed classes some target built (its calls made, whatever they did)."""
         return self.changed & {c for r in self.after for c in r.get("classes", ())}
 
+    def cuda_only(self) -> dict[str, str]:
+        """Changed classes of a target whose module cannot be imported without CUDA (vLLM
+        0.33.0's Dots3Note has no CPU variant), with the import error: no call can be made."""
+        found = {}
+        for record in self.after:
+            if cuda_only(record):
+                module = self.release.targets[record["label"]].ref.file.module
+                found |= {c: record["why"] for c in self.changed if c.rpartition(".")[0] == module}
+        return found
+
     def summary(self) -> str:
         scoped = self.scoped()
         ran = [r for r in scoped if r["status"] == "ran"]
@@ -126,7 +137,13 @@ class RunnerCalls:
             f"{len(scoped)} targets and language-model tries touch them, {len(ran)} ran"
         ]
         lines += [f"  {r['status']:16} {_name(r)}  {r.get('why', '')[:200]}" for r in scoped]
+        lines += [f"  not importable   {c}: {why[:200]}" for c, why in self.cuda_only().items()]
         return "\n".join(lines)
+
+
+def cuda_only(record: dict[str, Any]) -> bool:
+    """A target vLLM cannot import on a machine without CUDA (listed, no call made)."""
+    return record["status"] == "cannot-import" and CUDA in record["why"]
 
 
 def _name(record: dict[str, Any]) -> str:

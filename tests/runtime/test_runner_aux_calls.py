@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 from fixed import FixedRelease, fixed_copy
-from runner_calls import MODEL_PACKAGES, RunnerCalls, make_runner_calls
+from runner_calls import MODEL_PACKAGES, RunnerCalls, cuda_only, make_runner_calls
 
 AUX_RELEASES: tuple[str, ...] = tuple(
     os.environ.get("EAGLE3LINT_FIX_RELEASES", "0.16.0,0.18.0,0.25.0,0.33.0").split(",")
@@ -55,17 +55,19 @@ def test_runner_calls_run_on_every_changed_class(calls: RunnerCalls) -> None:
 
 
 def test_every_repaired_target_runs_the_runner_calls(calls: RunnerCalls) -> None:
-    ran = {r["label"] for r in calls.after if r["status"] == "ran" and r["candidate"] is None}
-    tried = {r["label"] for r in calls.after if r["status"] == "ran" and r["candidate"]}
-    missing = sorted(set(calls.release.repaired) - ran - tried)
+    """(A wrapper whose language model the checkpoint chooses: with some text model.) But a
+    model vLLM cannot import without CUDA, listed in the summary."""
+    ran = {r["label"] for r in calls.after if r["status"] == "ran" or cuda_only(r)}
+    missing = sorted(set(calls.release.repaired) - ran)
     assert not missing, missing
 
 
 def test_every_changed_model_class_is_built(calls: RunnerCalls) -> None:
     """Every model class `fix` changed is part of some target the calls were made on (so none
-    escapes the check above)."""
+    escapes the check above), but those of a model vLLM cannot import without CUDA."""
     models = {c for c in calls.changed if c.startswith(MODEL_PACKAGES)}
-    assert not models - calls.reached(), sorted(models - calls.reached())
+    missing = models - calls.reached() - set(calls.cuda_only())
+    assert not missing, sorted(missing)
 
 
 def test_the_seed_command_on_0_18_0_changes_nothing_that_worked(
