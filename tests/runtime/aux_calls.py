@@ -16,20 +16,24 @@ So each class is created with `object.__new__` and `nn.Module.__init__`, and giv
 instance of the class the `__init__` builds there (the decoder, the language model: built the
 same way in turn, so a delegation `self.language_model.<name>()` reaches the real class), the
 decoder's `layers` (`make_layers` or a module list: `NUM_LAYERS` placeholders) and its
-`start_layer`/`end_layer`. A language model built by `init_vllm_registered_model` is the class
-vLLM would build: the `architectures=[...]` it is given, else the one vLLM picks for the text
-config (its `architectures`, else transformers' causal-LM class for its `model_type`, as
-`VllmConfig.with_hf_config` does), the config being the model's config class with its defaults.
-A language model vLLM picks from the checkpoint, for which that config names no class here, is
-reported as such (`delegate`), with the candidate classes the request gives tried in turn.
+`start_layer`/`end_layer`. A setting a call reads that `__init__` computes from the config alone
+(Kimi-Linear's `use_attn_res`) gets its value for the config class's defaults. A language model
+built by `init_vllm_registered_model` is the class vLLM would build: the `architectures=[...]`
+it is given, else the one vLLM picks for the text config (its `architectures`, else
+transformers' causal-LM class for its `model_type`, as `VllmConfig.with_hf_config` does), the
+config being the model's config class with its defaults. Where the checkpoint chooses it and
+that config names none (vLLM 0.33.0's Pixtral, whose Mistral-format checkpoint names Mistral,
+Mixtral or Mistral Large 3), every text model of the request whose calls ran is tried in turn.
 
 Input (stdin, JSON): {"overlay": {module: file} | null, "methods": [getter names, setter],
-"subjects": [[label, module, class]], "candidates": [arch]}.
-Output (stdout): one JSON object per subject and language-model class: {"label", "class",
-"status", "why", "classes", "calls", "delegate"}; status "ran", "raised" (a runner call raised),
-"cannot-construct" (a method read an attribute its `__init__` sets that this script did not
-give it: proves nothing), "not-eagle3" (`supports_eagle3()` is False: the runner refuses it
-before any call) or "cannot-import".
+"subjects": [[label, module, class, language model's arch | null]], "try_candidates": bool}.
+Output (stdout): one JSON object per subject (and, with `try_candidates`, per wrapper and text
+model tried as its language model): {"label", "candidate", "class", "status", "why",
+"classes" (every vLLM class of the instances built), "calls" (each method and the class that
+defines it), "delegate" (how the language model's class was decided), "needs_candidate"};
+status "ran", "raised" (a runner call raised), "cannot-construct" (a call read an attribute its
+`__init__` sets that this script could not give it: proves nothing), "not-eagle3"
+(`supports_eagle3()` is False: the runner refuses it before any call) or "cannot-import".
 """
 
 from __future__ import annotations
