@@ -346,3 +346,32 @@ def test_a_renamed_getter_delegates_by_a_name_every_language_model_has(
     called = _delegated(pixtral, "PixtralForConditionalGeneration", getter)
     assert called, "the renamed getter no longer delegates"
     assert called <= _protocol_defaults(release), called
+
+
+@pytest.mark.parametrize(
+    ("path", "cls", "decoder"),
+    [
+        ("aria.py", "AriaForConditionalGeneration", "self.language_model"),
+        ("phi4mm.py", "Phi4MMForCausalLM", "self.model"),
+    ],
+)
+def test_a_language_model_that_is_the_decoder_gets_methods_of_its_own(
+    path: str, cls: str, decoder: str, vllm_release: Callable[[str], Path]
+) -> None:
+    """Issue 24: before 0.28 the protocol's defaults take the language model and assert that it
+    has a `.model`. `fix` made Aria (whose language model is AriaTextModel, a decoder) and
+    Phi-4-multimodal (which marks its LlamaModel as the language model) SupportsEagle3 on those
+    defaults, and the runner's first call raised AssertionError. They now get their own
+    methods, reaching the decoder."""
+    release = vllm_release("0.25.0")
+    source = _planned("0.25.0", release)[f"{MODELS}/{path}"]
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ClassDef) and node.name == cls:
+            methods = {n.name: ast.unparse(n) for n in node.body if isinstance(n, ast.FunctionDef)}
+            break
+    else:
+        raise AssertionError(f"{cls} not found")
+    setter = methods["set_aux_hidden_state_layers"]
+    getter = methods["get_eagle3_default_aux_hidden_state_layers"]
+    assert f"{decoder}.aux_hidden_state_layers = layers" in setter
+    assert f"len({decoder}.layers)" in getter
