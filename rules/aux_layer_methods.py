@@ -115,7 +115,8 @@ _EAG204 = Explanation(
     "it is an `EagleModelMixin`; the default getter counts the decoder's `.layers`.",
     error="```text\nAssertionError: Model instance must inherit from EagleModelMixin to set "
     "auxiliary layers\n```\nor `AssertionError: Model instance must have 'layers' attribute to "
-    "get number of layers`, after the weight load.",
+    "get number of layers` (`'model' attribute`, before 0.28.0, for a language model that is "
+    "the decoder itself), after the weight load.",
     releases="0.18.0 and later.",
     example="""\
 class MyModel(nn.Module):  # the decoder
@@ -247,6 +248,7 @@ class OldNameForCausalLM(nn.Module, SupportsEagle3):
         if not target.is_candidate and not ctx.contract.unguarded_aux_calls:
             return
         yield from self._dead_overrides(target, ctx)
+        yield from self._defaults_reach_bare_decoder(target, ctx)
         if target.language_model is not None:
             yield from self._wrapper(target, ctx)
             yield from self._methods(target.language_model, ctx)
@@ -334,6 +336,57 @@ class OldNameForCausalLM(nn.Module, SupportsEagle3):
                 inner.cls.column,
                 hint=f"Override {name} on {target.ref.name}.",
             )
+
+    def _defaults_reach_bare_decoder(self, target: Target, ctx: RuleContext) -> Iterator[Finding]:
+        """The protocol defaults take the language model (`get_language_model()` where the
+        model has it, else `self.language_model`) and, before vLLM 0.28, assert that it has a
+        `.model`: a language model that is the decoder itself (Aria's AriaTextModel, the
+        LlamaModel Phi-4-multimodal marks as its language model) fails the runner's first call.
+        The repair gives the model its own methods, reaching that decoder."""
+        contract = ctx.contract
+        if contract.defaults_take_bare_decoder:
+            return
+        relies = [
+            name
+            for name in contract.required_methods
+            if name in contract.default_methods and self._relies_on_default(target, name, ctx)
+        ]
+        has_getter = target.method("get_language_model") is not None
+        if not relies or not (has_getter or target.language_model is not None):
+            return
+        attr, reached = (
+            (LANGUAGE_MODEL_ATTR, target.language_model.ref)
+            if target.language_model is not None
+            else ("model", target.inner_model)
+        )
+        classes = target.classes_of(reached) if reached is not None else []
+        is_decoder = any(e.cls.assigns_layers for e in classes)
+        if not is_decoder or any("model" in e.cls.init_assigns for e in classes):
+            return
+        assert reached is not None
+        yield self.report(
+            "EAG204",
+            f"{target.ref.name} relies on the protocol's default {'() and '.join(relies)}(), "
+            f"which take its language model {reached.name} and assert that it has a `.model` "
+            "(the decoder); "
+            f"{reached.name} is the decoder itself, so loading fails with an AssertionError.",
+            ctx.path(target.ref),
+            target.ref.cls.line,
+            target.ref.cls.column,
+            hint=f"Define {', '.join(contract.required_methods)} on {target.ref.name}, reaching "
+            f"self.{attr}.",
+            repair=AddAuxMethods(
+                ctx.path(target.ref), cls=target.ref.name, getter=contract.getter, inner=attr
+            ),
+        )
+
+    def _relies_on_default(self, target: Target, name: str, ctx: RuleContext) -> bool:
+        """`name` resolves to the protocol's default (or will, once the model is one)."""
+        found = target.method(name)
+        if found is None:
+            return True
+        ref, _ = found
+        return ref.file.module == ctx.contract.interfaces_module and ref.cls.is_protocol
 
     def _mixin_repair(self, target: Target, inner: ClassRef, ctx: RuleContext) -> Repair | None:
         """An untapped decoder becomes a mixin (the release's own style) where `fix` can tap it;

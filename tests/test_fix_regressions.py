@@ -265,12 +265,46 @@ def _class_names(source: str, cls: str) -> set[str]:
     raise AssertionError(f"{cls} not found")
 
 
+def _delegated(source: str, cls: str, method: str) -> set[str]:
+    """The names `cls.method` calls on `self.language_model`."""
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ClassDef) and node.name == cls:
+            for item in node.body:
+                if isinstance(item, ast.FunctionDef) and item.name == method:
+                    return {
+                        call.func.attr
+                        for call in ast.walk(item)
+                        if isinstance(call, ast.Call)
+                        and isinstance(call.func, ast.Attribute)
+                        and ast.unparse(call.func.value) == "self.language_model"
+                    }
+    raise AssertionError(f"{cls}.{method} not found")
+
+
+def _protocol_defaults(release: Path) -> set[str]:
+    """The methods `SupportsEagle3` of the release implements (a body that is not `...`): what
+    every language model the runner accepts has."""
+    source = (release / MODELS / "interfaces.py").read_text(encoding="utf-8")
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ClassDef) and node.name == "SupportsEagle3":
+            return {
+                item.name
+                for item in node.body
+                if isinstance(item, ast.FunctionDef)
+                and not all(
+                    isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant) for s in item.body
+                )
+            }
+    raise AssertionError("SupportsEagle3 not found")
+
+
 def test_the_seed_command_on_0_18_0_breaks_no_caller(
     vllm_release: Callable[[str], Path],
 ) -> None:
     """Issue 24: on 0.18.0, where Kimi-K2.5 already runs, fixing it renamed DeepseekV2's getter
     to the name the runner calls while Kimi-K2.5's own getter still called the old name on its
-    language model: AttributeError after the weights load. Both names now stay defined."""
+    language model: AttributeError after the weights load. Both names now stay defined, and
+    Kimi-K2.5's getter (now the one the runner calls) delegates by the name the runner calls."""
     release = vllm_release("0.18.0")
     kimi_config = Path(__file__).resolve().parent.parent / "examples" / "kimi-k2.5" / "config.json"
     run = run_check(
@@ -289,13 +323,55 @@ def test_the_seed_command_on_0_18_0_breaks_no_caller(
     assert not skipped, skipped
     kimi = planned[f"{MODELS}/kimi_k25.py"]
     deepseek = planned[f"{MODELS}/deepseek_v2.py"]
-    # Kimi-K2.5's getter (under the name the runner calls) delegates by the old name ...
-    assert "self.language_model.get_eagle3_aux_hidden_state_layers()" in kimi
-    # ... which the language model still defines, beside the name the runner calls.
-    assert {
-        "get_eagle3_aux_hidden_state_layers",
-        "get_eagle3_default_aux_hidden_state_layers",
-    } <= _class_names(deepseek, "DeepseekV2ForCausalLM")
-    assert "get_eagle3_default_aux_hidden_state_layers" in _class_names(
-        kimi, "KimiK25ForConditionalGeneration"
+    getter = "get_eagle3_default_aux_hidden_state_layers"
+    assert getter in _class_names(kimi, "KimiK25ForConditionalGeneration")
+    assert _delegated(kimi, "KimiK25ForConditionalGeneration", getter) == {getter}
+    # The language model defines the name the runner calls, and keeps the old one for others.
+    assert {"get_eagle3_aux_hidden_state_layers", getter} <= _class_names(
+        deepseek, "DeepseekV2ForCausalLM"
     )
+
+
+def test_a_renamed_getter_delegates_by_a_name_every_language_model_has(
+    vllm_release: Callable[[str], Path],
+) -> None:
+    """Issue 24: on 0.33.0, Pixtral's getter had the old name (so the runner used the protocol's
+    default); `fix` renamed it to the name the runner calls, and its body still called the old
+    name on the language model, which a Mistral checkpoint builds as MistralForCausalLM, whose
+    only getter is the protocol's default under the new name: AttributeError when the runner
+    calls it. The renamed getter delegates by a name the release's protocol implements."""
+    release = vllm_release("0.33.0")
+    pixtral = _planned("0.33.0", release)[f"{MODELS}/pixtral.py"]
+    getter = "get_eagle3_default_aux_hidden_state_layers"
+    called = _delegated(pixtral, "PixtralForConditionalGeneration", getter)
+    assert called, "the renamed getter no longer delegates"
+    assert called <= _protocol_defaults(release), called
+
+
+@pytest.mark.parametrize(
+    ("path", "cls", "decoder"),
+    [
+        ("aria.py", "AriaForConditionalGeneration", "self.language_model"),
+        ("phi4mm.py", "Phi4MMForCausalLM", "self.model"),
+    ],
+)
+def test_a_language_model_that_is_the_decoder_gets_methods_of_its_own(
+    path: str, cls: str, decoder: str, vllm_release: Callable[[str], Path]
+) -> None:
+    """Issue 24: before 0.28 the protocol's defaults take the language model and assert that it
+    has a `.model`. `fix` made Aria (whose language model is AriaTextModel, a decoder) and
+    Phi-4-multimodal (which marks its LlamaModel as the language model) SupportsEagle3 on those
+    defaults, and the runner's first call raised AssertionError. They now get their own
+    methods, reaching the decoder."""
+    release = vllm_release("0.25.0")
+    source = _planned("0.25.0", release)[f"{MODELS}/{path}"]
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ClassDef) and node.name == cls:
+            methods = {n.name: ast.unparse(n) for n in node.body if isinstance(n, ast.FunctionDef)}
+            break
+    else:
+        raise AssertionError(f"{cls} not found")
+    setter = methods["set_aux_hidden_state_layers"]
+    getter = methods["get_eagle3_default_aux_hidden_state_layers"]
+    assert f"{decoder}.aux_hidden_state_layers = layers" in setter
+    assert f"len({decoder}.layers)" in getter

@@ -111,6 +111,11 @@ def rename_method(module: cst.Module, class_name: str, old: str, new: str) -> cs
         # Callers of the old name (a wrapper delegating to this model) keep working.
         old = new
 
+    The renamed method's own delegation (`self.language_model.old()`) is renamed too: once the
+    runner calls it, it must reach the method the runner would call on the language model, as
+    the language model may be a class that never defined `old` (vLLM 0.33.0's Pixtral, whose
+    checkpoint chooses Mistral, which has only the protocol's default under the new name).
+
     Nothing changes when `old` is not a method and `new` is (already renamed). Refuses when the
     class is missing, when it defines both methods, or neither.
     """
@@ -134,16 +139,20 @@ def rename_method(module: cst.Module, class_name: str, old: str, new: str) -> cs
 
 
 class _MethodRenamer(cst.CSTTransformer):
-    """Renames `def old` directly in the class body and `self.old` anywhere in it."""
+    """Renames `def old` directly in the class body, `self.old` anywhere in it, and `x.old` for
+    any other `x` but `super()` inside the renamed method (its delegation)."""
 
     def __init__(self, old: str, new: str) -> None:
         super().__init__()
         self._old = old
         self._new = new
         self._depth = 0
+        self._in_renamed = False
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
         self._depth += 1
+        if self._depth == 1 and node.name.value == self._old:
+            self._in_renamed = True
         return True
 
     def leave_FunctionDef(
@@ -151,13 +160,19 @@ class _MethodRenamer(cst.CSTTransformer):
     ) -> cst.FunctionDef:
         self._depth -= 1
         if self._depth == 0 and original_node.name.value == self._old:
+            self._in_renamed = False
             return updated_node.with_changes(name=cst.Name(self._new))
         return updated_node
 
     def leave_Attribute(
         self, original_node: cst.Attribute, updated_node: cst.Attribute
     ) -> cst.Attribute:
-        if m.matches(original_node, m.Attribute(value=m.Name("self"), attr=m.Name(self._old))):
+        if not m.matches(original_node, m.Attribute(attr=m.Name(self._old))):
+            return updated_node
+        if m.matches(original_node.value, m.Name("self")):
+            return updated_node.with_changes(attr=cst.Name(self._new))
+        if self._in_renamed and not m.matches(original_node.value, m.Call(func=m.Name("super"))):
+            # `super().old()` stays: a base keeps `old` (its own, or the alias of its rename).
             return updated_node.with_changes(attr=cst.Name(self._new))
         return updated_node
 

@@ -20,6 +20,7 @@ NEWEST_FIELDS = (
     "protocol",
     "protocol_members",
     "default_methods",
+    "defaults_take_bare_decoder",
     "getter",
     "runtime_check",
     "unguarded_aux_calls",

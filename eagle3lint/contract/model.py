@@ -79,6 +79,10 @@ class Contract:
     """Every name `isinstance(model, SupportsEagle3)` checks for."""
     default_methods: frozenset[str] = frozenset()
     """Protocol methods with a real default body (the rest are stubs)."""
+    defaults_take_bare_decoder: bool = False
+    """The defaults take the language model itself as the decoder when it has no `.model`
+    (`getattr(parent_ref, "model", parent_ref)`, from vLLM 0.28); before, they assert that it
+    has one."""
     setter: str = SETTER
     getter: str = KNOWN_GETTERS[0]
     getter_source: str = ""

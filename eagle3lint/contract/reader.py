@@ -55,6 +55,10 @@ _CLOSING_LINE = re.compile(r"^[)}]", re.MULTILINE)
 _CONFIG_ENTRY = re.compile(
     r"""^[ \t]*(?:\w+\s*=\s*["'](\w+)["']|["'][\w.-]+["']\s*:\s*["']?(\w+))""", re.MULTILINE
 )
+# How the defaults take a language model with no `.model` as the decoder (0.28 and later).
+_TAKES_BARE_DECODER = re.compile(
+    r"""getattr\(\s*parent_ref\s*,\s*["']model["']\s*,\s*parent_ref\s*\)"""
+)
 _GETTER_CALL = re.compile(r"^[^#\n]*\.(get_eagle3_\w*aux_hidden_state_layers)\(", re.MULTILINE)
 # typing's own bookkeeping names are not protocol members.
 _NOT_MEMBERS = {"__init__", "__slots__", "__doc__", "__module__", "__annotations__"}
@@ -151,12 +155,16 @@ def _read_protocol(index: ProjectIndex, contract: Contract) -> Contract:
     defaults = frozenset(
         name for name, method in protocol.cls.methods.items() if not method.is_stub
     )
+    takes_bare = bool(defaults) and bool(
+        _TAKES_BARE_DECODER.search(_read_text(index, Path(index.display_path(protocol.file))))
+    )
     getters = [name for name in protocol.cls.methods if name.startswith("get_eagle3_")]
     return replace(
         contract,
         protocol=protocol.qualname,
         protocol_members=tuple(sorted(members)),
         default_methods=defaults,
+        defaults_take_bare_decoder=takes_bare,
         getter=getters[0] if getters else contract.getter,
         getter_source=f"{index.display_path(protocol.file)}:{protocol.cls.line}",
         mixin=mixin.qualname if mixin else None,

@@ -163,11 +163,12 @@ def test_rename_method_and_its_self_calls(assert_rewrites: RewriteCheck) -> None
         def layers_for_logging(self) -> str:
             return str(self.get_eagle3_aux_hidden_state_layers())
     """
-    # The old name stays as an alias: the delegating call (and any caller elsewhere) still works.
+    # The old name stays as an alias for any caller elsewhere; the renamed method's delegation
+    # calls the new name, which every language model the runner accepts defines (issue 24).
     after = """\
     class M(nn.Module):
         def get_eagle3_default_aux_hidden_state_layers(self) -> tuple[int, ...]:
-            return self.language_model.get_eagle3_aux_hidden_state_layers()
+            return self.language_model.get_eagle3_default_aux_hidden_state_layers()
 
         # Callers of the old name (a wrapper delegating to this model) keep working.
         get_eagle3_aux_hidden_state_layers = get_eagle3_default_aux_hidden_state_layers

@@ -41,6 +41,12 @@ class FixedRelease:
     """Arch → its target in the fixed tree, for every target `fix` took from blocked to ready."""
     refused: dict[str, str]
     """Arch → why `fix` left it alone (its `not fixed:` line)."""
+    tree: Path = Path()
+    """The fixed copy's `vllm` package."""
+    targets: dict[str, Target] = field(default_factory=dict)
+    """Arch → its target in the fixed tree, for every target."""
+    blocked: set[str] = field(default_factory=set)
+    """The archs eagle3lint still finds errors for in the fixed tree."""
     supports_eagle3: dict[str, dict[str, Any]] = field(default_factory=dict)
     models: dict[str, dict[str, Any]] = field(default_factory=dict)
     """`<module>.<Model>[<DecoderLayer>]` → {"status", "why"} from the run on the fixed copy."""
@@ -70,14 +76,35 @@ def _module_of(tree: Path, path: Path) -> str:
     return ".".join(parts)
 
 
+FIX_ALL = ("--require", "*")
+"""`fix`'s arguments for fixing every target of a tree."""
+
+
 def fix_release(version: str, workdir: Path) -> FixedRelease:
     """Fix a copy of `version`'s installed tree with no `--arch` and run the proof on it."""
+    release = fixed_copy(version, workdir)
+    _prove(release, workdir)
+    return release
+
+
+_COPIES: dict[tuple[str, tuple[str, ...]], FixedRelease] = {}
+
+
+def fixed_copy(version: str, workdir: Path, args: tuple[str, ...] = FIX_ALL) -> FixedRelease:
+    """`eagle3lint fix <copy> *args` on a copy of `version`'s installed tree, and what it did
+    (once per test session: every runtime test of a release looks at the same copy)."""
+    if (version, args) not in _COPIES:
+        _COPIES[version, args] = _fix_copy(version, workdir / f"{len(_COPIES)}", args)
+    return _COPIES[version, args]
+
+
+def _fix_copy(version: str, workdir: Path, args: tuple[str, ...]) -> FixedRelease:
     installed = installed_tree(version)
     tree = workdir / f"fixed-{version}"
     _copy_python_files(installed, tree / "vllm")
     _, blocked_before = _blocked(tree / "vllm")
     done = subprocess.run(
-        [sys.executable, "-m", "eagle3lint", "fix", str(tree / "vllm"), "--require", "*"],
+        [sys.executable, "-m", "eagle3lint", "fix", str(tree / "vllm"), *args],
         capture_output=True,
         text=True,
         check=False,
@@ -99,9 +126,7 @@ def fix_release(version: str, workdir: Path) -> FixedRelease:
         for arch, target in targets.items()
         if arch in blocked_before and arch not in blocked_after
     }
-    release = FixedRelease(version, changed, repaired, refused)
-    _prove(release, workdir)
-    return release
+    return FixedRelease(version, changed, repaired, refused, tree / "vllm", targets, blocked_after)
 
 
 def _inner_models(release: FixedRelease) -> list[tuple[str, str]]:
@@ -155,12 +180,15 @@ def _prove_group(
             release.models[name] = record
 
 
-def _ask(python: Path, request: dict[str, Any], packages: Path | None) -> list[dict[str, Any]]:
+def _ask(
+    python: Path, request: dict[str, Any], packages: Path | None, script: Path = PROOF
+) -> list[dict[str, Any]]:
+    """Run `script` (the proof, or another script of this folder) in the venv of `python`."""
     env = dict(os.environ, PYTHONHASHSEED="0")
     if packages is not None:
         env["PYTHONPATH"] = str(packages)
     done = subprocess.run(
-        [str(python), str(PROOF)],
+        [str(python), str(script)],
         input=json.dumps(request),
         capture_output=True,
         text=True,
@@ -169,5 +197,5 @@ def _ask(python: Path, request: dict[str, Any], packages: Path | None) -> list[d
         env=env,
     )
     if done.returncode != 0:
-        raise RuntimeError(f"proof.py failed ({done.returncode}):\n{done.stderr[-3000:]}")
+        raise RuntimeError(f"{script.name} failed ({done.returncode}):\n{done.stderr[-3000:]}")
     return [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]

@@ -52,16 +52,17 @@ CONSTRAINTS: dict[str, tuple[str, ...]] = {"0.25.0": ("transformers<5.15",)}
 """Per release, requirements added to `vllm==X` when its venv is installed (and applied to a
 venv installed before they were added)."""
 
-# vLLM 0.16.0 requires transformers<5, yet four of its model files import what transformers 5.0
-# added (`Jais2Config`, the audio-flamingo and GLM-ASR model packages): they run only with
-# transformers 5 in front of the pinned one (vLLM 0.16.0 imports and builds them so), as their
-# users must install it.
+# vLLM 0.16.0 and 0.18.0 require transformers<5, yet four of their model files import what
+# transformers 5.0 added (`Jais2Config`, the audio-flamingo and GLM-ASR model packages): they run
+# only with transformers 5 in front of the pinned one (vLLM 0.16.0 imports and builds them so),
+# as their users must install it.
 TRANSFORMERS_5_0 = ("transformers==5.0.0", "huggingface_hub>=1.3,<2", "typer-slim")
 MODEL_OVERLAYS: dict[str, dict[str, tuple[str, ...]]] = {
-    "0.16.0": {
+    version: {
         f"vllm.model_executor.models.{name}": TRANSFORMERS_5_0
         for name in ("jais2", "audioflamingo3", "musicflamingo", "glmasr")
-    },
+    }
+    for version in ("0.16.0", "0.18.0")
 }
 """Per release, model modules that need newer packages than the release's requirements allow,
 with those packages: installed apart (`uv pip install --target`, one folder per set of packages)
