@@ -348,6 +348,8 @@ class MediaVLForConditionalGeneration(nn.Module, SupportsMultiModal):
             path,
             cls.line,
             cls.column,
+            fix_refused="no config class was read, so no attribute is known to point the "
+            "proposer at",
             unverified=Unverified(what, why, DECIDE_WITH_CONFIG),
         )
 

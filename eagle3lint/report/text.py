@@ -218,7 +218,7 @@ def _summary(report: Report, groups: list[Located], shown: list[Located], consol
         if refused:
             console.print(
                 Text(
-                    f"{refused} of a kind fix repairs cannot be repaired here "
+                    f"{refused} other(s) cannot be repaired automatically here "
                     "(`--output-format full` says why).",
                     style="dim",
                 )
