@@ -27,8 +27,10 @@ package may change without notice. `docs/writing-rules.md` walks through writing
 from __future__ import annotations
 
 from eagle3lint.config_classes import BASE_CONFIGS, ConfigFacts
-from eagle3lint.contract.drafter import IDS_KEY as DRAFT_IDS_KEY
-from eagle3lint.contract.model import Contract, Gate, ImageTokenMap
+from eagle3lint.engines.vllm.contract.drafter import IDS_KEY as DRAFT_IDS_KEY
+from eagle3lint.engines.vllm.contract.model import Contract, Gate, ImageTokenMap
+from eagle3lint.engines.vllm.names import AUX_LAYERS_ATTR, LANGUAGE_MODEL_ATTR
+from eagle3lint.engines.vllm.targets import Target
 from eagle3lint.errors import CodemodRefused
 from eagle3lint.findings import (
     DECIDE_WITH_CONFIG,
@@ -56,8 +58,6 @@ from eagle3lint.repairs import (
 )
 from eagle3lint.rule import Code, Example, Expected, Explanation, Rule, RuleContext
 from eagle3lint.shapes.model import STREAM, LayerConvention
-from eagle3lint.shapes.names import AUX_LAYERS_ATTR, LANGUAGE_MODEL_ATTR
-from eagle3lint.targets import Target
 
 __all__ = [
     "AUX_LAYERS_ATTR",

@@ -185,7 +185,7 @@ class RunArgs:
         config = load_config(config_start(list(self.paths or [])))
         version = self.vllm if self.vllm is not None else config.vllm_version
         if version is not None:
-            from eagle3lint.sources.download import check_version
+            from eagle3lint.engines.vllm.download import check_version
 
             check_version(version)
         for flag, values in (

@@ -12,9 +12,8 @@ from typing import Any
 
 from eagle3lint.baseline import Baseline
 from eagle3lint.codes import NOT_A_TARGET, ROLES
-from eagle3lint.contract.known import newest_contract
-from eagle3lint.contract.model import Contract
-from eagle3lint.contract.reader import read_contract
+from eagle3lint.engines import Contract, Role, Target
+from eagle3lint.engines import Entry as RegistryEntry
 from eagle3lint.findings import Finding, InputError, Severity
 from eagle3lint.fixability import marked, plan_for_check
 from eagle3lint.index.cache import SummaryCache, default_cache_dir
@@ -35,16 +34,6 @@ from eagle3lint.sources.files import (
 )
 from eagle3lint.sources.walk import Excluder
 from eagle3lint.suppressions import apply_suppressions
-from eagle3lint.targets import (
-    MODELS_PACKAGE,
-    REGISTRY,
-    RegistryEntry,
-    Role,
-    Target,
-    build_targets,
-    file_targets,
-    registered_architectures,
-)
 
 
 @dataclass
@@ -150,7 +139,7 @@ def _index_for(
             index.read_outside(transformers.folder / transformers.name / "__init__.py")
     index.on_load = options.on_file
     if workspace.extra_roots:
-        index.relative_home = MODELS_PACKAGE
+        index.relative_home = workspace.wing.models_package
     return index
 
 
@@ -429,13 +418,13 @@ def _contract(
     """The tree's contract; the newest known one when there is no tree. None when a file the
     contract depends on cannot be read: another release's contract would give wrong answers
     that look right, so no target is checked."""
-    if workspace.vllm_dir is None:
-        return newest_contract()
+    if workspace.tree is None:
+        return workspace.wing.newest_contract()
     try:
-        return read_contract(index, workspace.vllm_dir, workspace.contract_source)
+        return workspace.wing.read_contract(index, workspace.tree, workspace.contract_source)
     except UnreadableSource as exc:
         message = f"{exc}: the tree's EAGLE-3 contract could not be read, so no target was checked"
-        where = str(exc.path or workspace.vllm_dir)
+        where = str(exc.path or workspace.tree)
         errors.append(InputError(where, message, code=exc.code))
         # The index's own error for that file says less; the file is named once.
         index.errors = [e for e in index.errors if e.path != where]
@@ -444,8 +433,7 @@ def _contract(
 
 def unread_contract(workspace: Workspace) -> Contract:
     """What the report shows as the contract of a tree whose contract could not be read."""
-    root = str(workspace.vllm_dir or "")
-    return Contract(None, workspace.contract_source, root, None, None, readable=False)
+    return workspace.wing.unread_contract(workspace.contract_source, str(workspace.tree or ""))
 
 
 def _targets(
@@ -462,13 +450,18 @@ def _targets(
     contract_only = workspace.contract_only or (
         workspace.contract_source != "tree" and bool(workspace.extra_roots)
     )
-    wants_registry = workspace.vllm_dir is not None and (not contract_only or bool(options.archs))
-    entries = registered_architectures(index) if wants_registry else []
+    wants_registry = workspace.tree is not None and (not contract_only or bool(options.archs))
+    wing = workspace.wing
+    entries = wing.registry(index) if wants_registry else []
     if wants_registry and not entries:
         # An analysis of nothing must not pass as a clean one.
         errors.append(
             InputError(
-                str(index.source_file(REGISTRY).path if index.source_file(REGISTRY) else REGISTRY),
+                str(
+                    registry.path
+                    if (registry := index.source_file(wing.registry_module))
+                    else wing.registry_module
+                ),
                 "no registered architecture was found in this tree's model registry",
                 code="EAG902",
             )
@@ -482,13 +475,15 @@ def _targets(
         ]
     )
     unresolved: list[RegistryEntry] = []
-    targets = build_targets(index, contract, chosen, unresolved)
+    targets = wing.targets(index, contract, chosen, unresolved)
     focus = {str(f.resolve()) for f in workspace.files}
     for entry in unresolved:
         if index.error_for(entry.module) is not None:
             continue  # the file's own error (unreadable, syntax) says why
         source = index.source_file(entry.module)
-        deciding = {str(s.path.resolve()) for s in (source, index.source_file(REGISTRY)) if s}
+        deciding = {
+            str(s.path.resolve()) for s in (source, index.source_file(wing.registry_module)) if s
+        }
         if workspace.only_files and not deciding & focus:
             continue  # a broken entry elsewhere in the registry is not these files' error
         where = (
@@ -505,7 +500,7 @@ def _targets(
         known = {t.ref.qualname for t in targets}
         targets += [
             t
-            for t in file_targets(index, contract, file_modules, known)
+            for t in wing.file_targets(index, contract, file_modules, known)
             if not _in_tree(index, t.ref.file.module, workspace) or t.is_module
         ]
     if workspace.only_files and file_modules:
@@ -617,7 +612,7 @@ class _InvalidFinding(Exception):
 def _in_tree(index: ProjectIndex, module: str, workspace: Workspace) -> bool:
     """Whether a module's file lies in the vLLM tree whose registry is read."""
     source = index.source_file(module)
-    tree = workspace.vllm_dir if workspace.contract_source == "tree" else None
+    tree = workspace.tree if workspace.contract_source == "tree" else None
     return (
         tree is not None
         and source is not None

@@ -15,17 +15,18 @@ from eagle3lint.sources.discovery import Workspace
 
 
 def interfaces_folder(workspace: Workspace) -> Path | None:
-    """The folder of the tree's `interfaces.py`: files there import from it relatively."""
-    if workspace.vllm_dir is None:
+    """The folder of the tree's model files (and `interfaces.py`): files there import from it
+    relatively."""
+    if workspace.tree is None:
         return None
-    return workspace.vllm_dir / "model_executor" / "models"
+    return workspace.tree.parent.joinpath(*workspace.wing.models_package.split("."))
 
 
 def cached_release(workspace: Workspace, vllm_version: str | None) -> Path | None:
     """The release folder when the tree is a cached copy (`--vllm X`), which fix never edits."""
-    if vllm_version is None or workspace.vllm_dir is None:
+    if vllm_version is None or workspace.tree is None:
         return None
-    return workspace.vllm_dir.resolve()
+    return workspace.tree.resolve()
 
 
 def plan_for_check(

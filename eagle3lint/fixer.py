@@ -155,7 +155,7 @@ def run_fix(options: CheckOptions, diff: bool = False, recover: bool = False) ->
     `recover` only undoes what an interrupted run left (`journal.py`) and writes nothing else.
     """
     first = run_check(options)
-    release = first.workspace.vllm_dir
+    release = first.workspace.tree
     # Out-of-tree files checked against a cached release may be fixed; the release itself not.
     cached = release.resolve() if options.vllm_version and release is not None else None
     if cached is not None and not diff and not recover and not first.workspace.files:

@@ -15,11 +15,11 @@ from functools import cache
 from importlib.metadata import EntryPoint, entry_points
 from typing import Any, ClassVar
 
-from eagle3lint.contract.model import Contract
+from eagle3lint.engines.vllm.contract.model import Contract
+from eagle3lint.engines.vllm.targets import Target
 from eagle3lint.findings import Finding, Repair, Severity, Unverified
 from eagle3lint.index.project import ClassRef, ProjectIndex
 from eagle3lint.sandbox import DEFAULT_RULE_TIMEOUT, RuleTimeout, plugin_call
-from eagle3lint.targets import Target
 
 ENTRY_POINT_GROUP = "eagle3lint.rules"
 

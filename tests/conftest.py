@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from platformdirs import user_cache_dir
 
+from eagle3lint.engines.vllm.download import fetch_release
 from eagle3lint.index.cache import default_cache_dir
-from eagle3lint.sources.download import fetch_release
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = REPO / "fixtures"

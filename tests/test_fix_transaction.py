@@ -22,8 +22,9 @@ from eagle3lint import engine, fixer, storage
 from eagle3lint.cli import app
 from eagle3lint.codemod import plan as planner
 from eagle3lint.engine import CheckOptions, CheckRun, run_check
+from eagle3lint.engines import Role
+from eagle3lint.engines.vllm.targets import Target
 from eagle3lint.plans import FileEdit
-from eagle3lint.targets import Role, Target
 
 REPO = Path(__file__).resolve().parent.parent
 KIMI_CONFIG = REPO / "examples" / "kimi-k2.5" / "config.json"

@@ -352,7 +352,7 @@ GOOD_TREES = [ERAS / "e2_stub", ERAS / "e3_mixin"]
 
 
 def test_the_documented_ranges_fit_under_the_cap() -> None:
-    from eagle3lint.matrix.releases import expand_specs
+    from eagle3lint.engines.vllm.releases import expand_specs
 
     assert len(PYPI_FINAL_RELEASES) == 101
     assert len(expand_specs(["0.11.0..0.33.0"], PYPI_FINAL_RELEASES)) == 35
@@ -362,7 +362,8 @@ def test_the_documented_ranges_fit_under_the_cap() -> None:
 def test_a_range_past_the_cap_is_a_usage_error_before_any_download(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from eagle3lint.matrix import releases, runner
+    from eagle3lint.engines.vllm import releases
+    from eagle3lint.matrix import runner
 
     monkeypatch.setattr(releases, "indexed_releases", lambda: list(PYPI_FINAL_RELEASES))
 
@@ -394,7 +395,7 @@ def fifo_contract_tree(root: Path) -> Path:
 def unreachable_index(monkeypatch: pytest.MonkeyPatch) -> None:
     import socket
 
-    from eagle3lint.sources import download
+    from eagle3lint.engines.vllm import download
 
     with socket.socket() as probe:  # a port nothing listens on
         probe.bind(("127.0.0.1", 0))

@@ -23,8 +23,8 @@ from typer.testing import CliRunner
 from vllm_tree import ARCH, FILES, MODEL_FILE, write_vllm_tree
 
 from eagle3lint.cli import app
-from eagle3lint.sources import download
-from eagle3lint.sources.discovery import installed_vllm
+from eagle3lint.engines.vllm import download
+from eagle3lint.sources.discovery import installed_tree
 
 
 def hostile(markers: Path) -> Callable[[str], str]:
@@ -110,7 +110,8 @@ def test_installed_vllm_is_located_without_importing_it(
     monkeypatch.syspath_prepend(str(root))
     monkeypatch.delitem(sys.modules, "vllm", raising=False)
     importlib.invalidate_caches()
-    assert installed_vllm() == root / "vllm"
+    found = installed_tree()
+    assert found is not None and found[1] == root / "vllm"
     assert "vllm" not in sys.modules
 
     result = run_cli(

@@ -181,7 +181,7 @@ EAGLE3_CLASS_COUNTS = {"0.11.0": 20, "0.16.0": 52 + 2, "0.18.0": 70 + 2}
 def test_protocol_classes_match_independent_count(
     version: str, expected: int, vllm_release: Callable
 ) -> None:
-    from eagle3lint.contract.reader import read_contract
+    from eagle3lint.engines.vllm.contract.reader import read_contract
     from eagle3lint.index.cache import SummaryCache, default_cache_dir
     from eagle3lint.index.project import ClassRef, ProjectIndex
 
@@ -223,8 +223,8 @@ def test_fix_everything_in_a_release(version: str, release_copy: Callable) -> No
 def test_bundled_newest_contract_is_what_the_reader_extracts(vllm_release: Callable) -> None:
     """`newest.json` (used for model files with no vLLM tree in reach) is never hand-written:
     it must equal what the reader extracts from the newest release we test."""
-    from eagle3lint.contract.known import contract_to_json
-    from eagle3lint.contract.reader import read_contract
+    from eagle3lint.engines.vllm.contract.known import contract_to_json
+    from eagle3lint.engines.vllm.contract.reader import read_contract
     from eagle3lint.index.project import ProjectIndex
 
     root = vllm_release("0.33.0")

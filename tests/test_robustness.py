@@ -28,6 +28,7 @@ from eagle3lint import engine
 from eagle3lint.cli import app
 from eagle3lint.codemod import registry
 from eagle3lint.engine import CheckOptions, run_check
+from eagle3lint.engines.vllm.targets import Target
 from eagle3lint.findings import Finding, Severity
 from eagle3lint.fixer import write_edits
 from eagle3lint.plans import FileEdit
@@ -40,7 +41,6 @@ from eagle3lint.sources.files import (
     decode_source,
     read_source,
 )
-from eagle3lint.targets import Target
 
 Report = dict[str, Any]
 NOBODY = 65534

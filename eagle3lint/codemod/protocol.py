@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from eagle3lint.shapes.names import PROTOCOL
+from eagle3lint.engines.vllm.names import PROTOCOL
 
 from ._layout import (
     bracketed,

@@ -24,10 +24,10 @@ from dataclasses import dataclass
 import libcst as cst
 import libcst.matchers as m
 
+from eagle3lint.engines.vllm.names import AUX_LAYERS_ATTR, AUX_LIST, MIXIN, TAP_HELPER
 from eagle3lint.shapes.locate import block_indent, locate
 from eagle3lint.shapes.loop import running_loops
 from eagle3lint.shapes.model import INDEX_NAMES, LayerCall, LayerLoop
-from eagle3lint.shapes.names import AUX_LAYERS_ATTR, AUX_LIST, MIXIN, TAP_HELPER
 from eagle3lint.shapes.plan import loop_refusal
 from eagle3lint.shapes.syntax import returns_name
 

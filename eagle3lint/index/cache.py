@@ -45,10 +45,11 @@ def extractor_fingerprint() -> str:
         "index/locate.py",
         "index/modules.py",
         "index/skim.py",
-        "contract/config_files.py",
-        "contract/model.py",
-        "contract/drafter.py",
-        "contract/source_text.py",
+        "engines/vllm/contract/config_files.py",
+        "engines/vllm/contract/model.py",
+        "engines/vllm/contract/drafter.py",
+        "engines/vllm/contract/source_text.py",
+        "engines/vllm/names.py",
         *sorted(f"shapes/{path.name}" for path in (package / "shapes").glob("*.py")),
     ):
         digest.update((package / module).read_bytes())

@@ -15,6 +15,7 @@ from collections.abc import Callable, Collection, Iterable, Sequence
 
 import libcst as cst
 
+from eagle3lint.engines.vllm.names import AUX_LAYERS_ATTR
 from eagle3lint.index.locate import HeaderLocator, function_positions
 from eagle3lint.index.model import (
     AttrSummary,
@@ -35,7 +36,6 @@ from eagle3lint.index.model import (
 from eagle3lint.index.modules import module_name_for, resolve_relative
 from eagle3lint.index.skim import bodies_of, skim
 from eagle3lint.shapes.loop import INDEXED_LAYER_CALL, LayerLoop, layer_loops
-from eagle3lint.shapes.names import AUX_LAYERS_ATTR
 from eagle3lint.shapes.residual import classify
 from eagle3lint.shapes.submodel import built_model
 from eagle3lint.shapes.syntax import (

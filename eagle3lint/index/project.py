@@ -15,6 +15,7 @@ from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
+from eagle3lint.engines.vllm.names import DECODER_ATTR, LANGUAGE_MODEL_ATTR
 from eagle3lint.errors import InputError
 from eagle3lint.index.cache import SummaryCache, content_key, file_digest
 from eagle3lint.index.libraries import Library
@@ -27,7 +28,6 @@ from eagle3lint.index.model import (
     ImportRef,
 )
 from eagle3lint.index.modules import module_name_for, resolve_relative
-from eagle3lint.shapes.names import DECODER_ATTR, LANGUAGE_MODEL_ATTR
 from eagle3lint.signals import worker_pool
 from eagle3lint.sources.files import (
     SourceNotFound,

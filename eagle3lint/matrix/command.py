@@ -11,10 +11,10 @@ from pathlib import Path
 from rich.console import Console
 
 from eagle3lint.engine import CheckOptions
+from eagle3lint.engines.vllm.releases import Column, expand_specs
 from eagle3lint.errors import EXIT_INPUT, EXIT_OK, UsageError
 from eagle3lint.matrix.formats import MatrixFormat
 from eagle3lint.matrix.model import Matrix, build_matrix
-from eagle3lint.matrix.releases import Column, expand_specs
 from eagle3lint.matrix.runner import CheckJson, check_releases
 from eagle3lint.report.escape import printable
 from eagle3lint.sources.discovery import discover
@@ -28,7 +28,7 @@ def columns_of(paths: list[Path], specs: list[str]) -> list[Column]:
         workspace = discover([path])
         if workspace.missing:
             raise UsageError(f"{path}: no such file or directory")
-        if workspace.vllm_dir is None or workspace.extra_roots or workspace.only_files:
+        if workspace.tree is None or workspace.extra_roots or workspace.only_files:
             raise UsageError(
                 f"{path} is not a vLLM tree: matrix columns are whole releases (a checkout "
                 "holding vllm/, or a vllm package folder)"

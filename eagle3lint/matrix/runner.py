@@ -20,8 +20,9 @@ from contextlib import contextmanager
 from dataclasses import replace
 from typing import Any
 
-from eagle3lint.contract.reader import read_contract
 from eagle3lint.engine import CheckOptions, discover_for
+from eagle3lint.engines.vllm.download import COMPLETE, fetch_release, release_dir
+from eagle3lint.engines.vllm.releases import Column
 from eagle3lint.errors import (
     INCOMPLETE_ANALYSIS,
     UNREADABLE_INPUT,
@@ -31,12 +32,9 @@ from eagle3lint.errors import (
 )
 from eagle3lint.index.cache import SummaryCache, default_cache_dir
 from eagle3lint.index.project import ProjectIndex
-from eagle3lint.matrix.releases import Column
 from eagle3lint.matrix.status import ReleaseProgress
 from eagle3lint.report.model import Report
 from eagle3lint.signals import stop_pool, worker_pool
-from eagle3lint.sources.download import COMPLETE, fetch_release, release_dir
-from eagle3lint.targets import registered_architectures
 
 JsonReport = dict[str, Any]
 CheckJson = Callable[[CheckOptions], JsonReport]
@@ -204,14 +202,16 @@ def _check_column(
     )
     if options.archs:
         workspace = discover_for(release)
-        if workspace.vllm_dir is None:
+        if workspace.tree is None:
             raise UsageError(f"{column.spec} is not a vLLM tree")
         cache = SummaryCache(default_cache_dir()) if options.use_cache else None
-        index = ProjectIndex([workspace.vllm_dir.parent], cache=cache, jobs=1)
-        registered = {entry.arch for entry in registered_architectures(index)}
+        index = ProjectIndex([workspace.tree.parent], cache=cache, jobs=1)
+        registered = {entry.arch for entry in workspace.wing.registry(index)}
         release.archs = [a for a in options.archs if a in registered]
         if not release.archs:
             # `check --arch` would refuse the names; the release still has a contract to show.
-            contract = read_contract(index, workspace.vllm_dir, workspace.contract_source)
+            contract = workspace.wing.read_contract(
+                index, workspace.tree, workspace.contract_source
+            )
             return Report(contract=contract).to_json()
     return check(release)

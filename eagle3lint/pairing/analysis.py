@@ -12,19 +12,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from eagle3lint.contract.drafter import (
+from eagle3lint.engines.vllm.contract.drafter import (
     DrafterClassFacts,
     DrafterContract,
     RunnerIds,
     read_drafter_contract,
 )
-from eagle3lint.contract.source_text import function_named
+from eagle3lint.engines.vllm.contract.model import REGISTRY
+from eagle3lint.engines.vllm.contract.source_text import function_named
+from eagle3lint.engines.vllm.names import LANGUAGE_MODEL_ATTR
+from eagle3lint.engines.vllm.targets import Target
 from eagle3lint.index.model import DictEntry
 from eagle3lint.index.project import ProjectIndex
 from eagle3lint.pairing.draft import SUB_CONFIG, DraftPairing, Translated, translate
-from eagle3lint.shapes.names import LANGUAGE_MODEL_ATTR
 from eagle3lint.sources.files import UnreadableSource, read_source_bytes
-from eagle3lint.targets import REGISTRY, Target
 
 PP_RELAY_FLAG = "supports_aux_hidden_states_over_pp"
 

@@ -9,8 +9,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from eagle3lint.contract.drafter import ConfigKey, DrafterContract
 from eagle3lint.engine import read_config_json, text_config
+from eagle3lint.engines.vllm.contract.drafter import ConfigKey, DrafterContract
 from eagle3lint.errors import UsageError
 from eagle3lint.pairing.checkpoint import Checkpoint, read_checkpoint, weight_files
 

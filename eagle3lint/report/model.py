@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from eagle3lint import __version__
-from eagle3lint.contract.model import Contract
+from eagle3lint.engines.vllm.contract.model import Contract
 from eagle3lint.errors import EXIT_FINDINGS, EXIT_INPUT, EXIT_OK, InputError
 from eagle3lint.findings import Finding, Severity
 
@@ -37,7 +37,7 @@ class TargetResult:
     required: bool = False
     """The user asked about it (--arch, --hf-config's architectures, require)."""
     role: str = "target"
-    """`target`, `draft` or `pooling` (see `eagle3lint.targets.Role`)."""
+    """`target`, `draft` or `pooling` (see `eagle3lint.engines.vllm.targets.Role`)."""
 
     @property
     def is_target(self) -> bool:

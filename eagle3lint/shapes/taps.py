@@ -17,7 +17,8 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from .names import AUX_LAYERS_ATTR, TAP_HELPER
+from eagle3lint.engines.vllm.names import AUX_LAYERS_ATTR, TAP_HELPER
+
 from .syntax import code, dotted, statements, statements_of
 
 

@@ -1,22 +1,23 @@
-"""What the PATH arguments mean: which vLLM tree holds the contract, what is reported on.
+"""What the PATH arguments mean: which engine tree holds the contract, what is reported on.
 
-A tree found above a PATH (the one a model file sits in, or the checkout whose `tests/` it is)
-is looked for as the configuration is (`eagle3lint.trust.climb`): up to the repository root,
-through folders and into trees that only the user, root or (in their own folders) the PATH's
-owner could have written. A `vllm/` planted in /tmp above out-of-tree files would otherwise
-become their contract, and a planted `model_executor/models/` would make every check below it
-a tree "not named vllm". Such a tree is passed over without a word: the report names the
-contract used (`vllm.root`, `vllm.contract_source`).
+A tree is what an engine wing (`eagle3lint.engines`) recognises: vLLM's `vllm/` package, or a
+plugin engine's. A tree found above a PATH (the one a model file sits in, or the checkout whose
+`tests/` it is) is looked for as the configuration is (`eagle3lint.trust.climb`): up to the
+repository root, through folders and into trees that only the user, root or (in their own
+folders) the PATH's owner could have written. A tree planted in /tmp above out-of-tree files
+would otherwise become their contract, and a planted `model_executor/models/` would make every
+check below it a tree "not named vllm". Such a tree is passed over without a word: the report
+names the contract used (`vllm.root`, `vllm.contract_source`).
 """
 
 from __future__ import annotations
 
-import importlib.util
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from eagle3lint import trust
+from eagle3lint.engines import Wing, default_wing, wings
 from eagle3lint.errors import UsageError as UsageError  # re-exported for older imports
 from eagle3lint.sources.walk import Excluder, python_files
 
@@ -25,9 +26,11 @@ from eagle3lint.sources.walk import Excluder, python_files
 class Workspace:
     """The trees to index and the files to report on."""
 
-    vllm_dir: Path | None
-    """The `vllm` package folder whose contract applies (None: the newest known contract)."""
+    tree: Path | None
+    """The engine's package folder whose contract applies (None: the newest known contract)."""
     contract_source: str
+    wing: Wing = field(default_factory=default_wing)
+    """The engine whose tree it is (the default engine's newest contract without a tree)."""
     extra_roots: list[Path] = field(default_factory=list)
     """Folders of out-of-tree model files, indexed as import roots of their own."""
     files: list[Path] = field(default_factory=list)
@@ -43,7 +46,7 @@ class Workspace:
 
     @property
     def import_root(self) -> Path | None:
-        return self.vllm_dir.parent if self.vllm_dir else None
+        return self.tree.parent if self.tree else None
 
     def add_files(self, found: list[Path]) -> None:
         """Files to report on; symlinks that lead nowhere (a loop, a missing target) are missing."""
@@ -51,36 +54,37 @@ class Workspace:
             (self.files if path.exists() else self.missing).append(path)
 
 
-def is_vllm_package(folder: Path) -> bool:
-    return (folder / "model_executor" / "models").is_dir()
-
-
-def enclosing_vllm(path: Path) -> Path | None:
-    """The vLLM package folder that contains `path`, walking up."""
-    return _tree_above(path, ".")
-
-
-def _tree_above(path: Path, name: str) -> Path | None:
-    """The first `FOLDER/name` that is a vLLM package, for the folders at and above `path`
-    that `trust.climb` allows, and made by users it trusts there (a folder another user could
-    write, /tmp, may hold one planted)."""
-    for folder, trusted in trust.climb(path if path.is_dir() else path.parent, named=True):
-        tree = folder / name  # "." is the folder itself
-        if is_vllm_package(tree) and trust.may_use(tree / "model_executor", trusted):
-            return tree
+def tree_of(folder: Path, trusted: bool | None = None) -> tuple[Wing, Path] | None:
+    """The wing whose tree `folder` is, with `folder`; with `trusted` (from `trust.climb`), only
+    a tree made by users it trusts there."""
+    for wing in wings():
+        if wing.is_tree(folder) and (
+            trusted is None or trust.may_use(wing.marker_entry(folder), trusted)
+        ):
+            return wing, folder
     return None
 
 
-def installed_vllm() -> Path | None:
-    """The installed vLLM package folder, located without importing it."""
-    try:
-        spec = importlib.util.find_spec("vllm")
-    except (ImportError, ValueError):
-        return None
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    folder = Path(next(iter(spec.submodule_search_locations)))
-    return folder if is_vllm_package(folder) else None
+def _tree_above(path: Path, inside: bool) -> tuple[Wing, Path] | None:
+    """The first tree at or above `path` (`inside`: the folder itself is the tree; else the
+    folder holds it under the engine's package name), for the folders `trust.climb` allows."""
+    for folder, trusted in trust.climb(path if path.is_dir() else path.parent, named=True):
+        if inside:
+            found = tree_of(folder, trusted)
+        else:
+            found = next((t for w in wings() if (t := tree_of(folder / w.package, trusted))), None)
+        if found is not None:
+            return found
+    return None
+
+
+def installed_tree() -> tuple[Wing, Path] | None:
+    """The first engine installed (vLLM first), located without importing it."""
+    for wing in wings():
+        folder = wing.installed_tree()
+        if folder is not None:
+            return wing, folder
+    return None
 
 
 def _located(path: Path) -> Path:
@@ -88,12 +92,6 @@ def _located(path: Path) -> Path:
     tree a model file sits in is where it is linked, not where the link leads."""
     path = Path(os.path.abspath(path))
     return path.resolve() if path.is_dir() else path.parent.resolve() / path.name
-
-
-def enclosing_checkout(path: Path) -> Path | None:
-    """The `vllm` package of a checkout that holds `path` outside that package (its `tests/`,
-    `benchmarks/`, `examples/`): such files are checked against the checkout's contract."""
-    return _tree_above(path, "vllm")
 
 
 def discover(
@@ -115,20 +113,21 @@ def discover(
         return [f for f in found if not excluder.excludes(f)]
 
     if vllm_version and not paths:
-        from eagle3lint.sources.download import fetch_release
-
-        return Workspace(fetch_release(vllm_version, progress=progress), f"vllm=={vllm_version}")
+        wing = default_wing()
+        tree = wing.fetch_release(vllm_version, progress=progress)
+        return Workspace(tree, f"{wing.package}=={vllm_version}", wing=wing)
     if not paths:
-        found = installed_vllm()
-        if found is None:
+        installed = installed_tree()
+        if installed is None:
             raise UsageError(
                 "no vLLM tree to check: pass a vLLM checkout or package folder, model files, or "
                 "--vllm X.Y.Z to check a release from PyPI (no installed vllm was found)."
             )
-        return Workspace(found, "installed vLLM")
+        wing, tree = installed
+        return Workspace(tree, f"installed {wing.label}", wing=wing)
 
     workspace = Workspace(None, "")
-    trees: set[Path] = set()
+    trees: set[tuple[Wing, Path]] = set()
     inside: set[Path] = set()
     """Trees a path points into (not only the checkout of files outside them)."""
     for raw in paths:
@@ -137,24 +136,25 @@ def discover(
             workspace.missing.append(raw)
             continue
         path = _located(path)
-        if path.is_dir() and is_vllm_package(path):
-            trees.add(path)
-            inside.add(path)
+        found = None
+        if path.is_dir():
+            found = tree_of(path) or next(
+                (t for w in wings() if (t := tree_of(path / w.package))), None
+            )
+        if found is not None:
+            trees.add(found)
+            inside.add(found[1])
             continue
-        if path.is_dir() and is_vllm_package(path / "vllm"):
-            trees.add(path / "vllm")
-            inside.add(path / "vllm")
-            continue
-        tree = enclosing_vllm(path)
-        if tree is not None:
-            trees.add(tree)
-            inside.add(tree)
+        found = _tree_above(path, inside=True)
+        if found is not None:
+            trees.add(found)
+            inside.add(found[1])
             workspace.only_files = True
             workspace.add_files(files_of(path))
             continue
         # Out-of-tree model code: its own import root, the contract from elsewhere (from the
         # checkout it sits in, when it is one's tests/ or examples/).
-        checkout = enclosing_checkout(path)
+        checkout = _tree_above(path, inside=False)
         if checkout is not None:
             trees.add(checkout)
         root = path if path.is_dir() else path.parent
@@ -164,29 +164,30 @@ def discover(
     if len(trees) > 1:
         raise UsageError(
             "the paths belong to several vLLM trees ("
-            + ", ".join(sorted(str(t) for t in trees))
+            + ", ".join(sorted(str(t) for _, t in trees))
             + "): check one tree at a time."
         )
     if trees:
-        workspace.vllm_dir = trees.pop()
-        if workspace.vllm_dir.name != "vllm":
+        wing, tree = trees.pop()
+        workspace.tree, workspace.wing = tree, wing
+        if tree.name != wing.package:
             raise UsageError(
-                f"{workspace.vllm_dir} holds a vLLM tree but is not named vllm: vLLM's modules "
-                "import each other as vllm.…, so nothing in it would resolve. Check a copy or a "
-                "link named vllm (or the folder holding it)."
+                f"{tree} holds a {wing.label} tree but is not named {wing.package}: "
+                f"{wing.label}'s modules import each other as {wing.package}.…, so nothing in it "
+                f"would resolve. Check a copy or a link named {wing.package} (or the folder "
+                "holding it)."
             )
         workspace.contract_source = "tree"
         workspace.only_files = workspace.only_files or bool(workspace.extra_roots)
-        workspace.contract_only = workspace.vllm_dir not in inside
+        workspace.contract_only = tree not in inside
     elif workspace.extra_roots:
         if vllm_version:
-            from eagle3lint.sources.download import fetch_release
-
-            workspace.vllm_dir = fetch_release(vllm_version, progress=progress)
-            workspace.contract_source = f"vllm=={vllm_version}"
-        elif (found := installed_vllm()) is not None:
-            workspace.vllm_dir = found
-            workspace.contract_source = "installed vLLM"
+            wing = workspace.wing
+            workspace.tree = wing.fetch_release(vllm_version, progress=progress)
+            workspace.contract_source = f"{wing.package}=={vllm_version}"
+        elif (installed := installed_tree()) is not None:
+            workspace.wing, workspace.tree = installed
+            workspace.contract_source = f"installed {workspace.wing.label}"
         else:
             workspace.contract_source = "newest known"
         # The tree only supplies the contract: report on the given files, not on all of vLLM.

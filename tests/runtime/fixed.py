@@ -22,7 +22,8 @@ from runtime import installed_tree
 from venvs import install, overlay
 
 from eagle3lint.engine import CheckOptions, run_check
-from eagle3lint.targets import Role, Target
+from eagle3lint.engines import Role
+from eagle3lint.engines.vllm.targets import Target
 
 PROOF = Path(__file__).resolve().parent / "proof.py"
 PROOF_TIMEOUT = 1800

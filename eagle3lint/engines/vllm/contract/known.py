@@ -11,7 +11,7 @@ import json
 from functools import cache
 from importlib.resources import files
 
-from eagle3lint.contract.model import Contract
+from eagle3lint.engines.vllm.contract.model import Contract
 from eagle3lint.index.model import from_json, to_json
 
 NEWEST_FIELDS = (
@@ -50,5 +50,9 @@ def contract_to_json(contract: Contract, vllm_root: str) -> dict:
 
 @cache
 def newest_contract() -> Contract:
-    text = files("eagle3lint.contract").joinpath("newest.json").read_text(encoding="utf-8")
+    text = (
+        files("eagle3lint.engines.vllm.contract")
+        .joinpath("newest.json")
+        .read_text(encoding="utf-8")
+    )
     return contract_from_json(json.loads(text))

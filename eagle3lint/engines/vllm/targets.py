@@ -9,20 +9,19 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from enum import StrEnum
 from functools import cached_property
 
 from eagle3lint.config_classes import ConfigFacts, config_facts
-from eagle3lint.contract.model import KNOWN_GETTERS, REGISTRY, Contract
-from eagle3lint.contract.reader import PP_RELAY_FLAG
-from eagle3lint.index.model import DictLiteral, ForwardSummary, InitAssign, MethodSummary
+from eagle3lint.engines import Role
+from eagle3lint.engines.vllm.contract.model import KNOWN_GETTERS, Contract
+from eagle3lint.engines.vllm.contract.reader import PP_RELAY_FLAG
+from eagle3lint.engines.vllm.names import AUX_LAYERS_ATTR, DECODER_ATTR, LANGUAGE_MODEL_ATTR
+from eagle3lint.engines.vllm.registry import class_for_arch, registered_architectures
+from eagle3lint.index.model import ForwardSummary, InitAssign, MethodSummary
 from eagle3lint.index.project import ClassRef, ExternalRef, ProjectIndex
 from eagle3lint.shapes.model import LayerConvention
-from eagle3lint.shapes.names import AUX_LAYERS_ATTR, DECODER_ATTR, LANGUAGE_MODEL_ATTR
 from eagle3lint.shapes.plan import TapPlan, plan_tap
 
-MODELS_PACKAGE = "vllm.model_executor.models"
-ENTRY_CLASS = re.compile(r"(ForCausalLM|ForConditionalGeneration|LMHeadModel)$")
 MAX_WRAPPER_DEPTH = 4
 DRAFT_SECTION = re.compile(r"SPECULATIVE", re.IGNORECASE)
 """The registry dict of speculative-decoding models (`_SPECULATIVE_DECODING_MODELS`)."""
@@ -35,58 +34,6 @@ GENERATION_METHOD = "compute_logits"
 POOLING_MARKER = "is_pooling_model"
 """The class attribute vLLM's registry reads (`getattr(cls, "is_pooling_model", False)`) to tell
 a pooling model; `VllmModelForPooling` and the pooling adapters set it."""
-
-
-class Role(StrEnum):
-    """What vLLM runs an architecture as; only targets take a drafter."""
-
-    TARGET = "target"
-    DRAFT = "draft"
-    POOLING = "pooling"
-
-
-@dataclass(frozen=True, slots=True)
-class RegistryEntry:
-    arch: str
-    module: str
-    cls: str
-    section: str = ""
-    """The registry dict the entry comes from (the last one wins, as the `**` merge does)."""
-
-
-def registered_architectures(index: ProjectIndex) -> list[RegistryEntry]:
-    """Every arch → (module, class) of the registry, following `**` merges of its dicts."""
-    cached = index.memo.get("registry")
-    if cached is None:
-        cached = index.memo["registry"] = _read_registry(index)
-    return cached  # type: ignore[return-value]
-
-
-def _read_registry(index: ProjectIndex) -> list[RegistryEntry]:
-    summary = index.summary(REGISTRY)
-    if summary is None:
-        return []
-    dicts = summary.registry_dicts
-    merged = [name for name, literal in dicts.items() if literal.splats]
-    roots = [n for n in merged if not any(n in dicts[m].splats for m in merged)]
-    order: list[str] = []
-
-    def expand(name: str, seen: frozenset[str]) -> None:
-        literal: DictLiteral | None = dicts.get(name)
-        if literal is None or name in seen:
-            return
-        for splat in literal.splats:
-            expand(splat, seen | {name})
-        order.append(name)
-
-    for name in roots or list(dicts):
-        expand(name, frozenset())
-    entries: dict[str, RegistryEntry] = {}
-    for name in order:
-        for entry in dicts[name].entries:
-            module = entry.module if "." in entry.module else f"{MODELS_PACKAGE}.{entry.module}"
-            entries[entry.key] = RegistryEntry(entry.key, module, entry.cls, name)
-    return list(entries.values())
 
 
 @dataclass
@@ -398,76 +345,6 @@ def resolve_callee(target: Target, owner: ClassRef, callee: str) -> ClassRef | N
         module, text = held
     found = index.resolve_dotted(module, text)
     return found if isinstance(found, ClassRef) else None
-
-
-def class_for_arch(index: ProjectIndex, arch: str) -> ClassRef | None:
-    for entry in registered_architectures(index):
-        if entry.arch == arch:
-            found = index.resolve(entry.module, entry.cls)
-            return found if isinstance(found, ClassRef) else None
-    return None
-
-
-def build_targets(
-    index: ProjectIndex,
-    contract: Contract,
-    entries: list[RegistryEntry],
-    unresolved: list[RegistryEntry],
-) -> list[Target]:
-    """Targets for registry entries; entries whose class cannot be found go to `unresolved`."""
-    targets: list[Target] = []
-    for entry in entries:
-        variants = index.variants(entry.module, entry.cls)
-        if variants:
-            platform = next((p for p in ("cuda", "default") if p in variants), next(iter(variants)))
-            chosen = variants[platform]
-            targets.append(
-                Target(
-                    entry.arch,
-                    chosen,
-                    index,
-                    contract,
-                    variant=platform,
-                    variants=variants,
-                    section=entry.section,
-                )
-            )
-            continue
-        found = index.resolve(entry.module, entry.cls)
-        if isinstance(found, ClassRef):
-            targets.append(Target(entry.arch, found, index, contract, section=entry.section))
-        else:
-            unresolved.append(entry)
-    return targets
-
-
-def file_targets(
-    index: ProjectIndex, contract: Contract, modules: list[str], known: set[str]
-) -> list[Target]:
-    """Model entry classes defined in the given files that the registry does not list."""
-    targets = []
-    for module in modules:
-        summary = index.summary(module)
-        if summary is None:
-            continue
-        for name in list(summary.classes):
-            ref = index.class_ref(module, name)
-            if ref is None or ref.qualname in known:
-                continue
-            cls = ref.cls
-            target = Target(cls.name, ref, index, contract, registered=False)
-            interfaces = contract.interfaces_module or ""
-            # A model is an nn.Module with vLLM interfaces; a mixin of interface methods alone
-            # (DeepseekV2MixtureOfExperts) is not something vLLM instantiates.
-            uses_interfaces = any(
-                isinstance(e, ClassRef) and e.file.module == interfaces and e.cls.is_protocol
-                for e in target.mro[1:]
-            )
-            if ENTRY_CLASS.search(cls.name) or (
-                uses_interfaces and target.is_module and not cls.is_protocol
-            ):
-                targets.append(target)
-    return targets
 
 
 def layer_conventions(index: ProjectIndex, decoder: ClassRef) -> list[LayerConvention]:

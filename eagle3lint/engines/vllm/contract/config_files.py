@@ -18,7 +18,7 @@ from pathlib import Path
 
 import libcst as cst
 
-from eagle3lint.contract.model import (
+from eagle3lint.engines.vllm.contract.model import (
     GATE_FILES,
     PROPOSER_FILES,
     Gate,

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from eagle3lint.engines.vllm.names import KNOWN_GETTERS, SETTER
 from eagle3lint.index.model import to_json
-from eagle3lint.shapes.names import KNOWN_GETTERS, SETTER
 
 REGISTRY = "vllm.model_executor.models.registry"
 """The module holding the model registry: which architectures there are to check."""

@@ -18,9 +18,9 @@ from pathlib import Path
 
 from packaging.version import InvalidVersion, Version
 
+from eagle3lint.engines.vllm.download import VERSION
 from eagle3lint.errors import UsageError
 from eagle3lint.index.cache import default_cache_dir, trusted_folder
-from eagle3lint.sources.download import VERSION
 from eagle3lint.sources.files import MAX_CACHE_ENTRY_BYTES, UnreadableSource, read_regular
 from eagle3lint.storage import write_atomically
 from eagle3lint.trust import make_folders

@@ -17,8 +17,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from eagle3lint.contract.model import PROPOSER_FILES
-from eagle3lint.contract.source_text import (
+from eagle3lint.engines.vllm.contract.model import PROPOSER_FILES
+from eagle3lint.engines.vllm.contract.source_text import (
     function_around,
     function_named,
     line_at,

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from eagle3lint.contract.model import (
+from eagle3lint.engines.vllm.contract.model import (
     GATE_FILES,
     KNOWN_GETTERS,
     PROPOSER_FILES,
@@ -24,9 +24,9 @@ from eagle3lint.contract.model import (
     Gate,
     ImageTokenMap,
 )
+from eagle3lint.engines.vllm.names import MIXIN, PROTOCOL
 from eagle3lint.index.cache import content_key
 from eagle3lint.index.project import ClassRef, ProjectIndex
-from eagle3lint.shapes.names import MIXIN, PROTOCOL
 from eagle3lint.signals import worker_pool
 from eagle3lint.sources.files import (
     SourceNotFound,
@@ -128,7 +128,7 @@ def _start_config_facts(index: ProjectIndex, vllm_dir: Path) -> Callable[[], Con
 
 
 def _config_facts(vllm_dir: Path) -> ConfigFacts:
-    from eagle3lint.contract.config_files import read_gate, read_image_tokens
+    from eagle3lint.engines.vllm.contract.config_files import read_gate, read_image_tokens
 
     return ConfigFacts(read_gate(vllm_dir), read_image_tokens(vllm_dir))
 

@@ -1,0 +1,64 @@
+"""vLLM's model registry, read as text: the architectures and where their classes live."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from eagle3lint.engines.vllm.contract.model import REGISTRY
+from eagle3lint.index.model import DictLiteral
+from eagle3lint.index.project import ClassRef, ProjectIndex
+
+MODELS_PACKAGE = "vllm.model_executor.models"
+"""The package registry entries name their modules in (and model files import relatively from)."""
+
+
+@dataclass(frozen=True, slots=True)
+class RegistryEntry:
+    arch: str
+    module: str
+    cls: str
+    section: str = ""
+    """The registry dict the entry comes from (the last one wins, as the `**` merge does)."""
+
+
+def registered_architectures(index: ProjectIndex) -> list[RegistryEntry]:
+    """Every arch → (module, class) of the registry, following `**` merges of its dicts."""
+    cached = index.memo.get("registry")
+    if cached is None:
+        cached = index.memo["registry"] = _read_registry(index)
+    return cached  # type: ignore[return-value]
+
+
+def _read_registry(index: ProjectIndex) -> list[RegistryEntry]:
+    summary = index.summary(REGISTRY)
+    if summary is None:
+        return []
+    dicts = summary.registry_dicts
+    merged = [name for name, literal in dicts.items() if literal.splats]
+    roots = [n for n in merged if not any(n in dicts[m].splats for m in merged)]
+    order: list[str] = []
+
+    def expand(name: str, seen: frozenset[str]) -> None:
+        literal: DictLiteral | None = dicts.get(name)
+        if literal is None or name in seen:
+            return
+        for splat in literal.splats:
+            expand(splat, seen | {name})
+        order.append(name)
+
+    for name in roots or list(dicts):
+        expand(name, frozenset())
+    entries: dict[str, RegistryEntry] = {}
+    for name in order:
+        for entry in dicts[name].entries:
+            module = entry.module if "." in entry.module else f"{MODELS_PACKAGE}.{entry.module}"
+            entries[entry.key] = RegistryEntry(entry.key, module, entry.cls, name)
+    return list(entries.values())
+
+
+def class_for_arch(index: ProjectIndex, arch: str) -> ClassRef | None:
+    for entry in registered_architectures(index):
+        if entry.arch == arch:
+            found = index.resolve(entry.module, entry.cls)
+            return found if isinstance(found, ClassRef) else None
+    return None

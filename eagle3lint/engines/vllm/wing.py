@@ -1,0 +1,144 @@
+"""vLLM behind the engine face: what a vLLM tree is, where releases come from, its registry
+and contract, and how its registry entries become targets."""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+from pathlib import Path
+
+from eagle3lint.engines import Wing
+from eagle3lint.engines.vllm.contract.known import newest_contract
+from eagle3lint.engines.vllm.contract.model import REGISTRY, Contract
+from eagle3lint.engines.vllm.contract.reader import read_contract
+from eagle3lint.engines.vllm.download import fetch_release
+from eagle3lint.engines.vllm.registry import (
+    MODELS_PACKAGE,
+    RegistryEntry,
+    registered_architectures,
+)
+from eagle3lint.engines.vllm.releases import indexed_releases
+from eagle3lint.engines.vllm.targets import Target
+from eagle3lint.index.project import ClassRef, ProjectIndex
+
+ENTRY_CLASS = re.compile(r"(ForCausalLM|ForConditionalGeneration|LMHeadModel)$")
+"""Class names vLLM's registry gives generative models: an unregistered class so named is a
+model not registered yet."""
+
+
+class VllmWing(Wing):
+    name = "vllm"
+    label = "vLLM"
+    package = "vllm"
+    registry_module = REGISTRY
+    models_package = MODELS_PACKAGE
+    tree_marker = "model_executor/models"
+
+    def installed_tree(self) -> Path | None:
+        try:
+            spec = importlib.util.find_spec(self.package)
+        except (ImportError, ValueError):
+            return None
+        if spec is None or not spec.submodule_search_locations:
+            return None
+        folder = Path(next(iter(spec.submodule_search_locations)))
+        return folder if self.is_tree(folder) else None
+
+    def fetch_release(
+        self, version: str, cache_root: Path | None = None, progress: bool = False
+    ) -> Path:
+        return fetch_release(version, cache_root, progress)
+
+    def list_releases(self, cache_root: Path | None = None) -> list[str]:
+        return indexed_releases(cache_root)
+
+    def read_contract(self, index: ProjectIndex, tree: Path, source: str) -> Contract:
+        return read_contract(index, tree, source)
+
+    def newest_contract(self) -> Contract:
+        return newest_contract()
+
+    def unread_contract(self, source: str, root: str) -> Contract:
+        return Contract(None, source, root, None, None, readable=False)
+
+    def registry(self, index: ProjectIndex) -> list[RegistryEntry]:
+        return registered_architectures(index)
+
+    def targets(
+        self,
+        index: ProjectIndex,
+        contract: Contract,
+        entries: list[RegistryEntry],
+        unresolved: list[RegistryEntry],
+    ) -> list[Target]:
+        return build_targets(index, contract, entries, unresolved)
+
+    def file_targets(
+        self, index: ProjectIndex, contract: Contract, modules: list[str], known: set[str]
+    ) -> list[Target]:
+        return file_targets(index, contract, modules, known)
+
+
+WING = VllmWing()
+
+
+def build_targets(
+    index: ProjectIndex,
+    contract: Contract,
+    entries: list[RegistryEntry],
+    unresolved: list[RegistryEntry],
+) -> list[Target]:
+    """Targets for registry entries; entries whose class cannot be found go to `unresolved`."""
+    targets: list[Target] = []
+    for entry in entries:
+        variants = index.variants(entry.module, entry.cls)
+        if variants:
+            platform = next((p for p in ("cuda", "default") if p in variants), next(iter(variants)))
+            chosen = variants[platform]
+            targets.append(
+                Target(
+                    entry.arch,
+                    chosen,
+                    index,
+                    contract,
+                    variant=platform,
+                    variants=variants,
+                    section=entry.section,
+                )
+            )
+            continue
+        found = index.resolve(entry.module, entry.cls)
+        if isinstance(found, ClassRef):
+            targets.append(Target(entry.arch, found, index, contract, section=entry.section))
+        else:
+            unresolved.append(entry)
+    return targets
+
+
+def file_targets(
+    index: ProjectIndex, contract: Contract, modules: list[str], known: set[str]
+) -> list[Target]:
+    """Model entry classes defined in the given files that the registry does not list."""
+    targets = []
+    for module in modules:
+        summary = index.summary(module)
+        if summary is None:
+            continue
+        for name in list(summary.classes):
+            ref = index.class_ref(module, name)
+            if ref is None or ref.qualname in known:
+                continue
+            cls = ref.cls
+            target = Target(cls.name, ref, index, contract, registered=False)
+            interfaces = contract.interfaces_module or ""
+            # A model is an nn.Module with vLLM interfaces; a mixin of interface methods alone
+            # (DeepseekV2MixtureOfExperts) is not something vLLM instantiates.
+            uses_interfaces = any(
+                isinstance(e, ClassRef) and e.file.module == interfaces and e.cls.is_protocol
+                for e in target.mro[1:]
+            )
+            if ENTRY_CLASS.search(cls.name) or (
+                uses_interfaces and target.is_module and not cls.is_protocol
+            ):
+                targets.append(target)
+    return targets
