@@ -20,8 +20,8 @@ import time
 from pathlib import Path
 
 from eagle3lint.engines.vllm.download import fetch_release
-from eagle3lint.engines.vllm.releases import expand_specs
 from eagle3lint.index.cache import default_cache_dir
+from eagle3lint.matrix.columns import expand_specs
 
 TARGETS = {"cold matrix / independent cold checks": 0.5, "warm matrix / warm checks": 1.5}
 EAGLE3LINT = [sys.executable, "-m", "eagle3lint"]

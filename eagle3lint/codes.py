@@ -69,7 +69,7 @@ INCOMPLETE_ANALYSIS = Code(
         "`rule-timeout`, or yielded something that is not a finding of its own codes (a bug in "
         "the rule; the other rules still ran), and when a plugin was refused at load: a bad "
         "declaration, or a slug or code another rule already has.",
-        error="```text\nModuleNotFoundError: No module named 'vllm.model_executor.models.my_model'"
+        error="```text\nModuleNotFoundError: No module named '….models.my_model'"
         "\n```\nwhen the architecture is loaded; for a crashed rule, eagle3lint's "
         "`internal error in rule <slug>` message.",
         releases="Not release-specific.",

@@ -225,7 +225,7 @@ def _checked(
         explicit_model_type=options.model_type is not None,
         pairing=options.pairing,
     )
-    rule_objects = _instantiate(rules, options, errors)
+    rule_objects = _instantiate(rules, options, errors, workspace.wing.name)
     report_paths = {str(p.resolve()) for p in workspace.files} if workspace.only_files else None
     # Suppressions apply before the per-file filter: a comment is used if any target needed it.
     per_target = apply_suppressions(
@@ -324,6 +324,8 @@ def _checked(
         )
     report = Report(
         contract=contract,
+        engine=workspace.wing.name,
+        engine_label=workspace.wing.label,
         targets=results,
         errors=_unique(errors),
         files_analysed=len(index.loaded()),
@@ -511,14 +513,18 @@ def _targets(
 
 
 def _instantiate(
-    rules: Iterable[type[Rule]] | None, options: CheckOptions, errors: list[InputError]
+    rules: Iterable[type[Rule]] | None,
+    options: CheckOptions,
+    errors: list[InputError],
+    engine: str,
 ) -> list[Rule]:
-    """The rules of this run; a plugin that fails to load or to start is an error, not a stop."""
+    """The rules of this run, those judging the checked engine's targets; a plugin that fails
+    to load or to start is an error, not a stop."""
     if rules is None:
         rules, broken = load_plugins()
         errors += [InputError("<plugins>", message, code="EAG903") for message in broken]
     objects = []
-    for cls in rules:
+    for cls in (each for each in rules if engine in each.engines):
         try:
             with plugin_call(options.rule_timeout):
                 objects.append(cls(options.rule_options.get(cls.slug)))

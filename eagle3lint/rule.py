@@ -133,6 +133,8 @@ class Rule:
     valid: ClassVar[tuple[Example, ...]] = ()
     invalid: ClassVar[tuple[Example, ...]] = ()
     plugin: ClassVar[str] = "eagle3lint"
+    engines: ClassVar[tuple[str, ...]] = ("vllm",)
+    """The engine wings (`eagle3lint.engines`) whose targets the rule judges."""
     option_help: ClassVar[Mapping[str, str]] = {}
     """The options `[tool.eagle3lint.rules.<slug>]` may set, with what each one does."""
 

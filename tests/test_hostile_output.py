@@ -352,7 +352,7 @@ GOOD_TREES = [ERAS / "e2_stub", ERAS / "e3_mixin"]
 
 
 def test_the_documented_ranges_fit_under_the_cap() -> None:
-    from eagle3lint.engines.vllm.releases import expand_specs
+    from eagle3lint.matrix.columns import expand_specs
 
     assert len(PYPI_FINAL_RELEASES) == 101
     assert len(expand_specs(["0.11.0..0.33.0"], PYPI_FINAL_RELEASES)) == 35
@@ -362,15 +362,14 @@ def test_the_documented_ranges_fit_under_the_cap() -> None:
 def test_a_range_past_the_cap_is_a_usage_error_before_any_download(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from eagle3lint.engines.vllm import releases
-    from eagle3lint.matrix import runner
+    from eagle3lint.engines.vllm.wing import VllmWing
 
-    monkeypatch.setattr(releases, "indexed_releases", lambda: list(PYPI_FINAL_RELEASES))
+    monkeypatch.setattr(VllmWing, "list_releases", lambda *_: list(PYPI_FINAL_RELEASES))
 
     def no_download(*_: object) -> None:
         raise AssertionError("a release was fetched")
 
-    monkeypatch.setattr(runner, "fetch_release", no_download)
+    monkeypatch.setattr(VllmWing, "fetch_release", no_download)
     with no_hang(60):
         result = CliRunner().invoke(app, ["matrix", "--vllm", "0.0.0..99.0.0"])
     assert result.exit_code == 2

@@ -13,8 +13,9 @@ import pytest
 from typer.testing import CliRunner
 
 from eagle3lint import cli
-from eagle3lint.engines.vllm.releases import Column, expand_specs, final_releases
+from eagle3lint.engines.vllm.releases import final_releases
 from eagle3lint.errors import UsageError
+from eagle3lint.matrix.columns import Column, expand_specs
 from eagle3lint.matrix.model import build_matrix
 from eagle3lint.matrix.render_text import render_text
 from eagle3lint.matrix.verdicts import blocking_findings

@@ -7,6 +7,8 @@ from collections.abc import Sequence
 import libcst as cst
 from libcst.helpers import get_full_name_for_node
 
+from eagle3lint.engines.vllm.names import INTERFACES_MODULE, INTERFACES_RELATIVE
+
 from ._layout import (
     BLANK_LINE,
     bracketed,
@@ -19,15 +21,12 @@ from ._layout import (
     refuse_if_commented,
 )
 
-INTERFACES_ABSOLUTE = "vllm.model_executor.models.interfaces"
-INTERFACES_RELATIVE = ".interfaces"
-
 
 def ensure_interface_import(module: cst.Module, name: str, *, relative: bool = True) -> cst.Module:
     """Make sure `name` is imported from vLLM's interfaces module.
 
-    An existing `from .interfaces import ...` (or the absolute `vllm.model_executor.models.
-    interfaces` form) is extended with `name` at its sorted place: one line if it fits, else one
+    An existing `from .interfaces import ...` (or the absolute `INTERFACES_MODULE` form) is
+    extended with `name` at its sorted place: one line if it fits, else one
     name per line in parentheses with a trailing comma, as isort and ruff-format would leave it;
     a list that is already one per line keeps its comments. Otherwise a new statement is added
     among the imports of the same kind at its sorted place: `from .interfaces import X` when
@@ -51,7 +50,7 @@ def ensure_interface_import(module: cst.Module, name: str, *, relative: bool = T
             ]
         )
         return module.with_changes(body=_replaced(module.body, index, new_line))
-    return _added(module, name, INTERFACES_RELATIVE if relative else INTERFACES_ABSOLUTE)
+    return _added(module, name, INTERFACES_RELATIVE if relative else INTERFACES_MODULE)
 
 
 def _interface_imports(
@@ -64,7 +63,7 @@ def _interface_imports(
         for small in line.body:
             if isinstance(small, cst.ImportFrom) and _from_module(small) in (
                 INTERFACES_RELATIVE,
-                INTERFACES_ABSOLUTE,
+                INTERFACES_MODULE,
             ):
                 found.append((index, line, small))
     return found

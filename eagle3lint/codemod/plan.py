@@ -80,7 +80,8 @@ def rewrite(
     """Apply `repairs` to the file in memory; the result compiles or nothing is kept.
 
     `interfaces_dir` is the folder of the tree's `interfaces.py`: files there import from it
-    relatively, as vLLM does; any other file (`vllm/models/...`, out-of-tree code) absolutely.
+    relatively, as vLLM does; any other file (a model family's package, out-of-tree code)
+    absolutely.
     """
     relative = interfaces_dir is not None and path.parent.resolve() == interfaces_dir.resolve()
     sources = sources or SourceCache()

@@ -63,6 +63,10 @@ class Target(Protocol):
     @property
     def is_module(self) -> bool: ...
 
+    @property
+    def pp_aux_relay(self) -> bool | None:
+        """Its decoder relays aux hidden states across pipeline ranks (None: no such relay)."""
+
     def modules(self) -> set[str]:
         """Every module whose code decides its verdict."""
 
@@ -116,6 +120,14 @@ class Wing(ABC):
         self, version: str, cache_root: Path | None = None, progress: bool = False
     ) -> Path:
         """The package folder of release `version`, fetched (sources only) on first use."""
+
+    @abstractmethod
+    def check_version(self, version: str) -> None:
+        """Raise `DownloadError` for what is not a release number of this engine."""
+
+    @abstractmethod
+    def is_fetched(self, version: str, cache_root: Path | None = None) -> bool:
+        """Whether release `version` is already in the cache (no download needed)."""
 
     @abstractmethod
     def list_releases(self, cache_root: Path | None = None) -> list[str]:

@@ -223,7 +223,7 @@ class FileSummary:
     """Module-level `Name = other.Name` bindings (class aliases)."""
     registry_dicts: dict[str, DictLiteral] = field(default_factory=dict)
     platform_imports: list[PlatformImport] = field(default_factory=list)
-    """Imports chosen by `if current_platform.is_x(): ...` chains (vLLM's `vllm/models` tree)."""
+    """Imports chosen by `if current_platform.is_x(): ...` chains (vLLM's models packages)."""
     version: str | None = None
     """`__version__` when the file assigns it (vLLM's `_version.py`)."""
     lazy_exports: dict[str, str] = field(default_factory=dict)

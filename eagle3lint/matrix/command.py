@@ -11,8 +11,8 @@ from pathlib import Path
 from rich.console import Console
 
 from eagle3lint.engine import CheckOptions
-from eagle3lint.engines.vllm.releases import Column, expand_specs
 from eagle3lint.errors import EXIT_INPUT, EXIT_OK, UsageError
+from eagle3lint.matrix.columns import Column, expand_specs
 from eagle3lint.matrix.formats import MatrixFormat
 from eagle3lint.matrix.model import Matrix, build_matrix
 from eagle3lint.matrix.runner import CheckJson, check_releases

@@ -13,7 +13,7 @@ from pathlib import PurePosixPath
 from typing import Any
 
 from eagle3lint import __version__
-from eagle3lint.engines.vllm.releases import Column, sort_key
+from eagle3lint.matrix.columns import Column, sort_key
 from eagle3lint.matrix.verdicts import (
     ABSENT,
     BLOCKED,

@@ -21,8 +21,7 @@ from dataclasses import replace
 from typing import Any
 
 from eagle3lint.engine import CheckOptions, discover_for
-from eagle3lint.engines.vllm.download import COMPLETE, fetch_release, release_dir
-from eagle3lint.engines.vllm.releases import Column
+from eagle3lint.engines import default_wing
 from eagle3lint.errors import (
     INCOMPLETE_ANALYSIS,
     UNREADABLE_INPUT,
@@ -32,6 +31,7 @@ from eagle3lint.errors import (
 )
 from eagle3lint.index.cache import SummaryCache, default_cache_dir
 from eagle3lint.index.project import ProjectIndex
+from eagle3lint.matrix.columns import Column
 from eagle3lint.matrix.status import ReleaseProgress
 from eagle3lint.report.model import Report
 from eagle3lint.signals import stop_pool, worker_pool
@@ -181,9 +181,10 @@ def _check_column(
     """One release's report; the `--arch` names it does not register are left out (a release
     registering none of them gets a report with its contract and no targets)."""
     if column.version is not None:
-        if not (release_dir(column.version) / COMPLETE).is_file():
+        wing = default_wing()
+        if not wing.is_fetched(column.version):
             _emit(number, "downloading")
-        fetch_release(column.version)
+        wing.fetch_release(column.version)
     counted = 0
 
     def on_file() -> None:

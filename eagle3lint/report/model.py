@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from eagle3lint import __version__
-from eagle3lint.engines.vllm.contract.model import Contract
+from eagle3lint.engines import Contract
 from eagle3lint.errors import EXIT_FINDINGS, EXIT_INPUT, EXIT_OK, InputError
 from eagle3lint.findings import Finding, Severity
 
@@ -37,7 +37,7 @@ class TargetResult:
     required: bool = False
     """The user asked about it (--arch, --hf-config's architectures, require)."""
     role: str = "target"
-    """`target`, `draft` or `pooling` (see `eagle3lint.engines.vllm.targets.Role`)."""
+    """`target`, `draft` or `pooling` (see `eagle3lint.engines.Role`)."""
 
     @property
     def is_target(self) -> bool:
@@ -90,6 +90,9 @@ def _where(finding: Finding) -> tuple[str, str, int, int]:
 @dataclass
 class Report:
     contract: Contract
+    engine: str = "vllm"
+    """The wing whose tree was checked: the JSON block describing the tree is named after it."""
+    engine_label: str = "vLLM"
     targets: list[TargetResult] = field(default_factory=list)
     errors: list[InputError] = field(default_factory=list)
     files_analysed: int = 0
@@ -139,7 +142,7 @@ class Report:
     def to_json(self) -> dict[str, object]:
         return {
             "eagle3lint": __version__,
-            "vllm": {
+            self.engine: {
                 "root": self.contract.root,
                 "version": self.contract.version,
                 "contract": self.contract.describe(),

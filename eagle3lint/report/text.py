@@ -72,7 +72,8 @@ def render_text(report: Report, console: Console, options: TextOptions) -> None:
             Text.assemble(
                 ("eagle3lint ", "bold"),
                 printable(
-                    f"vLLM {contract.version or '?'} ({contract.source}) · {contract.describe()}"
+                    f"{report.engine_label} {contract.version or '?'} ({contract.source}) · "
+                    f"{contract.describe()}"
                 ),
             )
         )
@@ -172,7 +173,7 @@ def _statistics(shown: list[Located], console: Console) -> None:
 
 def _summary(report: Report, groups: list[Located], shown: list[Located], console: Console) -> None:
     contract = report.contract
-    where = printable(f"vLLM {contract.version or '?'} ({contract.source})")
+    where = printable(f"{report.engine_label} {contract.version or '?'} ({contract.source})")
     targets = report.targets
     ready = report.count_ready(True)
     verdicts = f"{plural(len(targets), 'architecture')} of {where}, {ready} EAGLE-3 ready"

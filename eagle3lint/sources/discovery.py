@@ -7,7 +7,7 @@ repository root, through folders and into trees that only the user, root or (in 
 folders) the PATH's owner could have written. A tree planted in /tmp above out-of-tree files
 would otherwise become their contract, and a planted `model_executor/models/` would make every
 check below it a tree "not named vllm". Such a tree is passed over without a word: the report
-names the contract used (`vllm.root`, `vllm.contract_source`).
+names the contract used (the `root` and `contract_source` of its engine block).
 """
 
 from __future__ import annotations

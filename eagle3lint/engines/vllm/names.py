@@ -1,4 +1,8 @@
-"""vLLM's EAGLE-3 contract names, spelled once: everything else imports them from here."""
+"""vLLM's spellings, once: the EAGLE-3 contract's names and the model-code vocabulary.
+
+A leaf (it imports nothing): the model-code recognisers (`shapes`, `index`) and the codemods
+that read and write vLLM-style model code take their names from here.
+"""
 
 from __future__ import annotations
 
@@ -24,3 +28,8 @@ DECODER_ATTR = "model"
 """The attribute a `*ForCausalLM` class builds its decoder (the layer loop's owner) in."""
 LANGUAGE_MODEL_ATTR = "language_model"
 """The attribute a multimodal wrapper builds its language model (a `*ForCausalLM`) in."""
+INTERFACES_MODULE = "vllm.model_executor.models.interfaces"
+"""The module the protocols and `EagleModelMixin` are imported from (absolutely, outside the
+models package)."""
+INTERFACES_RELATIVE = ".interfaces"
+"""The same module as files of the models package import it."""

@@ -11,7 +11,7 @@ from eagle3lint.engines import Wing
 from eagle3lint.engines.vllm.contract.known import newest_contract
 from eagle3lint.engines.vllm.contract.model import REGISTRY, Contract
 from eagle3lint.engines.vllm.contract.reader import read_contract
-from eagle3lint.engines.vllm.download import fetch_release
+from eagle3lint.engines.vllm.download import COMPLETE, check_version, fetch_release, release_dir
 from eagle3lint.engines.vllm.registry import (
     MODELS_PACKAGE,
     RegistryEntry,
@@ -48,6 +48,12 @@ class VllmWing(Wing):
         self, version: str, cache_root: Path | None = None, progress: bool = False
     ) -> Path:
         return fetch_release(version, cache_root, progress)
+
+    def check_version(self, version: str) -> None:
+        check_version(version)
+
+    def is_fetched(self, version: str, cache_root: Path | None = None) -> bool:
+        return (release_dir(version, cache_root) / COMPLETE).is_file()
 
     def list_releases(self, cache_root: Path | None = None) -> list[str]:
         return indexed_releases(cache_root)

@@ -1,0 +1,4 @@
+MODELS = {
+    "ReadyForCausalLM": ("ready", "ReadyForCausalLM"),
+    "HalfForCausalLM": ("half", "HalfForCausalLM"),
+}

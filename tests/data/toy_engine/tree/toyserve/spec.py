@@ -1,0 +1,6 @@
+class SupportsDraftHooks:
+    """What toyserve asks of a target before it attaches a drafter."""
+
+    def capture_hidden(self, layers): ...
+
+    def embed_and_head(self): ...
