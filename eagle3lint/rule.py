@@ -22,6 +22,9 @@ from eagle3lint.index.project import ClassRef, ProjectIndex
 from eagle3lint.sandbox import DEFAULT_RULE_TIMEOUT, RuleTimeout, plugin_call
 
 ENTRY_POINT_GROUP = "eagle3lint.rules"
+API_VERSION = (1, 1)
+"""The rule API's version, (major, minor): a minor release only adds to `eagle3lint.api`, a
+major one may change or remove what it holds. 1.1 added `Rule.engines` and this handshake."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,6 +138,9 @@ class Rule:
     plugin: ClassVar[str] = "eagle3lint"
     engines: ClassVar[tuple[str, ...]] = ("vllm",)
     """The engine wings (`eagle3lint.engines`) whose targets the rule judges."""
+    api_version: ClassVar[tuple[int, int]] = (1, 0)
+    """The `API_VERSION` the rule was written against: a rule needing a newer minor, or
+    another major, is refused at load (EAG903) rather than failing on its first target."""
     option_help: ClassVar[Mapping[str, str]] = {}
     """The options `[tool.eagle3lint.rules.<slug>]` may set, with what each one does."""
 
@@ -220,8 +226,32 @@ def declaration_problem(cls: object) -> str | None:
             return f"rule {slug} gives {code.code} the severity {code.severity!r}"
         if not all(isinstance(text, str) for text in (code.name, code.summary)):
             return f"rule {slug} gives {code.code} a name or summary that is not text"
+        if not all(isinstance(flag, bool) for flag in (code.fixable, code.run_wide)):
+            return f"rule {slug} gives {code.code} a fixable or run_wide that is not True/False"
+        problem = _explanation_problem(code.explain)
+        if problem is not None:
+            return f"rule {slug} gives {code.code} an explanation that {problem}"
     if len({code.code for code in codes}) != len(codes):
         return f"rule {slug} declares a code twice"
+    wanted = getattr(cls, "api_version", None)
+    if not (
+        isinstance(wanted, tuple)
+        and len(wanted) == 2
+        and all(isinstance(part, int) and not isinstance(part, bool) for part in wanted)
+    ):
+        return f"rule {slug} gives api_version {_short(wanted)}, not (major, minor)"
+    if wanted[0] != API_VERSION[0] or wanted[1] > API_VERSION[1]:
+        have = ".".join(map(str, API_VERSION))
+        return (
+            f"rule {slug} was written for rule API {wanted[0]}.{wanted[1]}; this eagle3lint "
+            f"offers {have} (upgrade eagle3lint, or the pack for API {API_VERSION[0]}.x)"
+        )
+    if not (
+        isinstance(cls.engines, tuple | list)
+        and cls.engines
+        and all(isinstance(name, str) for name in cls.engines)
+    ):
+        return f"rule {slug} gives engines {_short(cls.engines)}, not a tuple of engine names"
     declared = {code.code for code in codes}
     for kind in ("valid", "invalid"):
         examples = getattr(cls, kind, ())
@@ -233,6 +263,19 @@ def declaration_problem(cls: object) -> str | None:
                 return f"rule {slug}: {kind} example {i} {problem}"
     if cls.check is Rule.check:
         return f"rule {slug} has no check method"
+    return None
+
+
+def _explanation_problem(explain: object) -> str | None:
+    """What is wrong with a code's `explain`, or None: `explain` and SARIF render every field
+    as text, so a malformed one must be refused at load, not crash a report."""
+    if explain is None:
+        return None
+    if not isinstance(explain, Explanation):
+        return f"is {_short(explain)}, not an Explanation"
+    for name in Explanation.__dataclass_fields__:
+        if not isinstance(getattr(explain, name), str):
+            return f"gives {name} as {_short(getattr(explain, name))}, not text"
     return None
 
 

@@ -131,6 +131,67 @@ BROKEN_RULES = {
         """,
         "invalid example 0 is 'class A: pass', not an Example",
     ),
+    "an explanation that is a dict": (
+        """
+        class DictExplain(Rule):
+            slug = "dict-explain"
+            codes = (Code("ACME1", "a", "b", WARN, explain={"runtime": "x"}),)
+            def check(self, target, ctx):
+                return iter(())
+        RULES = [DictExplain]
+        """,
+        "gives ACME1 an explanation that is {'runtime': 'x'}, not an Explanation",
+    ),
+    "an explanation with a field that is not text": (
+        """
+        from eagle3lint.api import Explanation
+        class BadField(Rule):
+            slug = "bad-field"
+            codes = (
+                Code("ACME1", "a", "b", WARN, explain=Explanation("r", None, "all", "e", "f")),
+            )
+            def check(self, target, ctx):
+                return iter(())
+        RULES = [BadField]
+        """,
+        "gives ACME1 an explanation that gives error as None, not text",
+    ),
+    "a newer rule API": (
+        """
+        class Future(Rule):
+            slug = "future"
+            api_version = (1, 99)
+            codes = (Code("ACME1", "a", "b", WARN),)
+            def check(self, target, ctx):
+                return iter(())
+        RULES = [Future]
+        """,
+        "rule future was written for rule API 1.99; this eagle3lint offers 1.1",
+    ),
+    "another major rule API": (
+        """
+        class Old(Rule):
+            slug = "old-major"
+            api_version = (0, 3)
+            codes = (Code("ACME1", "a", "b", WARN),)
+            def check(self, target, ctx):
+                return iter(())
+        RULES = [Old]
+        """,
+        "rule old-major was written for rule API 0.3",
+    ),
+    "engines that are not names": (
+        """
+        class NoEngine(Rule):
+            slug = "no-engine"
+            engines = "vllm"
+            codes = (Code("ACME1", "a", "b", WARN),)
+            def check(self, target, ctx):
+                return iter(())
+        RULES = [NoEngine]
+        """,
+        "rule no-engine gives engines 'vllm', not a tuple of engine names",
+    ),
 }
 
 
@@ -148,6 +209,33 @@ def test_a_broken_rule_plugin_is_reported_and_skipped(
     run = run_check(CheckOptions(paths=[write_vllm_tree(plugins / "tree")], use_cache=False))
     assert [e for e in run.report.errors if e.code == "EAG903" and message in e.message]
     assert [f for t in run.report.targets for f in t.findings if f.rule == "aux-layer-methods"]
+
+
+def test_a_malformed_explanation_never_crashes_explain_or_sarif(
+    plugins: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from typer.testing import CliRunner
+
+    from eagle3lint.cli import app
+
+    source = """
+    class DictExplain(Rule):
+        slug = "dict-explain"
+        codes = (Code("ACME7", "a", "b", WARN, explain={"runtime": 3}),)
+        def check(self, target, ctx):
+            return iter(())
+    RULES = [DictExplain]
+    """
+    install(monkeypatch, plugins, rule_module.ENTRY_POINT_GROUP, "acme_dict_explain", source)
+    tree = write_vllm_tree(plugins / "tree")
+    runner = CliRunner()
+    sarif = runner.invoke(app, ["check", str(tree), "--format", "sarif", "--no-cache"])
+    assert sarif.exception is None or isinstance(sarif.exception, SystemExit), sarif.output
+    assert "EAG903" in sarif.output and "not an Explanation" in sarif.output
+    explained = runner.invoke(app, ["explain", "ACME7"])
+    assert explained.exit_code == 2
+    assert "Traceback" not in explained.output
+    assert runner.invoke(app, ["explain", "EAG101"]).exit_code == 0
 
 
 def test_a_rule_plugin_that_fails_to_run_costs_only_its_own_findings(
