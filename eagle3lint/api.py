@@ -29,6 +29,10 @@ from __future__ import annotations
 from eagle3lint.config_classes import BASE_CONFIGS, ConfigFacts
 from eagle3lint.contract.drafter import IDS_KEY as DRAFT_IDS_KEY
 from eagle3lint.contract.model import Contract, Gate, ImageTokenMap
+from eagle3lint.drafts.analysis import Analysis as PairingAnalysis
+from eagle3lint.drafts.analysis import analyse as analyse_pairing
+from eagle3lint.drafts.draft import SPECULATORS as SPECULATORS_FORMAT
+from eagle3lint.drafts.draft import DraftPairing
 from eagle3lint.errors import CodemodRefused
 from eagle3lint.findings import (
     DECIDE_WITH_CONFIG,
@@ -39,10 +43,6 @@ from eagle3lint.findings import (
 )
 from eagle3lint.index.model import ClassSummary, ForwardSummary, MethodSummary, TapSummary
 from eagle3lint.index.project import ClassRef, ExternalRef
-from eagle3lint.pairing.analysis import Analysis as PairingAnalysis
-from eagle3lint.pairing.analysis import analyse as analyse_pairing
-from eagle3lint.pairing.draft import SPECULATORS as SPECULATORS_FORMAT
-from eagle3lint.pairing.draft import DraftPairing
 from eagle3lint.repairs import (
     AddAuxMethods,
     AddDelegatingMethods,

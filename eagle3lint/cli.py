@@ -578,8 +578,8 @@ def pair(
 ) -> None:
     """Check an EAGLE-3 drafter against its target for one release (exit codes as check)."""
     with _guard(args.debug):
-        from eagle3lint.pairing.command import run_pair
-        from eagle3lint.pairing.draft import DraftPairing
+        from eagle3lint.commands.pair import run_pair
+        from eagle3lint.drafts.draft import DraftPairing
 
         pairing = DraftPairing.load(draft, list(draft_weights or []), target, pp)
         options = replace(args, hf_config=target).check_options(progress=False)

@@ -13,11 +13,11 @@ from collections.abc import Callable
 from rich.console import Console
 from rich.table import Table
 
+from eagle3lint.drafts.analysis import Analysis
+from eagle3lint.drafts.draft import DraftPairing
 from eagle3lint.engine import CheckOptions, run_check
 from eagle3lint.errors import UsageError
 from eagle3lint.findings import Severity
-from eagle3lint.pairing.analysis import Analysis
-from eagle3lint.pairing.draft import DraftPairing
 from eagle3lint.report.escape import rich_text
 from eagle3lint.report.model import Report
 

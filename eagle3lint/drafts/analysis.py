@@ -19,9 +19,9 @@ from eagle3lint.contract.drafter import (
     read_drafter_contract,
 )
 from eagle3lint.contract.source_text import function_named
+from eagle3lint.drafts.draft import SUB_CONFIG, DraftPairing, Translated, translate
 from eagle3lint.index.model import DictEntry
 from eagle3lint.index.project import ProjectIndex
-from eagle3lint.pairing.draft import SUB_CONFIG, DraftPairing, Translated, translate
 from eagle3lint.shapes.names import LANGUAGE_MODEL_ATTR
 from eagle3lint.sources.files import UnreadableSource, read_source_bytes
 from eagle3lint.targets import REGISTRY, Target
