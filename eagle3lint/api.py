@@ -27,6 +27,10 @@ package may change without notice. `docs/writing-rules.md` walks through writing
 from __future__ import annotations
 
 from eagle3lint.config_classes import BASE_CONFIGS, ConfigFacts
+from eagle3lint.drafts.analysis import Analysis as PairingAnalysis
+from eagle3lint.drafts.analysis import analyse as analyse_pairing
+from eagle3lint.drafts.draft import SPECULATORS as SPECULATORS_FORMAT
+from eagle3lint.drafts.draft import DraftPairing
 from eagle3lint.engines.vllm.contract.drafter import IDS_KEY as DRAFT_IDS_KEY
 from eagle3lint.engines.vllm.contract.model import Contract, Gate, ImageTokenMap
 from eagle3lint.engines.vllm.names import AUX_LAYERS_ATTR, LANGUAGE_MODEL_ATTR
@@ -41,10 +45,6 @@ from eagle3lint.findings import (
 )
 from eagle3lint.index.model import ClassSummary, ForwardSummary, MethodSummary, TapSummary
 from eagle3lint.index.project import ClassRef, ExternalRef
-from eagle3lint.pairing.analysis import Analysis as PairingAnalysis
-from eagle3lint.pairing.analysis import analyse as analyse_pairing
-from eagle3lint.pairing.draft import SPECULATORS as SPECULATORS_FORMAT
-from eagle3lint.pairing.draft import DraftPairing
 from eagle3lint.repairs import (
     AddAuxMethods,
     AddDelegatingMethods,

@@ -108,7 +108,7 @@ class RuleContext:
     """The `architectures` of --hf-config: its facts apply to these targets only."""
     explicit_model_type: bool = False
     pairing: Any = None
-    """`eagle3lint pair`'s draft (a `pairing.draft.DraftPairing`); None in `check`."""
+    """`eagle3lint pair`'s draft (a `drafts.draft.DraftPairing`); None in `check`."""
 
     def path(self, ref: ClassRef) -> str:
         return self.index.display_path(ref.file)

@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from eagle3lint.cli import RunArgs, app
+from eagle3lint.cli import app
+from eagle3lint.commands.options import RunArgs
 from eagle3lint.config import ConfigError, load_config
 
 REPO = Path(__file__).resolve().parent.parent

@@ -151,7 +151,7 @@ def test_drafts_and_pooling_models_are_never_made_targets(
     assert {e.path.name for e in run_check(options).plan.changed} == {
         Path(name).name for name in CHAIN
     }
-    built = engine._targets
+    built = engine.select_targets
     for role in (Role.POOLING, Role.DRAFT):
 
         def with_role(*args: Any, role: Role = role, **kwargs: Any) -> list[Target]:
@@ -161,7 +161,7 @@ def test_drafts_and_pooling_models_are_never_made_targets(
                     target.role = role
             return targets
 
-        monkeypatch.setattr(engine, "_targets", with_role)
+        monkeypatch.setattr(engine, "select_targets", with_role)
         run = run_check(options)
         assert run.plan.changed == []
         [kimi] = [t for t in run.report.targets if t.arch == KIMI]

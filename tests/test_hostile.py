@@ -1033,8 +1033,8 @@ def test_fuzzed_inputs_get_a_value_or_a_named_error(surface: str) -> None:
 def test_a_special_file_in_a_draft_checkpoint_is_a_usage_error(
     tmp_path: Path, kind: str, name: str
 ) -> None:
+    from eagle3lint.drafts.checkpoint import read_header, weight_files
     from eagle3lint.errors import UsageError
-    from eagle3lint.pairing.checkpoint import read_header, weight_files
 
     make, message = SPECIAL[kind]
     special = make(tmp_path / name)

@@ -23,10 +23,10 @@ from typer.testing import CliRunner, Result
 from vllm_tree import ARCH, write_vllm_tree
 
 from eagle3lint.cli import app
+from eagle3lint.drafts import checkpoint
 from eagle3lint.engines.vllm.contract import drafter
 from eagle3lint.engines.vllm.contract.reader import read_contract
 from eagle3lint.index.project import ProjectIndex
-from eagle3lint.pairing import checkpoint
 from eagle3lint.report.fingerprint import source_line
 from eagle3lint.sources.files import MAX_CONFIG_BYTES
 

@@ -25,7 +25,7 @@ from vllm_tree import ARCH, write_vllm_tree
 from vllm_tree import LLAMA as LLAMA_SOURCE
 
 from eagle3lint.cli import app
-from eagle3lint.cli import check_json as real_check_json
+from eagle3lint.commands.check import check_json as real_check_json
 from eagle3lint.report.escape import (
     csv_cell,
     markdown_code_block,
@@ -441,10 +441,10 @@ def failing_column(
         return [str(fifo_contract_tree(tmp_path / "fifo"))], str(tmp_path / "fifo")
     broken = tmp_path / "broken"
     write_vllm_tree(broken)
-    from eagle3lint import cli
+    from eagle3lint.commands import check
 
     monkeypatch.setenv(BROKEN_ENV, f"{broken}\n{how}")
-    monkeypatch.setattr(cli, "check_json", check_failing_on_broken)
+    monkeypatch.setattr(check, "check_json", check_failing_on_broken)
     return [str(broken)], str(broken)
 
 
@@ -454,8 +454,8 @@ lines."""
 
 
 def check_failing_on_broken(options: Any) -> dict[str, Any]:
-    """`cli.check_json`, except on the tree named by BROKEN_ENV (a module-level function: the
-    matrix's pool pickles it by name)."""
+    """`commands.check.check_json`, except on the tree named by BROKEN_ENV (a module-level
+    function: the matrix's pool pickles it by name)."""
     import os
 
     path, how = os.environ[BROKEN_ENV].split("\n")

@@ -14,7 +14,7 @@ import pytest
 from typer.testing import CliRunner
 
 from eagle3lint.cli import app
-from eagle3lint.pairing.checkpoint import read_header
+from eagle3lint.drafts.checkpoint import read_header
 
 REPO = Path(__file__).resolve().parent.parent
 LLAMA = REPO / "fixtures" / "pairing" / "llama-3.1-8b" / "config.json"

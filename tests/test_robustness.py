@@ -24,7 +24,7 @@ from planning import plan_edits
 from typer.testing import CliRunner, Result
 from vllm_tree import ARCH, LLAMA, MODEL_FILE, write_vllm_tree
 
-from eagle3lint import engine
+from eagle3lint.checkrun import judging, selection
 from eagle3lint.cli import app
 from eagle3lint.codemod import registry
 from eagle3lint.engine import CheckOptions, run_check
@@ -340,7 +340,7 @@ def test_an_unexpected_exception_is_one_line(models: Path, monkeypatch: pytest.M
     def broken(*_: object, **__: object) -> None:
         raise ValueError("first line\nsecond line")
 
-    monkeypatch.setattr(engine, "build_targets", broken)
+    monkeypatch.setattr(selection, "build_targets", broken)
     result = CliRunner().invoke(app, ["check", str(models), "--no-cache"])
     assert result.exit_code == 2
     assert result.stderr == (
@@ -554,7 +554,7 @@ def test_a_plugin_that_fails_to_load_or_start_is_reported(
             raise RuntimeError("no options for me")
 
     monkeypatch.setattr(
-        engine, "load_plugins", lambda: ([*rules, Refuses], ["rule plugin bad (x:y) failed"])
+        judging, "load_plugins", lambda: ([*rules, Refuses], ["rule plugin bad (x:y) failed"])
     )
     root = write_vllm_tree(tmp_path)
     run = run_check(CheckOptions(paths=[root], use_cache=False))

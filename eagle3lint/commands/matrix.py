@@ -3,26 +3,74 @@
 from __future__ import annotations
 
 import datetime
+import io
 import shlex
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
 
-from rich.console import Console
+import typer
 
-from eagle3lint.engine import CheckOptions
+from eagle3lint.commands.guard import guard
+from eagle3lint.commands.options import RunArgs, takes
 from eagle3lint.errors import EXIT_INPUT, EXIT_OK, UsageError
-from eagle3lint.matrix.columns import Column, expand_specs
 from eagle3lint.matrix.formats import MatrixFormat
-from eagle3lint.matrix.model import Matrix, build_matrix
-from eagle3lint.matrix.runner import CheckJson, check_releases
-from eagle3lint.report.escape import printable
-from eagle3lint.sources.discovery import discover
-from eagle3lint.storage import write_atomically
+from eagle3lint.report.terminal import Terminal
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from eagle3lint.engine import CheckOptions
+    from eagle3lint.matrix.columns import Column
+    from eagle3lint.matrix.model import Matrix
+    from eagle3lint.matrix.runner import CheckJson
+
+
+@takes("arch", "hf_config", "model_type", "jobs", "no_cache", "debug")
+def matrix(
+    args: RunArgs,
+    paths: Annotated[
+        list[Path] | None,
+        typer.Argument(help="vLLM trees, one release each.", show_default=False),
+    ] = None,
+    vllm: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--vllm", help="Release X.Y.Z, range A..B (every final release) or latest; repeatable."
+        ),
+    ] = None,
+    output_format: Annotated[
+        MatrixFormat, typer.Option("--format", help="Output format.")
+    ] = MatrixFormat.text,
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", help="Write to this file, not stdout.")
+    ] = None,
+) -> None:
+    """EAGLE-3 readiness of every architecture across vLLM releases (columns) as a table."""
+    with guard(args.debug):
+        # Looked up when the command runs: the tests stand in for it.
+        from eagle3lint.commands.check import check_json
+
+        options = args.check_options(progress=False)
+        # A matrix shows full verdicts: every architecture as asked, claimed or not; no repairs.
+        options.require = ["*"]
+        options.plan_fixes = False
+        columns = columns_of(list(paths or []), list(vllm or []))
+        command = command_line(paths, vllm, options, output_format, output)
+        table = build(columns, options, check_json, sys.stderr.isatty(), command)
+        # A file or a pipe gets the table as wide as it needs (up to 200 columns), uncoloured.
+        console = lambda: _text_console(tty=False if output else None, piped_width=200)  # noqa: E731
+        write_output(render(table, output_format, console), output)
+        code = report_failures(table)
+    raise typer.Exit(code)
 
 
 def columns_of(paths: list[Path], specs: list[str]) -> list[Column]:
     """Release trees, then the versions `--vllm` names; each tree must hold a whole vLLM."""
+    from eagle3lint.matrix.columns import Column, expand_specs
+    from eagle3lint.sources.discovery import discover
+
     columns = []
     for path in paths:
         workspace = discover([path])
@@ -72,6 +120,9 @@ def build(
     command: str,
 ) -> Matrix:
     """Check every column and assemble the matrix; unknown `--arch` names are a usage error."""
+    from eagle3lint.matrix.model import build_matrix
+    from eagle3lint.matrix.runner import check_releases
+
     reports = check_releases(columns, options, check, show_progress)
     results = [
         (c, r if r is not None else {"targets": []}) for c, r in zip(columns, reports, strict=True)
@@ -114,6 +165,8 @@ def render(matrix: Matrix, output_format: MatrixFormat, console: Callable[[], Co
 def report_failures(matrix: Matrix) -> int:
     """Say on stderr which releases have errors (whatever the format); the exit code: 2 if
     any, else 0."""
+    from eagle3lint.report.escape import printable
+
     for release in matrix.failed:
         more = len(release.errors) - 1
         what = "could not be checked" if not release.checked else "has input errors"
@@ -129,6 +182,8 @@ def report_failures(matrix: Matrix) -> int:
 
 def write_output(text: str, output: Path | None) -> None:
     """To stdout, or to `output` written whole (a temporary file renamed into place)."""
+    from eagle3lint.storage import write_atomically
+
     if output is None:
         sys.stdout.write(text)
         sys.stdout.flush()
@@ -138,3 +193,11 @@ def write_output(text: str, output: Path | None) -> None:
         write_atomically(output, text.encode("utf-8"))
     except OSError as exc:
         raise UsageError(f"--output {output}: {exc.strerror or exc}") from exc
+
+
+def _text_console(tty: bool | None = None, piped_width: int | None = None) -> Console:
+    """A console writing to a buffer for stdout (a terminal when `tty`, default: when stdout
+    is one). Piped output stays plain (no colours) and unwrapped, or `piped_width` wide."""
+    tty = sys.stdout.isatty() if tty is None else tty
+    terminal = Terminal.of(sys.stdout) if tty else Terminal(color=False, width=piped_width)
+    return terminal.console(io.StringIO())

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from eagle3lint.drafts.draft import SUB_CONFIG, DraftPairing, Translated, translate
 from eagle3lint.engines.vllm.contract.drafter import (
     DrafterClassFacts,
     DrafterContract,
@@ -24,7 +25,6 @@ from eagle3lint.engines.vllm.names import LANGUAGE_MODEL_ATTR
 from eagle3lint.engines.vllm.targets import Target
 from eagle3lint.index.model import DictEntry
 from eagle3lint.index.project import ProjectIndex
-from eagle3lint.pairing.draft import SUB_CONFIG, DraftPairing, Translated, translate
 from eagle3lint.sources.files import UnreadableSource, read_source_bytes
 
 PP_RELAY_FLAG = "supports_aux_hidden_states_over_pp"

@@ -9,10 +9,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from eagle3lint.engine import read_config_json, text_config
+from eagle3lint.drafts.checkpoint import Checkpoint, read_checkpoint, weight_files
 from eagle3lint.engines.vllm.contract.drafter import ConfigKey, DrafterContract
 from eagle3lint.errors import UsageError
-from eagle3lint.pairing.checkpoint import Checkpoint, read_checkpoint, weight_files
+from eagle3lint.hf_config import read_config_json, text_config
 
 EAGLE_STYLE = "eagle"
 SPECULATORS = "speculators"

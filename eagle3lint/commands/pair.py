@@ -9,29 +9,82 @@ import os
 import shutil
 import sys
 from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
 
-from rich.console import Console
-from rich.table import Table
+import typer
 
-from eagle3lint.engine import CheckOptions, run_check
-from eagle3lint.errors import UsageError
-from eagle3lint.findings import Severity
-from eagle3lint.pairing.analysis import Analysis
-from eagle3lint.pairing.draft import DraftPairing
-from eagle3lint.report.escape import rich_text
-from eagle3lint.report.model import Report
+from eagle3lint.commands.check import View, render
+from eagle3lint.commands.guard import guard
+from eagle3lint.commands.options import (
+    ExitZeroOpt,
+    FormatOpt,
+    OutputFormat,
+    QuietOpt,
+    RunArgs,
+    VerboseOpt,
+    takes,
+)
+from eagle3lint.report.terminal import Terminal
+
+if TYPE_CHECKING:
+    from eagle3lint.drafts.analysis import Analysis
+    from eagle3lint.drafts.draft import DraftPairing
+    from eagle3lint.engine import CheckOptions
+    from eagle3lint.report.model import Report
 
 TAPS_RULE = "forward-taps"
+
+
+@takes("paths", "vllm", "select", "ignore", "jobs", "no_cache", "debug")
+def pair(
+    args: RunArgs,
+    target: Annotated[
+        Path, typer.Option("--target", help="The target's config.json (or its folder).")
+    ] = ...,  # type: ignore[assignment]
+    draft: Annotated[
+        Path, typer.Option("--draft", help="The drafter's config.json (or its folder).")
+    ] = ...,  # type: ignore[assignment]
+    draft_weights: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--draft-weights",
+            help="Drafter .safetensors files (headers only; default: those in the --draft folder).",
+        ),
+    ] = None,
+    pp: Annotated[int, typer.Option("--pp", min=1, help="Pipeline-parallel size.")] = 1,
+    output_format: FormatOpt = OutputFormat.text,
+    exit_zero: ExitZeroOpt = False,
+    quiet: QuietOpt = False,
+    verbose: VerboseOpt = False,
+) -> None:
+    """Check an EAGLE-3 drafter against its target for one release (exit codes as check)."""
+    with guard(args.debug):
+        from eagle3lint.drafts.draft import DraftPairing
+
+        pairing = DraftPairing.load(draft, list(draft_weights or []), target, pp)
+        options = replace(args, hf_config=target).check_options(progress=False)
+        view = View(output_format, quiet, verbose, exit_zero, False, Terminal.of(sys.stdout))
+        output, code = run_pair(
+            options, pairing, output_format.value, lambda report: render(report, view), exit_zero
+        )
+        sys.stdout.write(output)
+        sys.stdout.flush()
+    raise typer.Exit(code)
 
 
 def run_pair(
     options: CheckOptions,
     pairing: DraftPairing,
     output_format: str,
-    render: Callable[[Report], str],
+    show: Callable[[Report], str],
     exit_zero: bool,
 ) -> tuple[str, int]:
     """Check the target with the draft attached; the output and the exit code."""
+    from eagle3lint.engine import run_check
+    from eagle3lint.errors import UsageError
+
     options.archs = [pairing.target_architecture()]
     options.hf_config = pairing.target_path
     options.pairing = pairing
@@ -44,7 +97,7 @@ def run_pair(
     analysis: Analysis | None = pairing.analysis
     if analysis is None:
         if report.errors:
-            return render(report), report.exit_code(exit_zero)
+            return show(report), report.exit_code(exit_zero)
         raise UsageError(
             "pair needs a vLLM tree (PATH, --vllm X.Y.Z or an installed vLLM): the drafter "
             "contract is read from the release's sources"
@@ -54,13 +107,15 @@ def run_pair(
         data = report.to_json()
         data["pairing"] = analysis.to_json(pairing, verdict)
         return json.dumps(data, indent=2) + "\n", report.exit_code(exit_zero)
-    body = render(report)
+    body = show(report)
     if output_format != "text":
         return body, report.exit_code(exit_zero)
     return summary_table(analysis, pairing, verdict) + body, report.exit_code(exit_zero)
 
 
 def _verdict(report: Report) -> str:
+    from eagle3lint.findings import Severity
+
     if report.errors:
         return "incomplete (input errors)"
     errors = [f for f in report.findings if f.severity is Severity.ERROR]
@@ -74,6 +129,11 @@ def _verdict(report: Report) -> str:
 
 def summary_table(analysis: Analysis, pairing: DraftPairing, verdict: str) -> str:
     """The short table `pair`'s text output leads with."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from eagle3lint.report.escape import rich_text
+
     tty = sys.stdout.isatty()
     buffer = io.StringIO()
     console = Console(

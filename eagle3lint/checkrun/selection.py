@@ -1,0 +1,137 @@
+"""What a run checks: the tree's contract (or why it has none), and the targets the options
+select, registered architectures and model classes of the files given."""
+
+from __future__ import annotations
+
+import difflib
+
+from eagle3lint.engines import Contract, Target
+from eagle3lint.engines import Entry as RegistryEntry
+from eagle3lint.errors import UsageError
+from eagle3lint.findings import InputError
+from eagle3lint.index.project import ProjectIndex
+from eagle3lint.sources.discovery import Workspace
+from eagle3lint.sources.files import UnreadableSource
+
+
+def tree_contract(
+    index: ProjectIndex, workspace: Workspace, errors: list[InputError]
+) -> Contract | None:
+    """The tree's contract; the newest known one when there is no tree. None when a file the
+    contract depends on cannot be read: another release's contract would give wrong answers
+    that look right, so no target is checked."""
+    if workspace.tree is None:
+        return workspace.wing.newest_contract()
+    try:
+        return workspace.wing.read_contract(index, workspace.tree, workspace.contract_source)
+    except UnreadableSource as exc:
+        message = f"{exc}: the tree's EAGLE-3 contract could not be read, so no target was checked"
+        where = str(exc.path or workspace.tree)
+        errors.append(InputError(where, message, code=exc.code))
+        # The index's own error for that file says less; the file is named once.
+        index.errors = [e for e in index.errors if e.path != where]
+        return None
+
+
+def unread_contract(workspace: Workspace) -> Contract:
+    """What the report shows as the contract of a tree whose contract could not be read."""
+    return workspace.wing.unread_contract(workspace.contract_source, str(workspace.tree or ""))
+
+
+def select_targets(
+    index: ProjectIndex,
+    contract: Contract,
+    workspace: Workspace,
+    archs: list[str],
+    errors: list[InputError],
+) -> list[Target]:
+    """The registered architectures selected, plus model classes of the files given."""
+    file_modules = [m for f in workspace.files if (m := index.module_of(f)) is not None]
+    # Out-of-tree model files are checked against a contract from elsewhere: the registered
+    # architectures of that vLLM are not what the user asked about, unless named with --arch.
+    contract_only = workspace.contract_only or (
+        workspace.contract_source != "tree" and bool(workspace.extra_roots)
+    )
+    wants_registry = workspace.tree is not None and (not contract_only or bool(archs))
+    wing = workspace.wing
+    entries = wing.registry(index) if wants_registry else []
+    if wants_registry and not entries:
+        # An analysis of nothing must not pass as a clean one.
+        errors.append(
+            InputError(
+                str(
+                    registry.path
+                    if (registry := index.source_file(wing.registry_module))
+                    else wing.registry_module
+                ),
+                "no registered architecture was found in this tree's model registry",
+                code="EAG902",
+            )
+        )
+    chosen = _choose_entries(entries, archs) if entries or archs else []
+    index.preload(file_modules)
+    index.preload_closure(
+        [
+            *((e.module, e.cls) for e in chosen),
+            *((m, c) for m in file_modules if (f := index.summary(m)) for c in f.classes),
+        ]
+    )
+    unresolved: list[RegistryEntry] = []
+    targets = wing.targets(index, contract, chosen, unresolved)
+    focus = {str(f.resolve()) for f in workspace.files}
+    for entry in unresolved:
+        if index.error_for(entry.module) is not None:
+            continue  # the file's own error (unreadable, syntax) says why
+        source = index.source_file(entry.module)
+        deciding = {
+            str(s.path.resolve()) for s in (source, index.source_file(wing.registry_module)) if s
+        }
+        if workspace.only_files and not deciding & focus:
+            continue  # a broken entry elsewhere in the registry is not these files' error
+        where = (
+            "is not in this tree"
+            if index.source_file(entry.module) is None
+            else "has no such class"
+        )
+        message = f"{entry.arch}: the registry points at {entry.module}.{entry.cls}, which {where}"
+        errors.append(InputError(entry.module, message, code="EAG903"))
+    if not archs:
+        # Out-of-tree files have no registry of their own, so their model classes are found
+        # by shape. Inside a vLLM tree an unregistered class must also be an nn.Module (a
+        # model not registered yet): a config hook named DeepseekV32ForCausalLM is not.
+        known = {t.ref.qualname for t in targets}
+        targets += [
+            t
+            for t in wing.file_targets(index, contract, file_modules, known)
+            if not _in_tree(index, t.ref.file.module, workspace) or t.is_module
+        ]
+    if workspace.only_files and file_modules:
+        # Pre-commit passes changed files: only targets built from them can have findings there.
+        touched = set(file_modules)
+        targets = [t for t in targets if t.modules() & touched]
+    return targets
+
+
+def _choose_entries(entries: list[RegistryEntry], archs: list[str]) -> list[RegistryEntry]:
+    if not archs:
+        return entries
+    by_arch = {e.arch: e for e in entries}
+    unknown = [a for a in archs if a not in by_arch]
+    if unknown:
+        hints = []
+        for arch in unknown:
+            close = difflib.get_close_matches(arch, by_arch, n=3, cutoff=0.6)
+            hints.append(f"{arch!r}" + (f" (did you mean {', '.join(close)}?)" if close else ""))
+        raise UsageError(f"unknown architecture {', '.join(hints)}")
+    return [by_arch[a] for a in dict.fromkeys(archs)]
+
+
+def _in_tree(index: ProjectIndex, module: str, workspace: Workspace) -> bool:
+    """Whether a module's file lies in the vLLM tree whose registry is read."""
+    source = index.source_file(module)
+    tree = workspace.tree if workspace.contract_source == "tree" else None
+    return (
+        tree is not None
+        and source is not None
+        and source.path.resolve().is_relative_to(tree.resolve())
+    )

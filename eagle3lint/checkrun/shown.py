@@ -1,0 +1,74 @@
+"""What of a target the report shows: not the findings a baseline holds, nothing in an
+excluded file, and with file arguments only what those files decide (and the input errors
+that matter to them)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from eagle3lint.baseline import Baseline
+from eagle3lint.engines import Target
+from eagle3lint.findings import Finding, InputError
+from eagle3lint.index.project import ProjectIndex
+from eagle3lint.report.locations import location_key
+from eagle3lint.sources.walk import Excluder
+
+
+@dataclass
+class Shown:
+    """The report's filters of one run; `baselined` counts the locations a baseline hid."""
+
+    index: ProjectIndex
+    baseline: Baseline | None
+    excluder: Excluder
+    report_paths: set[str] | None
+    """With file arguments, those files (resolved); None otherwise."""
+    baselined: set[tuple[str, ...]] = field(default_factory=set)
+
+    def findings(self, target: Target, findings: list[Finding]) -> list[Finding] | None:
+        """The findings of `target` the report shows; None when it does not show the target."""
+        if self.baseline is not None:
+            accepted = [f for f in findings if self.baseline.holds(target.arch, f)]
+            self.baselined.update(location_key(f) for f in accepted)
+            findings = [f for f in findings if f not in accepted]
+        if self.excluder:
+            # Excluded files are not checked in any path form: not their targets, not the
+            # findings located in them.
+            if self.excluder.excludes(self.index.display_path(target.ref.file)):
+                return None
+            findings = [f for f in findings if not self.excluder.excludes(f.path)]
+        if self.report_paths is not None:
+            # The files given decide a target defined in them: all of its findings, wherever
+            # located; of any other target, only what is located in those files.
+            defined_here = _resolved(self.index.display_path(target.ref.file)) in self.report_paths
+            if not defined_here:
+                findings = [f for f in findings if _resolved(f.path) in self.report_paths]
+                if not findings:
+                    return None
+        return findings
+
+    def errors(self, targets: list[Target]) -> list[InputError]:
+        """The index's input errors the report shows, given the targets it shows."""
+        if self.report_paths is None:
+            return self.index.errors
+        return _errors_deciding(self.index, self.report_paths, targets, self.index.errors)
+
+
+def _resolved(path: str) -> str:
+    return str(Path(path).resolve())
+
+
+def _errors_deciding(
+    index: ProjectIndex, focus: set[str], targets: list[Target], errors: list[InputError]
+) -> list[InputError]:
+    """With file arguments, the input errors that matter to them: in those files, or in a file a
+    reported target's verdict depends on. A parse error elsewhere in the tree is not this
+    commit's error."""
+    modules = {m for target in targets for m in target.depends_on()}
+    needed = set(focus)
+    for module in modules:
+        source = index.source_file(module)
+        if source is not None:
+            needed.add(_resolved(str(source.path)))
+    return [e for e in errors if _resolved(e.path) in needed]

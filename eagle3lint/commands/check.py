@@ -1,0 +1,198 @@
+"""`eagle3lint check`: its options, the run (whole-run cache, progress line, baseline) and the
+report's formats."""
+
+from __future__ import annotations
+
+import gc
+import io
+import json
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from eagle3lint.commands.guard import guard, housekeeping
+from eagle3lint.commands.options import (
+    RUN_ARGS,
+    ColorOpt,
+    ExitZeroOpt,
+    OutputFormat,
+    QuietOpt,
+    RunArgs,
+    VerboseOpt,
+    takes,
+)
+from eagle3lint.report.terminal import ColorChoice, Terminal
+
+if TYPE_CHECKING:
+    from eagle3lint.engine import CheckOptions
+    from eagle3lint.report.model import Report
+    from eagle3lint.runcache import Guess
+
+
+@takes(*RUN_ARGS)
+def check(
+    args: RunArgs,
+    output_format: Annotated[
+        OutputFormat,
+        typer.Option(
+            "--output-format",
+            "--format",
+            help="text (one line per finding), full, json, sarif or github.",
+        ),
+    ] = OutputFormat.text,
+    statistics: Annotated[
+        bool, typer.Option("--statistics", help="Only the count of findings per code.")
+    ] = False,
+    color: ColorOpt = ColorChoice.auto,
+    exit_zero: ExitZeroOpt = False,
+    quiet: QuietOpt = False,
+    verbose: VerboseOpt = False,
+    write_baseline: Annotated[
+        Path | None,
+        typer.Option("--write-baseline", help="Record the current findings in this file."),
+    ] = None,
+) -> None:
+    """Report every EAGLE-3 blocker of every architecture (exit 0 none, 1 errors, 2 bad input)."""
+    # A progress line only for a person watching: not when piped, not with --quiet.
+    interactive = sys.stdout.isatty() and sys.stderr.isatty() and not quiet
+    cached = not (interactive or args.no_cache or write_baseline is not None)
+    command_line = (args, output_format, statistics, color, exit_zero, quiet, verbose)
+    guessed = _guess(args, command_line if cached else None)
+    with guard(args.debug), _collector_paused(), guessed as guess:
+        options = args.check_options(progress=sys.stderr.isatty())
+        if write_baseline is not None:
+            raise typer.Exit(_write_baseline(options, write_baseline))
+        view = View(
+            output_format, quiet, verbose, exit_zero, statistics, Terminal.of(sys.stdout, color)
+        )
+        if not cached:
+            from eagle3lint.report.progress import FileProgress
+
+            with FileProgress(interactive, Terminal.of(sys.stderr, color)) as progress:
+                options.on_file = progress.advance
+                output, code = _check(options, view)
+        else:
+            output, code = _cached_check(options, view, guess)
+        sys.stdout.write(output)
+        sys.stdout.flush()
+        if not args.no_cache:
+            housekeeping()
+    raise typer.Exit(code)
+
+
+@contextmanager
+def _collector_paused() -> Iterator[None]:
+    """No cyclic garbage collection while a check runs. A check builds some 10^5 small objects
+    (summaries, then findings) that live until it ends; the collector walked them again and again
+    and found nothing to free, as they hold no reference cycles: 0.2 s of the 1.2 s a check of
+    vLLM 0.33.0 takes after an edit. Reference counting still frees everything else (peak RSS of
+    a cold `--jobs 1` check of vLLM 0.16.0, parsing in-process: 96 MB paused, 92 MB not)."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+@contextmanager
+def _guess(args: RunArgs, command_line: tuple[object, ...] | None) -> Iterator[Guess | None]:
+    """The run cache entry this command line used last, its changed files parsing already
+    (`runcache.Guess`): started before the options are read. None for `command_line` None."""
+    if command_line is None:
+        yield None
+        return
+    from eagle3lint.runcache import Guess
+
+    guess = Guess.start(repr(command_line), args.jobs)
+    try:
+        yield guess
+    finally:
+        guess.close()
+
+
+@dataclass(frozen=True)
+class View:
+    """How a report is shown; every field changes the bytes of the output."""
+
+    output_format: OutputFormat
+    quiet: bool
+    verbose: bool
+    exit_zero: bool
+    statistics: bool
+    terminal: Terminal
+
+
+def _write_baseline(options: CheckOptions, path: Path) -> int:
+    """Record every finding the check reports now (none filtered by an old baseline)."""
+    from eagle3lint.baseline import write_baseline
+    from eagle3lint.engine import run_check
+
+    options.baseline = None
+    report = run_check(options).report
+    count = write_baseline(path, report)
+    from eagle3lint.report.escape import printable
+
+    typer.echo(f"eagle3lint: recorded {count} finding(s) in {printable(str(path))}", err=True)
+    for error in report.errors:
+        typer.echo(printable(f"{error.path}: {error.code} {error.message}"), err=True)
+    return 2 if report.errors else 0
+
+
+def _check(options: CheckOptions, view: View) -> tuple[str, int]:
+    from eagle3lint.engine import run_check
+
+    return _present(run_check(options).report, view)
+
+
+def _present(report: Report, view: View) -> tuple[str, int]:
+    """The output and the exit code of a report, shown as `view` says."""
+    return render(report, view), report.exit_code(view.exit_zero)
+
+
+def _cached_check(options: CheckOptions, view: View, guess: Guess | None = None) -> tuple[str, int]:
+    """`_check`, answered from the whole-run cache when nothing it read has changed."""
+    from eagle3lint.runcache import cached_check
+
+    return cached_check(options, asdict(view), lambda report: _present(report, view), guess)
+
+
+def render(report: Report, view: View) -> str:
+    """The report as `view` shows it (`pair` shows its reports the same way)."""
+    if view.output_format is OutputFormat.json:
+        return json.dumps(report.to_json(), indent=2) + "\n"
+    if view.output_format is OutputFormat.sarif:
+        from eagle3lint.report.sarif import to_sarif
+
+        return json.dumps(to_sarif(report), indent=2) + "\n"
+    if view.output_format is OutputFormat.github:
+        from eagle3lint.report.github import github_annotations
+
+        return "".join(
+            f"{line}\n"
+            for line in github_annotations(report, quiet=view.quiet, verbose=view.verbose)
+        )
+    from eagle3lint.report.text import TextOptions, render_text
+
+    buffer = io.StringIO()
+    options = TextOptions(
+        full=view.output_format is OutputFormat.full,
+        verbose=view.verbose,
+        quiet=view.quiet,
+        statistics=view.statistics,
+    )
+    render_text(report, view.terminal.console(buffer), options)
+    return buffer.getvalue()
+
+
+def check_json(options: CheckOptions) -> dict[str, object]:
+    """The report `check --format json` prints for `options` (whole-run cache included)."""
+    view = View(OutputFormat.json, False, False, True, False, Terminal(color=False, width=None))
+    output, _ = _cached_check(options, view) if options.use_cache else _check(options, view)
+    return json.loads(output)
