@@ -5,7 +5,9 @@ What is listed in `__all__` keeps its meaning across minor releases; anything el
 package may change without notice. `docs/writing-rules.md` walks through writing a pack.
 
 - `Rule`, `Code`, `Explanation`, `Example`, `Expected`: declaring a rule, its codes and its
-  examples (with the findings they pin and the source `fix` must make of them).
+  examples (with the findings they pin and the source `fix` must make of them); `API_VERSION`,
+  the (major, minor) a rule states it was written against in `Rule.api_version`, and
+  `Rule.engines`, the engine wings whose targets it judges (`("vllm",)` by default).
 - `Target`: one architecture as vLLM would build it, and what a rule may ask of it (its MRO,
   the methods and `__init__` assignments it resolves, its decoder and language model, its
   forward, the classes its file imports, the attributes a config class declares:
@@ -26,15 +28,9 @@ package may change without notice. `docs/writing-rules.md` walks through writing
 
 from __future__ import annotations
 
-from eagle3lint.config_classes import BASE_CONFIGS, ConfigFacts
-from eagle3lint.drafts.analysis import Analysis as PairingAnalysis
-from eagle3lint.drafts.analysis import analyse as analyse_pairing
-from eagle3lint.drafts.draft import SPECULATORS as SPECULATORS_FORMAT
-from eagle3lint.drafts.draft import DraftPairing
-from eagle3lint.engines.vllm.contract.drafter import IDS_KEY as DRAFT_IDS_KEY
-from eagle3lint.engines.vllm.contract.model import Contract, Gate, ImageTokenMap
-from eagle3lint.engines.vllm.names import AUX_LAYERS_ATTR, LANGUAGE_MODEL_ATTR
-from eagle3lint.engines.vllm.targets import Target
+from importlib import import_module
+from typing import TYPE_CHECKING
+
 from eagle3lint.errors import CodemodRefused
 from eagle3lint.findings import (
     DECIDE_WITH_CONFIG,
@@ -43,8 +39,6 @@ from eagle3lint.findings import (
     Severity,
     Unverified,
 )
-from eagle3lint.index.model import ClassSummary, ForwardSummary, MethodSummary, TapSummary
-from eagle3lint.index.project import ClassRef, ExternalRef
 from eagle3lint.repairs import (
     AddAuxMethods,
     AddDelegatingMethods,
@@ -56,10 +50,59 @@ from eagle3lint.repairs import (
     RenameMethod,
     Repair,
 )
-from eagle3lint.rule import Code, Example, Expected, Explanation, Rule, RuleContext
+from eagle3lint.rule import API_VERSION, Code, Example, Expected, Explanation, Rule, RuleContext
 from eagle3lint.shapes.model import STREAM, LayerConvention
 
+if TYPE_CHECKING:
+    from eagle3lint.config_classes import BASE_CONFIGS, ConfigFacts
+    from eagle3lint.drafts.analysis import Analysis as PairingAnalysis
+    from eagle3lint.drafts.analysis import analyse as analyse_pairing
+    from eagle3lint.drafts.draft import SPECULATORS as SPECULATORS_FORMAT
+    from eagle3lint.drafts.draft import DraftPairing
+    from eagle3lint.engines.vllm.contract.drafter import IDS_KEY as DRAFT_IDS_KEY
+    from eagle3lint.engines.vllm.contract.model import Contract, Gate, ImageTokenMap
+    from eagle3lint.engines.vllm.names import AUX_LAYERS_ATTR, LANGUAGE_MODEL_ATTR
+    from eagle3lint.engines.vllm.targets import Target
+    from eagle3lint.index.model import ClassSummary, ForwardSummary, MethodSummary, TapSummary
+    from eagle3lint.index.project import ClassRef, ExternalRef
+
+_LAZY = {
+    "BASE_CONFIGS": ("eagle3lint.config_classes", "BASE_CONFIGS"),
+    "ConfigFacts": ("eagle3lint.config_classes", "ConfigFacts"),
+    "PairingAnalysis": ("eagle3lint.drafts.analysis", "Analysis"),
+    "analyse_pairing": ("eagle3lint.drafts.analysis", "analyse"),
+    "SPECULATORS_FORMAT": ("eagle3lint.drafts.draft", "SPECULATORS"),
+    "DraftPairing": ("eagle3lint.drafts.draft", "DraftPairing"),
+    "DRAFT_IDS_KEY": ("eagle3lint.engines.vllm.contract.drafter", "IDS_KEY"),
+    "Contract": ("eagle3lint.engines.vllm.contract.model", "Contract"),
+    "Gate": ("eagle3lint.engines.vllm.contract.model", "Gate"),
+    "ImageTokenMap": ("eagle3lint.engines.vllm.contract.model", "ImageTokenMap"),
+    "AUX_LAYERS_ATTR": ("eagle3lint.engines.vllm.names", "AUX_LAYERS_ATTR"),
+    "LANGUAGE_MODEL_ATTR": ("eagle3lint.engines.vllm.names", "LANGUAGE_MODEL_ATTR"),
+    "Target": ("eagle3lint.engines.vllm.targets", "Target"),
+    "ClassSummary": ("eagle3lint.index.model", "ClassSummary"),
+    "ForwardSummary": ("eagle3lint.index.model", "ForwardSummary"),
+    "MethodSummary": ("eagle3lint.index.model", "MethodSummary"),
+    "TapSummary": ("eagle3lint.index.model", "TapSummary"),
+    "ClassRef": ("eagle3lint.index.project", "ClassRef"),
+    "ExternalRef": ("eagle3lint.index.project", "ExternalRef"),
+}
+"""Names whose modules belong to the check machinery (index, engine wings, drafts): loaded when
+a pack first asks for them, so that importing the API (every pack does, at plugin load) costs
+only the declaration classes."""
+
+
+def __getattr__(name: str) -> object:
+    if name not in _LAZY:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    module, attribute = _LAZY[name]
+    value = getattr(import_module(module), attribute)
+    globals()[name] = value  # asked once
+    return value
+
+
 __all__ = [
+    "API_VERSION",
     "AUX_LAYERS_ATTR",
     "BASE_CONFIGS",
     "DECIDE_WITH_CONFIG",

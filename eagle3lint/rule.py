@@ -13,13 +13,15 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import cache
 from importlib.metadata import EntryPoint, entry_points
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
-from eagle3lint.engines.vllm.contract.model import Contract
-from eagle3lint.engines.vllm.targets import Target
 from eagle3lint.findings import Finding, Repair, Severity, Unverified
-from eagle3lint.index.project import ClassRef, ProjectIndex
 from eagle3lint.sandbox import DEFAULT_RULE_TIMEOUT, RuleTimeout, plugin_call
+
+if TYPE_CHECKING:  # what a rule is handed; importing the API must not load the check machinery
+    from eagle3lint.engines.vllm.contract.model import Contract
+    from eagle3lint.engines.vllm.targets import Target
+    from eagle3lint.index.project import ClassRef, ProjectIndex
 
 ENTRY_POINT_GROUP = "eagle3lint.rules"
 API_VERSION = (1, 1)
