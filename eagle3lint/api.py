@@ -38,7 +38,7 @@ from eagle3lint.findings import (
     Unverified,
 )
 from eagle3lint.index.model import ClassSummary, ForwardSummary, MethodSummary, TapSummary
-from eagle3lint.index.project import ClassRef, ExternalRef
+from eagle3lint.index.refs import ClassRef, ExternalRef
 from eagle3lint.pairing.analysis import Analysis as PairingAnalysis
 from eagle3lint.pairing.analysis import analyse as analyse_pairing
 from eagle3lint.pairing.draft import SPECULATORS as SPECULATORS_FORMAT

@@ -17,7 +17,8 @@ from typing import Any, ClassVar
 
 from eagle3lint.contract.model import Contract
 from eagle3lint.findings import Finding, Repair, Severity, Unverified
-from eagle3lint.index.project import ClassRef, ProjectIndex
+from eagle3lint.index.project import ProjectIndex
+from eagle3lint.index.refs import ClassRef
 from eagle3lint.sandbox import DEFAULT_RULE_TIMEOUT, RuleTimeout, plugin_call
 from eagle3lint.targets import Target
 

@@ -45,7 +45,7 @@ from eagle3lint.trust import make_folders
 
 if TYPE_CHECKING:
     from eagle3lint.engine import CheckOptions
-    from eagle3lint.index.project import ParsesAhead
+    from eagle3lint.index.parsing import ParsesAhead
     from eagle3lint.report.model import Report
     from eagle3lint.rule import Rule
 
@@ -127,7 +127,7 @@ class Guess:
         """Load the entry stored under `key`, find its changed inputs and start parsing the
         summarised ones."""
         from eagle3lint.index.cache import SummaryCache
-        from eagle3lint.index.project import ParsesAhead
+        from eagle3lint.index.parsing import ParsesAhead
 
         self.key = key
         self.stored = cache.load(key)

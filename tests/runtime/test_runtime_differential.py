@@ -28,7 +28,7 @@ from venvs import RELEASES
 
 from eagle3lint.engine import CheckOptions, run_check
 from eagle3lint.findings import Severity
-from eagle3lint.index.project import ClassRef
+from eagle3lint.index.refs import ClassRef
 from eagle3lint.targets import Role, Target
 
 CLASS_LEVEL_BLOCKERS = frozenset({"EAG101", "EAG102", "EAG201"})
