@@ -7,7 +7,7 @@ from collections.abc import Callable
 import libcst as cst
 import libcst.matchers as m
 
-from eagle3lint.index.extract import is_stub_body
+from eagle3lint.index.extract_classes import is_stub_body
 from eagle3lint.shapes.names import LANGUAGE_MODEL_ATTR, SETTER
 
 from ._layout import BLANK_LINE, parse_statement
