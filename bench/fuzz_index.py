@@ -21,7 +21,7 @@ from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 
 from eagle3lint.engines.vllm.download import fetch_release
-from eagle3lint.index.project import ParseResult, _parse_job
+from eagle3lint.index.parsing import ParseResult, parse_job
 
 DEFAULT_VERSIONS = ("0.16.0", "0.33.0")
 
@@ -36,9 +36,9 @@ def jobs_for(vllm: Path) -> list[tuple[str, bytes, str]]:
 
 def run(jobs: list[tuple[str, bytes, str]], workers: int) -> list[ParseResult]:
     if workers <= 1:
-        return [_parse_job(job) for job in jobs]
+        return [parse_job(job) for job in jobs]
     with ProcessPoolExecutor(max_workers=workers) as pool:
-        return list(pool.map(_parse_job, jobs, chunksize=4))
+        return list(pool.map(parse_job, jobs, chunksize=4))
 
 
 def fuzz_release(version: str, workers: int) -> bool:

@@ -64,7 +64,7 @@ if TYPE_CHECKING:
     from eagle3lint.engines.vllm.names import AUX_LAYERS_ATTR, LANGUAGE_MODEL_ATTR
     from eagle3lint.engines.vllm.targets import Target
     from eagle3lint.index.model import ClassSummary, ForwardSummary, MethodSummary, TapSummary
-    from eagle3lint.index.project import ClassRef, ExternalRef
+    from eagle3lint.index.refs import ClassRef, ExternalRef
 
 _LAZY = {
     "BASE_CONFIGS": ("eagle3lint.config_classes", "BASE_CONFIGS"),
@@ -84,8 +84,8 @@ _LAZY = {
     "ForwardSummary": ("eagle3lint.index.model", "ForwardSummary"),
     "MethodSummary": ("eagle3lint.index.model", "MethodSummary"),
     "TapSummary": ("eagle3lint.index.model", "TapSummary"),
-    "ClassRef": ("eagle3lint.index.project", "ClassRef"),
-    "ExternalRef": ("eagle3lint.index.project", "ExternalRef"),
+    "ClassRef": ("eagle3lint.index.refs", "ClassRef"),
+    "ExternalRef": ("eagle3lint.index.refs", "ExternalRef"),
 }
 """Names whose modules belong to the check machinery (index, engine wings, drafts): loaded when
 a pack first asks for them, so that importing the API (every pack does, at plugin load) costs

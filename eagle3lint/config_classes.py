@@ -16,7 +16,8 @@ import re
 from dataclasses import dataclass
 
 from eagle3lint.index.libraries import TRANSFORMERS, Library
-from eagle3lint.index.project import ClassRef, ExternalRef, ProjectIndex
+from eagle3lint.index.project import ProjectIndex
+from eagle3lint.index.refs import ClassRef, ExternalRef
 
 BASE_CONFIGS = frozenset({"PretrainedConfig", "PreTrainedConfig"})
 """transformers' base config class (renamed in 5.0): its `__getattribute__` serves

@@ -21,7 +21,8 @@ from eagle3lint.sandbox import DEFAULT_RULE_TIMEOUT, RuleTimeout, plugin_call
 if TYPE_CHECKING:  # what a rule is handed; importing the API must not load the check machinery
     from eagle3lint.engines.vllm.contract.model import Contract
     from eagle3lint.engines.vllm.targets import Target
-    from eagle3lint.index.project import ClassRef, ProjectIndex
+    from eagle3lint.index.project import ProjectIndex
+    from eagle3lint.index.refs import ClassRef
 
 ENTRY_POINT_GROUP = "eagle3lint.rules"
 API_VERSION = (1, 1)

@@ -23,6 +23,7 @@ import hashlib
 import inspect
 import json
 import os
+import sys
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from functools import cache
@@ -45,7 +46,7 @@ from eagle3lint.trust import make_folders
 
 if TYPE_CHECKING:
     from eagle3lint.engine import CheckOptions
-    from eagle3lint.index.project import ParsesAhead
+    from eagle3lint.index.parsing import ParsesAhead
     from eagle3lint.report.model import Report
     from eagle3lint.rule import Rule
 
@@ -127,7 +128,7 @@ class Guess:
         """Load the entry stored under `key`, find its changed inputs and start parsing the
         summarised ones."""
         from eagle3lint.index.cache import SummaryCache
-        from eagle3lint.index.project import ParsesAhead
+        from eagle3lint.index.parsing import ParsesAhead
 
         self.key = key
         self.stored = cache.load(key)
@@ -155,10 +156,18 @@ class Guess:
 
 @cache
 def code_fingerprint(rules: tuple[type[Rule], ...]) -> str:
-    """A hash of eagle3lint's own sources and of the modules the rule classes come from."""
+    """A hash of eagle3lint's own sources, of the modules the rule classes come from and of
+    the modules of those packages they import (a built-in rule's `rules/_<rule>_*.py`, outside
+    the package folder in a checkout)."""
     package = Path(__file__).parent
     files = sorted(package.rglob("*.py"))
-    files += sorted({Path(inspect.getfile(rule)) for rule in rules})
+    homes = {rule.__module__.rpartition(".")[0] for rule in rules} - {""}
+    helpers = {
+        Path(module.__file__)
+        for name, module in list(sys.modules.items())
+        if name.rpartition(".")[0] in homes and getattr(module, "__file__", None)
+    }
+    files += sorted({Path(inspect.getfile(rule)) for rule in rules} | helpers)
     digest = hashlib.blake2b(digest_size=16)
     for path in files:
         digest.update(str(path).encode() + b"\0" + path.read_bytes())

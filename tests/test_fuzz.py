@@ -22,7 +22,7 @@ from planning import plan_edits
 
 from eagle3lint.engine import CheckOptions, run_check
 from eagle3lint.errors import UsageError
-from eagle3lint.index.project import _parse_job
+from eagle3lint.index.parsing import parse_job
 
 TARGETS = {
     "model_executor/models/llama.py": "LlamaForCausalLM",
@@ -120,7 +120,7 @@ def test_mutated_release_files_never_crash_check_or_fix(
         path.write_text(source, encoding="utf-8")
         # Every class, and the target's alone with the other class bodies left out.
         for wanted in (None, (TARGETS[relpath],)):
-            outcome = _parse_job((f"vllm/{relpath}", source.encode(), "key", wanted, None))
+            outcome = parse_job((f"vllm/{relpath}", source.encode(), "key", wanted, None))
             assert outcome[4] != "EAG903", outcome[2]
         try:
             run = run_check(CheckOptions(paths=[vllm], archs=[TARGETS[relpath]], jobs=1))

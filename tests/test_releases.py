@@ -183,7 +183,8 @@ def test_protocol_classes_match_independent_count(
 ) -> None:
     from eagle3lint.engines.vllm.contract.reader import read_contract
     from eagle3lint.index.cache import SummaryCache, default_cache_dir
-    from eagle3lint.index.project import ClassRef, ProjectIndex
+    from eagle3lint.index.project import ProjectIndex
+    from eagle3lint.index.refs import ClassRef
 
     root = vllm_release(version)
     index = ProjectIndex([root.parent], cache=SummaryCache(default_cache_dir()))

@@ -14,7 +14,7 @@ import eagle3lint.engine
 import eagle3lint.runcache
 import eagle3lint.sources.files
 from eagle3lint.cli import app
-from eagle3lint.index.project import ParsesAhead
+from eagle3lint.index.parsing import ParsesAhead
 from eagle3lint.sources.files import SETTLED_NS, stamp_now, stamp_of
 
 ERA = Path(__file__).resolve().parent.parent / "fixtures" / "eras" / "e2_stub"

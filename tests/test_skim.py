@@ -13,7 +13,8 @@ import pytest
 
 from eagle3lint.index.cache import SummaryCache
 from eagle3lint.index.extract import summarize, summarize_bodies
-from eagle3lint.index.project import ClassRef, ProjectIndex
+from eagle3lint.index.project import ProjectIndex
+from eagle3lint.index.refs import ClassRef
 from eagle3lint.index.skim import bodies_of, skim
 from eagle3lint.sources.files import source_lines
 

@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 from eagle3lint.cli import app
 from eagle3lint.engine import CheckOptions, run_check
 from eagle3lint.index.extract import summarize
-from eagle3lint.index.project import ClassRef
+from eagle3lint.index.refs import ClassRef
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURE = REPO / "fixtures" / "verdicts" / "vllm"

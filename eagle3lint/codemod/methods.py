@@ -8,7 +8,7 @@ import libcst as cst
 import libcst.matchers as m
 
 from eagle3lint.engines.vllm.names import LANGUAGE_MODEL_ATTR, SETTER
-from eagle3lint.index.extract import is_stub_body
+from eagle3lint.index.extract_classes import is_stub_body
 
 from ._layout import BLANK_LINE, parse_statement
 from ._nodes import (

@@ -19,7 +19,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 if TYPE_CHECKING:
-    from eagle3lint.index.project import ClassRef, ProjectIndex
+    from eagle3lint.index.project import ProjectIndex
+    from eagle3lint.index.refs import ClassRef
 
 ENTRY_POINT_GROUP = "eagle3lint.engines"
 BUILTIN = ("eagle3lint.engines.vllm.wing:WING",)

@@ -41,6 +41,9 @@ def extractor_fingerprint() -> str:
     package = Path(__file__).parent.parent
     for module in (
         "index/extract.py",
+        "index/extract_classes.py",
+        "index/extract_conditions.py",
+        "index/extract_forward.py",
         "index/model.py",
         "index/locate.py",
         "index/modules.py",

@@ -1,227 +1,42 @@
 """The index of a whole source tree: summaries loaded on demand, names resolved across files.
 
 Summaries are loaded lazily, so `--arch X` reads only the files X needs. A full check first
-`preload`s the files it knows it will need, parsing cache misses in a process pool.
+`preload`s the files it knows it will need, parsing cache misses in a process pool
+(`index.parsing`).
 """
 
 from __future__ import annotations
 
-import dataclasses
 import os
-import re
 import stat
-from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from concurrent.futures import Future, ProcessPoolExecutor
-from dataclasses import dataclass
 from pathlib import Path
 
-from eagle3lint.engines.vllm.names import DECODER_ATTR, LANGUAGE_MODEL_ATTR
 from eagle3lint.errors import InputError
 from eagle3lint.index.cache import SummaryCache, content_key, file_digest
+from eagle3lint.index.closure import LoadAhead, needed_by
+from eagle3lint.index.hierarchy import c3, resolve_base
 from eagle3lint.index.libraries import Library
-from eagle3lint.index.model import (
-    BodySpan,
-    ClassSummary,
-    FactorySummary,
-    FileSummary,
-    ForwardSummary,
-    ImportRef,
-)
+from eagle3lint.index.model import FileSummary, ForwardSummary, ImportRef
 from eagle3lint.index.modules import module_name_for, resolve_relative
+from eagle3lint.index.parsing import (
+    ParseJob,
+    ParseResult,
+    Parses,
+    ParsesAhead,
+    add_bodies,
+    has_unread,
+    rest_of,
+)
+from eagle3lint.index.refs import ClassRef, ExternalRef, ModuleRef, Resolved, SourceFile
 from eagle3lint.signals import worker_pool
 from eagle3lint.sources.files import (
     SourceNotFound,
     Stamp,
     UnreadableSource,
-    check_syntax,
-    decode_source,
-    decode_text,
-    read_source_bytes,
     read_source_stamped,
 )
-
-INLINE_PARSE_LIMIT = 6
-"""Below this many cache misses, those the workers did not take at once are parsed here
-rather than queued for them."""
-
-_CALL_ARG = re.compile(r"[A-Za-z_][\w.]*")
-_CALL = re.compile(r"^([A-Za-z_][\w.]*)\((.*)\)$")
-"""A base written as a call: `as_embedding_model(LlamaForCausalLM)`."""
-_BOUND = "<bound>"
-"""Prefix of a factory class's base already resolved to the qualname of the argument."""
-
-
-@dataclass(frozen=True, slots=True)
-class ClassRef:
-    """A class found in the index, with the file that defines it."""
-
-    file: FileSummary
-    cls: ClassSummary
-
-    @property
-    def qualname(self) -> str:
-        return f"{self.file.module}.{self.cls.name}"
-
-    @property
-    def name(self) -> str:
-        return self.cls.name
-
-
-@dataclass(frozen=True, slots=True)
-class ExternalRef:
-    """A name that resolves outside the analysed trees (`torch.nn.Module`) or not at all."""
-
-    text: str
-
-
-@dataclass(frozen=True, slots=True)
-class ModuleRef:
-    module: str
-
-
-Resolved = ClassRef | ExternalRef | ModuleRef
-
-
-@dataclass(frozen=True, slots=True)
-class SourceFile:
-    """A file of an analysed tree: absolute path, and path relative to its import root."""
-
-    path: Path
-    relpath: str
-
-
-ParseResult = tuple[str, FileSummary | None, str, int | None, str]
-"""(relpath, summary, cache key or error message, error line, error code)."""
-
-ParseJob = tuple[str, bytes, str, tuple[str, ...] | None, list[BodySpan] | None]
-"""(relpath, bytes, cache key, the classes to read (None: all of them), and where the class
-bodies are when a summary of these bytes said so: then those classes are parsed alone, for a
-summary that holds them and nothing else)."""
-
-
-def _parse_job(job: ParseJob) -> ParseResult:
-    """Worker: summarise one file; whatever goes wrong becomes an error for that file alone."""
-    # libcst costs a third of a second to import; a warm run never parses, so never pays it.
-    import libcst as cst
-
-    from eagle3lint.index.extract import summarize, summarize_bodies
-
-    relpath, data, key, wanted, bodies = job
-    try:
-        if bodies is not None and wanted is not None:
-            # Bytes a summary was made of: they passed the nesting and syntax checks then.
-            text = decode_text(data)
-            summary = summarize_bodies(text, relpath, [b for b in bodies if b.name in wanted])
-        else:
-            text = decode_source(data)
-            summary = summarize(text, relpath, wanted, check_syntax(text, relpath))
-    except UnreadableSource as exc:
-        return relpath, None, str(exc), exc.line, exc.code
-    except cst.ParserSyntaxError as exc:
-        # CPython compiled it, so this is syntax newer than the libcst installed.
-        return relpath, None, f"syntax error: {exc.message}", exc.raw_line, "EAG901"
-    except RecursionError:
-        return relpath, None, "too deeply nested to analyse", None, "EAG901"
-    except Exception as exc:
-        # A bug of the extractor on unusual code must not cost the other files their analysis.
-        message = f"internal error while analysing: {type(exc).__name__}: {exc}"
-        return relpath, None, message, None, "EAG903"
-    return relpath, summary, key, None, ""
-
-
-class _Parses:
-    """The cache misses of one `preload`, parsed by the index's worker processes or here.
-
-    The first misses start at once, one per worker; the rest wait until every miss is known,
-    and go largest first so that one big file does not finish last. Results come back in the
-    order they always did: the modules' order for a few, largest first for many."""
-
-    def __init__(
-        self,
-        pool: Callable[[], ProcessPoolExecutor] | None,
-        workers: int,
-        ahead: dict[str, tuple[str, Future[ParseResult]]],
-    ) -> None:
-        self.pool = pool
-        self.workers = workers
-        self.ahead = ahead
-        self.jobs: dict[str, tuple[int, ParseJob]] = {}
-        self.started: dict[str, Future[ParseResult]] = {}
-
-    def add(self, job: ParseJob, position: int) -> None:
-        self.jobs[job[0]] = (position, job)
-        early = self.ahead.pop(job[0], None)
-        # A parse started ahead is of the bytes read then (and of every class): used only if
-        # these are the same.
-        if early is not None and early[0] == job[2]:
-            self.started[job[0]] = early[1]
-        elif self.pool is not None and len(self.started) < self.workers:
-            self.started[job[0]] = self.pool().submit(_parse_job, job)
-
-    def has(self, relpath: str) -> bool:
-        return relpath in self.jobs
-
-    def results(self, idle: Callable[[Callable[[], bool]], None] | None) -> Iterator[ParseResult]:
-        """The parse results; `idle(done)` is given the wait for a worker, to work until
-        `done()` (or until it has nothing left to do)."""
-        order = [job for _, job in sorted(self.jobs.values(), key=lambda item: item[0])]
-        if len(order) >= INLINE_PARSE_LIMIT and self.pool is not None:
-            order = sorted(order, key=lambda job: -len(job[1]))
-            pool = self.pool()
-            for job in order:
-                if job[0] not in self.started:
-                    self.started[job[0]] = pool.submit(_parse_job, job)
-        # Too few to wait for a pool: what did not start there is parsed here meanwhile.
-        for job in order:
-            started = self.started.get(job[0])
-            if started is None:
-                yield _parse_job(job)
-                continue
-            if idle is not None and not started.done():
-                idle(started.done)
-            yield started.result()
-
-
-class ParsesAhead:
-    """Parses started before any index asks for them: the files a previous run of the same
-    check summarised that have changed since (after an edit, the edited file), started as soon
-    as the run cache says so. The worker then imports libcst and parses while this process
-    starts up, reads the contract and loads the other summaries. An index takes them over
-    (`ProjectIndex(ahead=...)`) and uses a parse only for the bytes it reads itself, so a
-    wrong guess costs a parse, never a result."""
-
-    def __init__(self, cache: SummaryCache | None, jobs: int | None) -> None:
-        self.cache = cache
-        self.jobs = jobs or os.cpu_count() or 1
-        self.pool: ProcessPoolExecutor | None = None
-        self.started: dict[str, tuple[str, Future[ParseResult]]] = {}
-        """By path relative to the import root: (cache key, result)."""
-
-    def start(self, files: dict[str, str]) -> None:
-        """Parse the files at these paths (path → path relative to its import root) whose
-        summaries are not cached, in worker processes (none with one job)."""
-        if self.jobs <= 1:
-            return
-        for path, relpath in files.items():
-            try:
-                data = read_source_bytes(Path(path))
-            except UnreadableSource:
-                continue  # the run that reads it reports why
-            key = content_key(data, relpath)
-            if self.started.get(relpath, ("",))[0] == key:
-                continue  # started already
-            if self.cache is None or not self.cache.holds(key):
-                if self.pool is None:
-                    self.pool = worker_pool(self.jobs)
-                # The classes the run will read are not known yet: all of them are.
-                job: ParseJob = (relpath, data, key, None, None)
-                self.started[relpath] = (key, self.pool.submit(_parse_job, job))
-
-    def close(self) -> None:
-        """Stop the workers, when no index took them over."""
-        if self.pool is not None:
-            self.pool.shutdown(cancel_futures=True)
-            self.pool = None
 
 
 class ProjectIndex:
@@ -416,8 +231,8 @@ class ProjectIndex:
         out. Files are read and their cache entries looked for first, so that the misses
         (after an edit, the edited file) go to a worker at once and are parsed there, libcst
         imported, while this process loads the cached summaries of the other files, then does
-        `idle`'s work (see `_Parses.results`)."""
-        parses = _Parses(self._pool if self.jobs > 1 else None, self.jobs, self._parsing)
+        `idle`'s work (see `Parses.results`)."""
+        parses = Parses(self._pool if self.jobs > 1 else None, self.jobs, self._parsing)
         pending: dict[str, str] = {}
         found: list[tuple[str, ParseJob, FileSummary | None]] = []
         for module in dict.fromkeys(modules):
@@ -425,11 +240,11 @@ class ProjectIndex:
             if module in self._by_module:
                 loaded = self._by_module[module]
                 source = self.source_file(module)
-                if loaded is not None and source is not None and _unread(loaded, names):
+                if loaded is not None and source is not None and has_unread(loaded, names):
                     path = str(source.path)
                     job = (source.relpath, self.texts[path], self._keys[path], names, None)
                     pending[source.relpath] = module
-                    parses.add(_rest_of(job, loaded), len(found))
+                    parses.add(rest_of(job, loaded), len(found))
                 continue
             source = self.source_file(module)
             self._by_module[module] = None
@@ -466,9 +281,9 @@ class ProjectIndex:
             self._by_module[module] = cached
             if self.on_load:
                 self.on_load()
-            if _unread(cached, job[3]):
+            if has_unread(cached, job[3]):
                 # Cached by a run that read other classes: the bodies missing are read now.
-                parses.add(_rest_of(job, cached), position)
+                parses.add(rest_of(job, cached), position)
         for relpath, summary, detail, line, code in parses.results(idle):
             module = pending[relpath]
             if summary is None:
@@ -479,7 +294,7 @@ class ProjectIndex:
                 continue
             handed_out = self._by_module.get(module)
             if handed_out is not None:
-                _add_bodies(handed_out, summary)
+                add_bodies(handed_out, summary)
                 summary = handed_out
             else:
                 self._by_module[module] = summary
@@ -499,7 +314,7 @@ class ProjectIndex:
         frontier = set(roots)
         seen: set[tuple[str, str]] = set()
         while frontier:
-            ahead = _LoadAhead(self, frontier, seen)
+            ahead = LoadAhead(self, self._by_module, frontier, seen)
             wanted: dict[str, set[str]] = {}
             for module, name in frontier:
                 wanted.setdefault(module, set()).add(name)
@@ -509,7 +324,7 @@ class ProjectIndex:
             for module, name in frontier:
                 summary = self._by_module.get(module)
                 if summary is not None:
-                    needed.update(self._needed_by(summary, name))
+                    needed.update(needed_by(self, summary, name))
             frontier = needed - seen
 
     def read_ahead(self, module: str) -> FileSummary | None:
@@ -530,55 +345,6 @@ class ProjectIndex:
                 return None
             self._loaded_ahead[path] = (data, stamp, key, found)
         return self._loaded_ahead[path][3]
-
-    def _needed_by(self, summary: FileSummary, name: str) -> Iterator[tuple[str, str]]:
-        """The (module, name) pairs that resolving `name` in `summary` looks at next."""
-        cls = summary.classes.get(name)
-        texts: list[str] = []
-        if cls is not None:
-            for base in cls.bases:
-                call = _CALL.match(base)
-                texts += [call[1], *_CALL_ARG.findall(call[2])] if call else [base.split("[")[0]]
-            # The decoder layers a model builds: their forwards tell its residual convention.
-            layers = (*cls.layer_classes, *cls.layer_params.values())
-            for layer in (*layers, *cls.super_init_classes.values()):
-                texts += summary.class_maps.get(layer, [layer])
-            for attr in (DECODER_ATTR, LANGUAGE_MODEL_ATTR):
-                assign = cls.init_assigns.get(attr)
-                # A model built by architecture name is found through the registry instead.
-                named = assign is not None and assign.architectures
-                callee = assign.callee if assign is not None and not named else None
-                if callee and callee.startswith("self."):
-                    callee = cls.held_callee(callee.removeprefix("self."))
-                if callee and not callee.startswith("self."):
-                    texts.append(callee)
-        elif name in summary.aliases:
-            call = _CALL.match(summary.aliases[name])
-            texts += [call[1], *_CALL_ARG.findall(call[2])] if call else [summary.aliases[name]]
-        else:
-            texts.append(name)
-        for text in texts:
-            head, *rest = text.split(".")
-            if head in summary.classes and not rest:
-                yield summary.module, head
-                continue
-            ref = self.imported(summary, head)
-            if ref is None:
-                lazy = summary.lazy_exports.get(head)
-                if lazy:
-                    yield lazy, head
-                continue
-            if ref.name is None:
-                if rest:
-                    yield ref.module, rest[0]
-            elif self.source_file(f"{ref.module}.{ref.name}"):
-                if rest:
-                    yield f"{ref.module}.{ref.name}", rest[0]
-            else:
-                yield ref.module, ref.name
-        for item in summary.platform_imports:
-            if item.local == name and item.ref.name:
-                yield item.ref.module, item.ref.name
 
     def loaded(self) -> list[FileSummary]:
         return [s for s in self._by_module.values() if s is not None]
@@ -614,7 +380,7 @@ class ProjectIndex:
             found = self.class_ref(module, name)
             return found if found is not None else ExternalRef(f"{module}.{name}")
         if name in summary.aliases and summary.aliases[name] != name:
-            return self._base(module, summary.aliases[name], _depth + 1)
+            return resolve_base(self, module, summary.aliases[name], _depth + 1)
         ref = self.imported(summary, name)
         if ref is None and name in summary.lazy_exports:
             return self.resolve(summary.lazy_exports[name], name, _depth + 1)
@@ -670,63 +436,11 @@ class ProjectIndex:
     def bases(self, ref: ClassRef) -> list[ClassRef | ExternalRef]:
         out: list[ClassRef | ExternalRef] = []
         for base in ref.cls.bases:
-            target = self._base(ref.file.module, base)
+            target = resolve_base(self, ref.file.module, base)
             if isinstance(target, ClassRef) and target.qualname == ref.qualname:
                 target = ExternalRef(base)
             out.append(target if not isinstance(target, ModuleRef) else ExternalRef(base))
         return out
-
-    def _base(self, module: str, text: str, _depth: int = 0) -> Resolved:
-        """A base class as written in `module`: a name, or a call of a class factory."""
-        if _depth > 20:
-            return ExternalRef(text)
-        if text.startswith(_BOUND):
-            owner, _, name = text.removeprefix(_BOUND).rpartition(".")
-            return self.resolve(owner, name, _depth + 1)
-        call = _CALL.match(text)
-        if call is None:
-            return self.resolve_dotted(module, text.split("[")[0], _depth)
-        found = self._factory_class(module, call[1], call[2].strip(), _depth + 1)
-        return found or ExternalRef(text)
-
-    def _factory_class(
-        self, module: str, callee: str, argument: str, _depth: int
-    ) -> ClassRef | None:
-        """`factory(Arg)` → the class the factory builds, with its parameter bound to Arg."""
-        found = self._resolve_factory(module, callee)
-        if found is None or "," in argument or "=" in argument:
-            return None
-        file, factory = found
-        arg = self._base(module, argument, _depth)
-        if not isinstance(arg, ClassRef):
-            return None
-        param = re.compile(rf"\b{re.escape(factory.params[0])}\b")
-        bound = _BOUND + arg.qualname
-        cls = dataclasses.replace(
-            factory.cls,
-            name=f"{factory.cls.name}[{arg.qualname}]",
-            bases=[param.sub(lambda _: bound, b) for b in factory.cls.bases],
-        )
-        return ClassRef(file, cls)
-
-    def _resolve_factory(
-        self, module: str, text: str, depth: int = 0
-    ) -> tuple[FileSummary, FactorySummary] | None:
-        summary = self.summary(module)
-        if summary is None or depth > 20:
-            return None
-        head, *rest = text.split(".")
-        if rest:
-            owner = self.resolve(module, head)
-            if isinstance(owner, ModuleRef) and len(rest) == 1:
-                return self._resolve_factory(owner.module, rest[0], depth + 1)
-            return None
-        if head in summary.factories:
-            return summary, summary.factories[head]
-        ref = self.imported(summary, head)
-        if ref is not None and ref.name:
-            return self._resolve_factory(ref.module, ref.name, depth + 1)
-        return None
 
     def forward_of(self, ref: ClassRef) -> tuple[ClassRef, ForwardSummary] | None:
         """The forward `ref` runs: its own or the nearest inherited one, with its class."""
@@ -739,71 +453,8 @@ class ProjectIndex:
         """C3 linearisation over resolved bases; external bases stay as opaque entries."""
         found = self._mro.get(ref.qualname)
         if found is None:
-            found = self._mro[ref.qualname] = _c3(ref, self, frozenset())
+            found = self._mro[ref.qualname] = c3(ref, self.bases, self._mro)
         return found
-
-
-class _LoadAhead:
-    """While a worker parses a file of a `preload_closure` wave, this process reads the cached
-    summaries the next waves will ask for, as far as the summaries loaded so far tell.
-
-    Only what the closure reaches anyway is looked up (the same files and absent paths the
-    waves record), never through a file still being parsed."""
-
-    def __init__(
-        self, index: ProjectIndex, wave: set[tuple[str, str]], seen: set[tuple[str, str]]
-    ) -> None:
-        self.index = index
-        self.wave = wave
-        self.visited = seen | wave
-        self.todo: list[tuple[str, str]] | None = None
-
-    def run(self, done: Callable[[], bool]) -> None:
-        """Read ahead until `done()` or nothing is left; a later call goes on from there."""
-        index = self.index
-        if self.todo is None:
-            self.todo = [
-                pair
-                for module, name in sorted(self.wave)
-                if (summary := index._by_module.get(module)) is not None
-                for pair in index._needed_by(summary, name)
-            ]
-        while self.todo and not done():
-            pair = self.todo.pop()
-            if pair in self.visited:
-                continue
-            self.visited.add(pair)
-            module, name = pair
-            if module in index._by_module:
-                summary = index._by_module[module]  # None: being parsed, or not summarised
-            else:
-                summary = index.read_ahead(module)
-            if summary is not None:
-                self.todo += index._needed_by(summary, name)
-
-
-def _unread(summary: FileSummary, names: tuple[str, ...] | None) -> bool:
-    """Whether any class of `names` (None: any class) has its body unread in `summary`."""
-    return bool(summary.unread) and (names is None or not set(names).isdisjoint(summary.unread))
-
-
-def _rest_of(job: ParseJob, summary: FileSummary) -> ParseJob:
-    """`job` reduced to reading the bodies of its classes that `summary` left unread."""
-    wanted = job[3]
-    missing = tuple(n for n in summary.unread if wanted is None or n in wanted)
-    return (*job[:3], missing, summary.bodies)
-
-
-def _add_bodies(into: FileSummary, read: FileSummary) -> None:
-    """Put the class bodies `read` has and `into` left unread into `into`, in place: the
-    class references handed out hold it."""
-    still = set(read.unread)
-    now = {name for name in into.unread if name in read.classes and name not in still}
-    for name in now:
-        into.classes[name] = read.classes[name]
-    into.unread = [name for name in into.unread if name not in now]
-    if not into.unread:
-        into.bodies = []
 
 
 def _present(candidate: Path) -> bool:
@@ -824,37 +475,3 @@ def _candidates(root: Path, module: str) -> tuple[Path, ...]:
     if not all(part.isidentifier() for part in parts):
         return ()
     return root.joinpath(*parts).with_suffix(".py"), root.joinpath(*parts, "__init__.py")
-
-
-def _key(item: ClassRef | ExternalRef) -> str:
-    return item.qualname if isinstance(item, ClassRef) else f"<external>{item.text}"
-
-
-def _c3(ref: ClassRef, index: ProjectIndex, seen: frozenset[str]) -> list[ClassRef | ExternalRef]:
-    if ref.qualname in seen:
-        return [ref]
-    seen = seen | {ref.qualname}
-    bases = index.bases(ref)
-    sequences: list[list[ClassRef | ExternalRef]] = []
-    for base in bases:
-        if not isinstance(base, ClassRef):
-            sequences.append([base])
-        else:
-            known = index._mro.get(base.qualname)
-            sequences.append(known if known is not None else _c3(base, index, seen))
-    sequences.append(list(bases))
-    items = {_key(x): x for seq in sequences for x in seq}
-    keys = [[_key(x) for x in seq] for seq in sequences if seq]
-    result = [_key(ref)]
-    while keys:
-        for seq in keys:
-            head = seq[0]
-            if not any(head in other[1:] for other in keys):
-                break
-        else:
-            # Inconsistent hierarchy (Python would refuse it); fall back to depth-first order.
-            head = keys[0][0]
-        if head not in result:
-            result.append(head)
-        keys = [rest for seq in keys if (rest := [k for k in seq if k != head])]
-    return [ref, *(items[k] for k in result[1:])]

@@ -30,7 +30,7 @@ from eagle3lint.engine import CheckOptions, run_check
 from eagle3lint.engines import Role
 from eagle3lint.engines.vllm.targets import Target
 from eagle3lint.findings import Severity
-from eagle3lint.index.project import ClassRef
+from eagle3lint.index.refs import ClassRef
 
 CLASS_LEVEL_BLOCKERS = frozenset({"EAG101", "EAG102", "EAG201"})
 """Blockers vLLM shows on the class itself, before any weight is loaded."""

@@ -18,7 +18,8 @@ from eagle3lint.engines.vllm.contract.reader import PP_RELAY_FLAG
 from eagle3lint.engines.vllm.names import AUX_LAYERS_ATTR, DECODER_ATTR, LANGUAGE_MODEL_ATTR
 from eagle3lint.engines.vllm.registry import class_for_arch, registered_architectures
 from eagle3lint.index.model import ForwardSummary, InitAssign, MethodSummary
-from eagle3lint.index.project import ClassRef, ExternalRef, ProjectIndex
+from eagle3lint.index.project import ProjectIndex
+from eagle3lint.index.refs import ClassRef, ExternalRef
 from eagle3lint.shapes.model import LayerConvention
 from eagle3lint.shapes.plan import TapPlan, plan_tap
 

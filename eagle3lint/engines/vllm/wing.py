@@ -19,7 +19,8 @@ from eagle3lint.engines.vllm.registry import (
 )
 from eagle3lint.engines.vllm.releases import indexed_releases
 from eagle3lint.engines.vllm.targets import Target
-from eagle3lint.index.project import ClassRef, ProjectIndex
+from eagle3lint.index.project import ProjectIndex
+from eagle3lint.index.refs import ClassRef
 
 ENTRY_CLASS = re.compile(r"(ForCausalLM|ForConditionalGeneration|LMHeadModel)$")
 """Class names vLLM's registry gives generative models: an unregistered class so named is a

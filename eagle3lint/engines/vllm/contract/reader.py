@@ -26,7 +26,8 @@ from eagle3lint.engines.vllm.contract.model import (
 )
 from eagle3lint.engines.vllm.names import MIXIN, PROTOCOL
 from eagle3lint.index.cache import content_key
-from eagle3lint.index.project import ClassRef, ProjectIndex
+from eagle3lint.index.project import ProjectIndex
+from eagle3lint.index.refs import ClassRef
 from eagle3lint.signals import worker_pool
 from eagle3lint.sources.files import (
     SourceNotFound,

@@ -11,7 +11,8 @@ from pathlib import Path
 from eagle3lint.api import Code, Rule, RuleContext, Severity
 from eagle3lint.engines import Role, Wing
 from eagle3lint.errors import DownloadError
-from eagle3lint.index.project import ClassRef, ProjectIndex
+from eagle3lint.index.project import ProjectIndex
+from eagle3lint.index.refs import ClassRef
 
 SPEC = "toyserve.spec"
 PROTOCOL = "SupportsDraftHooks"

@@ -1,0 +1,270 @@
+"""What `ClassSummary` holds, read from a class definition: its bases, methods (with what each
+does to `self`), class attributes, what `__init__` assigns and builds, and its forward
+(`extract_forward`)."""
+
+from __future__ import annotations
+
+import re
+
+import libcst as cst
+
+from eagle3lint.index.extract_forward import forward_summary
+from eagle3lint.index.locate import HeaderLocator
+from eagle3lint.index.model import AttrSummary, ClassSummary, InitAssign, MethodSummary
+from eagle3lint.shapes.residual import classify
+from eagle3lint.shapes.submodel import built_model
+from eagle3lint.shapes.syntax import (
+    code,
+    dotted,
+    names_in,
+    self_assignments,
+    self_calls,
+    statements,
+    string_value,
+)
+
+_NAME = re.compile(r"[A-Za-z_]\w*")
+CONFIG = "config"
+_DOTTED = re.compile(r"(?<![\w.])([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)")
+
+
+class ClassReader:
+    """Summaries of the class definitions of one file, their headers located in document order
+    (`index.locate`)."""
+
+    def __init__(self, source: str) -> None:
+        self.locator = HeaderLocator(source)
+        self.last_line = 1
+        """The line of the last header located: the next is searched for from there."""
+
+    def read(self, node: cst.ClassDef) -> ClassSummary:
+        """The summary of the class `node` defines."""
+        name = node.name.value
+        line, column = self.locator.find("class", name, self.last_line)
+        self.last_line = line
+        bases = [dotted(arg.value) or code(arg.value) for arg in node.bases if arg.keyword is None]
+        summary = ClassSummary(
+            name=name,
+            line=line,
+            column=column,
+            bases=bases,
+            is_protocol=any(b == "Protocol" or b.endswith(".Protocol") for b in bases)
+            or any(code(arg.value).startswith("Protocol[") for arg in node.bases),
+        )
+        functions: dict[str, cst.FunctionDef] = {}
+        body = node.body.body if isinstance(node.body, cst.IndentedBlock) else ()
+        for stmt in body:
+            if isinstance(stmt, cst.FunctionDef):
+                fname = stmt.name.value
+                fline, fcol = self.locator.find("def", fname, self.last_line)
+                self.last_line = fline
+                functions[fname] = stmt
+                summary.methods[fname] = _method(stmt, fline, fcol)
+            elif isinstance(stmt, cst.SimpleStatementLine):
+                for small in stmt.body:
+                    _class_attr(small, summary, line)
+        self._init_assigns(summary, functions)
+        if "__init__" in functions:
+            summary.config_types = _config_types(functions["__init__"])
+        forward = functions.get("forward")
+        if forward is not None:
+            method = summary.methods["forward"]
+            summary.forward = forward_summary(
+                forward, method.line, method.column, summary, functions
+            )
+            summary.layer_convention = classify(forward)
+        return summary
+
+    def _init_assigns(self, summary: ClassSummary, functions: dict[str, cst.FunctionDef]) -> None:
+        init = functions.get("__init__")
+        if init is None:
+            return
+        # Assignments are located at the `def __init__` line: exact positions would need
+        # libcst's position pass over the whole method, which costs more than the parse itself.
+        init_line = summary.methods["__init__"].line
+        helpers: list[str] = []
+        for stmt in statements(init.body):
+            summary.super_init_classes.update(_super_init_classes(stmt))
+            for target, value in self_assignments(stmt):
+                if target == "layers" or target.endswith(".layers"):
+                    summary.assigns_layers = True
+                    if target == "layers":
+                        _layer_candidates(init, value, summary)
+                if "." in target or target in summary.init_assigns:
+                    continue
+                summary.init_assigns[target] = _init_assign(value, init_line)
+            helpers.extend(self_calls(stmt))
+        for helper in helpers:
+            func = functions.get(helper)
+            if func is None:
+                continue
+            for stmt in statements(func.body):
+                for target, value in self_assignments(stmt):
+                    if target == "layers":
+                        summary.assigns_layers = True
+                    if target not in summary.init_assigns and "." not in target:
+                        assign = _init_assign(value, summary.methods[helper].line)
+                        summary.init_assigns[target] = assign
+
+
+def _body_without_docstring(body: cst.BaseSuite) -> list[cst.BaseStatement]:
+    statements = list(body.body) if isinstance(body, cst.IndentedBlock) else []
+    if isinstance(body, cst.SimpleStatementSuite):
+        return [cst.SimpleStatementLine(body=body.body)]
+    if statements and isinstance(statements[0], cst.SimpleStatementLine):
+        first = statements[0].body
+        if len(first) == 1 and isinstance(first[0], cst.Expr) and string_value(first[0].value):
+            statements = statements[1:]
+    return statements
+
+
+def is_stub_body(body: cst.BaseSuite) -> bool:
+    """Whether a body does nothing: `...`, `pass`, `raise NotImplementedError`, a docstring."""
+    for stmt in _body_without_docstring(body):
+        if not isinstance(stmt, cst.SimpleStatementLine):
+            return False
+        for small in stmt.body:
+            if isinstance(small, cst.Pass):
+                continue
+            if isinstance(small, cst.Expr) and isinstance(small.value, cst.Ellipsis):
+                continue
+            if isinstance(small, cst.Raise) and small.exc is not None:
+                raised = small.exc.func if isinstance(small.exc, cst.Call) else small.exc
+                if dotted(raised) == "NotImplementedError":
+                    continue
+            return False
+    return True
+
+
+def _method(node: cst.FunctionDef, line: int, column: int) -> MethodSummary:
+    method = MethodSummary(
+        name=node.name.value, line=line, column=column, is_stub=is_stub_body(node.body)
+    )
+    own = _body_without_docstring(node.body)
+    if len(own) == 1 and isinstance(own[0], cst.SimpleStatementLine):
+        small = own[0].body[0]
+        call = small.value if isinstance(small, cst.Return | cst.Expr) else None
+        if isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute):
+            owner = dotted(call.func.value) or ""
+            if call.func.attr.value == method.name and owner.startswith("self."):
+                method.delegates_to = owner.removeprefix("self.")
+    for stmt in statements(node.body):
+        for target, _ in self_assignments(stmt):
+            method.self_attr_assigns.append(target)
+        method.calls_self.extend(self_calls(stmt))
+        if method.returns_call is None and isinstance(stmt, cst.SimpleStatementLine):
+            small = stmt.body[0]
+            if isinstance(small, cst.Return) and isinstance(small.value, cst.Call):
+                method.returns_call = dotted(small.value.func)
+    return method
+
+
+def _class_attr(small: cst.BaseSmallStatement, summary: ClassSummary, class_line: int) -> None:
+    if isinstance(small, cst.Assign):
+        for target in small.targets:
+            if isinstance(target.target, cst.Name):
+                summary.attrs[target.target.value] = AttrSummary(
+                    line=class_line, value=dotted(small.value), keys=_dict_keys(small.value)
+                )
+    elif isinstance(small, cst.AnnAssign) and isinstance(small.target, cst.Name):
+        summary.attrs[small.target.value] = AttrSummary(
+            line=class_line,
+            value=dotted(small.value) if small.value is not None else None,
+            has_value=small.value is not None,
+            keys=_dict_keys(small.value) if small.value is not None else None,
+        )
+
+
+def _config_types(init: cst.FunctionDef) -> list[str]:
+    """What `ClassSummary.config_types` holds, read from `__init__`."""
+    stored: list[str] = []
+    stored_locals: list[str] = []
+    annotated: dict[str, list[str]] = {}
+    params = [*init.params.params, *init.params.kwonly_params]
+    for param in params:
+        if param.name.value == CONFIG and param.annotation is not None:
+            annotated[CONFIG] = _names(param.annotation.annotation)
+    for stmt in statements(init.body):
+        if not isinstance(stmt, cst.SimpleStatementLine):
+            continue
+        for small in stmt.body:
+            if isinstance(small, cst.AnnAssign):
+                target = dotted(small.target)
+                if target == f"self.{CONFIG}":
+                    stored += _names(small.annotation.annotation)
+                elif target and "." not in target:
+                    annotated.setdefault(target, _names(small.annotation.annotation))
+            elif (
+                isinstance(small, cst.Assign)
+                and isinstance(small.value, cst.Name)
+                and any(dotted(t.target) == f"self.{CONFIG}" for t in small.targets)
+            ):
+                stored_locals.append(small.value.value)
+    stored += [n for local in stored_locals for n in annotated.get(local, [])]
+    return list(dict.fromkeys(stored or annotated.get(CONFIG, [])))
+
+
+def _names(annotation: cst.BaseExpression) -> list[str]:
+    """The names an annotation mentions (`X | None` → X), string annotations included."""
+    text = string_value(annotation) or code(annotation)
+    return [n for n in _NAME.findall(text) if n != "None"]
+
+
+def _dict_keys(value: cst.BaseExpression) -> list[str] | None:
+    """The keys of a dict literal whose keys are all plain strings; None for anything else."""
+    if not isinstance(value, cst.Dict):
+        return None
+    keys = []
+    for element in value.elements:
+        key = string_value(element.key) if isinstance(element, cst.DictElement) else None
+        if key is None:
+            return None
+        keys.append(key)
+    return keys
+
+
+def _layer_candidates(init: cst.FunctionDef, value: cst.BaseExpression, cls: ClassSummary) -> None:
+    """Record what may name the decoder layer class in the value assigned to `self.layers`:
+    capitalised names in it (`lambda prefix: LlamaDecoderLayer(...)`, a module-level
+    `{type: class}` map), also inside a local function it passes (`get_layer`), and the
+    defaults of `__init__` parameters it calls (`layer_type: type = LlamaDecoderLayer`)."""
+    texts = [code(value)]
+    mentioned = names_in(value)
+    for stmt in init.body.body if isinstance(init.body, cst.IndentedBlock) else ():
+        if isinstance(stmt, cst.FunctionDef) and stmt.name.value in mentioned:
+            texts.append(code(stmt.body))
+            mentioned |= names_in(stmt.body)
+    defaults = {
+        p.name.value: dotted(p.default)
+        for p in (*init.params.params, *init.params.kwonly_params)
+        if p.default is not None and dotted(p.default)
+    }
+    cls.layer_params = {p: d for p, d in defaults.items() if p in mentioned and d}
+    found = {n for text in texts for n in _DOTTED.findall(text)}
+    cls.layer_classes = sorted(n for n in found if n.rpartition(".")[2][:1].isupper())
+
+
+def _super_init_classes(stmt: cst.BaseStatement) -> dict[str, str]:
+    """`super().__init__(..., layer_type=Glm4DecoderLayer)`: keyword → class as written."""
+    if not isinstance(stmt, cst.SimpleStatementLine):
+        return {}
+    found = {}
+    for small in stmt.body:
+        call = small.value if isinstance(small, cst.Expr) else None
+        if (
+            isinstance(call, cst.Call)
+            and isinstance(call.func, cst.Attribute)
+            and call.func.attr.value == "__init__"
+            and isinstance(call.func.value, cst.Call)
+            and dotted(call.func.value.func) == "super"
+        ):
+            for arg in call.args:
+                name = dotted(arg.value)
+                if arg.keyword is not None and name and name.rpartition(".")[2][:1].isupper():
+                    found[arg.keyword.value] = name
+    return found
+
+
+def _init_assign(value: cst.BaseExpression, line: int) -> InitAssign:
+    built = built_model(value)
+    return InitAssign(line=line, callee=built.callee, architectures=list(built.architectures))

@@ -1,0 +1,179 @@
+"""The long forms of the draft-pairing codes (`eagle3lint explain EAG6xx`): their examples
+are draft configs, shown as JSON."""
+
+from __future__ import annotations
+
+from eagle3lint.api import Explanation
+
+
+def _explain(runtime: str, error: str, releases: str, example: str, fix: str) -> Explanation:
+    return Explanation(runtime, error, releases, example, fix, language="json")
+
+
+EAG601 = _explain(
+    "vLLM wraps an EAGLE-style draft config in `EAGLEConfig`, which renames its "
+    "architecture to `Eagle3<arch>` unless it already starts or ends with `Eagle3`; a "
+    "speculators config is translated by `update_eagle3`, which forces "
+    "`Eagle3LlamaForCausalLM` (0.16.0-0.23.0) or maps "
+    "`transformer_layer_config.model_type` (`llama`, `qwen3`) and raises for any other "
+    "(0.24.0 and later). The resulting name is looked "
+    "up in `_SPECULATIVE_DECODING_MODELS`; the proposer then asserts the drafter is one "
+    "of the classes it knows before `combine_hidden_states`.",
+    "```text\nValueError: Model architectures ['Eagle3Qwen3ForCausalLM'] are not "
+    "supported for now.\n```\nor `ValueError: Unsupported model_type qwen2 for Eagle3 "
+    "speculator`, or an `AssertionError` in the proposer's first propose.",
+    "All releases; `Eagle3DeepseekV2/V3ForCausalLM` are registered from 0.18.0, "
+    "`Eagle3Qwen3ForCausalLM` from 0.24.0.",
+    '{"architectures": ["Qwen3ForCausalLM"], "model_type": "qwen3"}  // on 0.23.0\n',
+    '{"architectures": ["LlamaForCausalLMEagle3"], "model_type": "llama"}\n',
+)
+
+EAG611 = _explain(
+    "The drafter sizes `fc` as `target_hidden_size x aux count` (its own `hidden_size` "
+    "when `target_hidden_size` is absent) and the proposer asserts "
+    "`target_hidden_states.shape[-1] == self.hidden_size` after combining them.",
+    "A shape mismatch loading `fc.weight`, or `AssertionError` at the first propose, "
+    "after the weights loaded (vllm#18906, vllm#37966).",
+    "All releases.",
+    '{"hidden_size": 4096}  // target hidden_size 7168, no target_hidden_size\n',
+    '{"hidden_size": 4096, "target_hidden_size": 7168}\n',
+)
+
+EAG612 = _explain(
+    "`fc` concatenates the aux hidden states the target returns (each of the target's "
+    "hidden size) and projects them to the draft width; its weight's second dimension "
+    "must be target hidden x the number of ids the runner requests.",
+    "```text\nAssertionError: Attempted to load weight (torch.Size([4096, 12288])) into "
+    "parameter (torch.Size([4096, 21504]))\n```\nat load, or a matmul shape error at the "
+    "first forward.",
+    "All releases.",
+    "// fc.weight [4096, 12288] with 3 ids and a 7168-wide target\n",
+    "// retrain or pick the head trained for this target: fc.weight [4096, 21504]\n",
+)
+
+EAG613 = _explain(
+    "A checkpoint without `embed_tokens` shares the target's embedding. Up to 0.24 the "
+    "proposer shares it whatever its width, so a draft narrower or wider than the "
+    "target crashes in its first layer; from 0.25 it compares the widths and keeps the "
+    "draft's own embedding, which the checkpoint never filled (reported as a warning).",
+    "A shape error in the draft's first layer (≤ 0.24); from 0.25 no error, a randomly "
+    "initialised embedding and near-zero acceptance *(inferred from the proposer code)*.",
+    "Crashes in 0.16.0-0.24.0; silent from 0.25.0 (the proposer compares the widths).",
+    '{"hidden_size": 4096}  // target 7168, no embed_tokens.weight in the checkpoint\n',
+    "// ship embed_tokens.weight [vocab, 4096] with the head\n",
+)
+
+EAG621 = _explain(
+    "The runner requests one aux state per layer id; the drafter sizes `fc` for a fixed "
+    "3 (0.16-0.21) or for `num_aux_hidden_states`, else the length of "
+    "`eagle_config.eagle_aux_hidden_state_layer_ids`, else 3 (0.22+). The runner reads "
+    "the top-level ids first, so two lists of different lengths disagree.",
+    "A shape error in `fc` at the first propose *(inferred)*.",
+    "All releases.",
+    '{"eagle_aux_hidden_state_layer_ids": [2, 16, 29, 30]}  // on 0.18.0 (fc fixed at 3)\n',
+    '{"eagle_aux_hidden_state_layer_ids": [2, 16, 29]}\n',
+)
+
+EAG622 = _explain(
+    "Model runner v1 reads the top-level `eagle_aux_hidden_state_layer_ids`, and from "
+    "0.22 `eagle_config.eagle_aux_hidden_state_layer_ids`; model runner v2 (0.17+, "
+    "`VLLM_USE_V2_MODEL_RUNNER`) reads the top level and, from 0.27, "
+    "`eagle_config.layer_ids`, never `eagle_config.eagle_aux_hidden_state_layer_ids`. "
+    "Found nowhere, the runner logs 'Using Eagle3 auxiliary layers from model' and "
+    "taps the target's default `(2, n // 2, n - 3)`.",
+    "None: acceptance collapses (vllm#50170: 1.21 % instead of about 59 %).",
+    "All releases.",
+    '{"eagle_config": {"eagle_aux_hidden_state_layer_ids": [2, 30, 58]}}  // on 0.18.0\n',
+    '{"eagle_aux_hidden_state_layer_ids": [2, 30, 58]}\n',
+)
+
+EAG623 = _explain(
+    "Index k captures the stream entering layer k. A tap before each layer never sees "
+    "k == num_hidden_layers (EagleModelMixin's taps after each layer do); larger or "
+    "negative ids match no layer. The runner does not check: fewer aux states come "
+    "back than `fc` expects.",
+    "A shape error in `fc` at the first propose *(inferred)*.",
+    "All releases; k == num_hidden_layers is reachable on targets using EagleModelMixin (0.18+).",
+    '{"eagle_aux_hidden_state_layer_ids": [2, 30, 61]}  // 61 layers, pre-layer taps\n',
+    '{"eagle_aux_hidden_state_layer_ids": [2, 30, 58]}\n',
+)
+
+EAG624 = _explain(
+    "vLLM reads id k as the stream entering layer k (the output of layer k - 1) and "
+    "never shifts it. SGLang historically read id k as 'the output of layer k' and "
+    "added 1 when capturing; since sglang#25454 only when the first id is 1. A head "
+    "trained against one convention runs one layer off in the other. Its ids usually "
+    "start at 1 (SGLang's default `[1, n // 2 - 1, n - 4]` is vLLM's `[2, n // 2, "
+    "n - 3]`).",
+    "None: acceptance drops (vllm#43671: about 10 % instead of 45 %).",
+    "All releases.",
+    '{"eagle_aux_hidden_state_layer_ids": [1, 29, 57]}  // trained in SGLang\n',
+    '{"eagle_aux_hidden_state_layer_ids": [2, 30, 58]}  // the same layers for vLLM\n',
+)
+
+EAG631 = _explain(
+    "With a reduced draft vocabulary, `compute_logits` maps draft id i to target id "
+    "i + d2t[i]. Without `d2t` in the checkpoint the mapping stays zeros: draft id i is "
+    "read as target id i.",
+    "None: every draft token is a wrong target token; acceptance collapses.",
+    "All releases.",
+    '{"draft_vocab_size": 32000}  // target vocab 163840, checkpoint without d2t\n',
+    "// ship d2t [32000] (and t2d [163840]) with the head\n",
+)
+
+EAG632 = _explain(
+    "`d2t` must hold `draft_vocab_size` offsets, `t2d` one flag per target token and "
+    "`lm_head.weight` `draft_vocab_size` rows of the draft width.",
+    "A shape mismatch when the weights load.",
+    "All releases.",
+    '{"draft_vocab_size": 32000}  // d2t [64000]\n',
+    '{"draft_vocab_size": 64000}\n',
+)
+
+EAG633 = _explain(
+    "A checkpoint without `lm_head.weight` shares the target's head, whose rows are the "
+    "target vocabulary; that is valid only when the vocabularies are equal.",
+    "A shape error in `compute_logits`, or logits over the wrong vocabulary *(inferred)*.",
+    "All releases.",
+    '{"draft_vocab_size": 32000}  // target vocab 128256, no lm_head.weight\n',
+    "// ship lm_head.weight [32000, hidden] with the head\n",
+)
+
+EAG641 = _explain(
+    "The drafter reads a fixed set of norm flags (`norm_before_residual`; "
+    "`norm_before_fc` from 0.18; `fc_norm`, `norm_output` from 0.22). A speculators "
+    "config's top-level keys reach the drafter only through `update_eagle3`, which "
+    "passes `norm_before_fc` on from 0.19 (vllm#38111) and `fc_norm`/`norm_output` "
+    "from 0.25. A flag nobody reads is skipped "
+    "silently.",
+    "None: the head runs without the norm it was trained with; acceptance drops.",
+    "`norm_before_fc`: 0.16-0.17, and 0.18 for speculators configs; `fc_norm`, "
+    "`norm_output`: 0.16-0.21, and 0.22-0.24 for speculators configs (vllm#42764, "
+    "vllm#46488).",
+    '{"norm_before_fc": true}  // on 0.17.0\n',
+    "// use a release that reads the flag (eagle3lint pair --vllm 0.22.0)\n",
+)
+
+EAG651 = _explain(
+    "A speculators checkpoint records the model it was trained against under "
+    "`speculators_config.verifier`; vLLM never compares it with the target it is "
+    "served with.",
+    "None: a head trained for another model proposes tokens that are rarely accepted.",
+    "All releases with speculators support.",
+    '{"speculators_config": {"verifier": {"architectures": ["Qwen3ForCausalLM"]}}}\n'
+    "// target LlamaForCausalLM\n",
+    '{"speculators_config": {"verifier": {"architectures": ["LlamaForCausalLM"]}}}\n',
+)
+
+EAG661 = _explain(
+    "Aux states captured on an early pipeline rank must travel to the last rank with "
+    "the intermediate tensors. From 0.30 a decoder does this only if it declares "
+    "`supports_aux_hidden_states_over_pp = True`, and model runner v2 refuses "
+    "otherwise; earlier releases drop aux states captured on non-last ranks.",
+    "```text\nValueError: KimiK25ForConditionalGeneration does not support eagle3 with "
+    "pipeline parallelism\n```\n(model runner v2, 0.30+), else a shape error or wrong "
+    "aux states (vllm#45985).",
+    "All releases; the relay flag exists in 0.30.0 (not in 0.27.0).",
+    "eagle3lint pair --pp 2 ...  // target decoder without the flag\n",
+    "eagle3lint pair --pp 1 ...  // or a target whose decoder relays aux states\n",
+)
