@@ -3,7 +3,9 @@ item 4, issue 25 item 3): Ctrl-C and SIGTERM are undone by the run itself, kill 
 run (or `fix --recover`), and no temporary, lock or journal file stays behind.
 
 The kill points are random (seeded, printed on failure): most fall where files are replaced
-(from the moment the run's journal appears until it is gone), the rest anywhere in the run.
+(from the moment the run's journal appears until it is gone), the rest anywhere in the run. The
+fast tier stops the first few runs of each signal; the rest of the sweep is `slow` (README,
+"Tests"), run by the whole suite.
 """
 
 from __future__ import annotations
@@ -33,6 +35,10 @@ from eagle3lint.cli import app
 
 RUNS = 20
 """Runs per signal and tree (the issues' acceptance)."""
+
+FAST_RUNS = 3
+"""The first runs of each signal's sweep, the fast tier's share: with the seeds below, each
+signal's first three runs stop two runs where files are replaced and one anywhere."""
 
 SIGNALS = {"SIGINT": signal.SIGINT, "SIGTERM": signal.SIGTERM, "SIGKILL": signal.SIGKILL}
 
@@ -170,8 +176,9 @@ def interrupt(case: Case, how: str, rng: random.Random, tree: Path) -> str:
     return what
 
 
-def check_runs(case: Case, how: str, work: Path, seed: int) -> None:
-    """`RUNS` interrupted runs, two at a time (the machine's cores), each on its own copy."""
+def check_runs(case: Case, how: str, work: Path, seed: int, runs: range) -> None:
+    """Interrupted runs (numbered by `runs`, which seed them), two at a time (the machine's
+    cores), each on its own copy."""
 
     def one(run: int) -> str:
         tree = work / f"{how}-{run}"
@@ -191,7 +198,7 @@ def check_runs(case: Case, how: str, work: Path, seed: int) -> None:
         return outcome
 
     with ThreadPoolExecutor(max_workers=2) as pool:
-        outcomes = list(pool.map(one, range(RUNS)))
+        outcomes = list(pool.map(one, runs))
     print(f"{how}: {outcomes.count('before')} as before, {outcomes.count('repaired')} repaired")
 
 
@@ -202,11 +209,23 @@ def sixty(tmp_path_factory: pytest.TempPathFactory) -> Case:
     return calibrate(template, ("--require", "*", "."), work)
 
 
-@pytest.mark.parametrize("how", sorted(SIGNALS))
+SWEEP = [
+    pytest.param(how, runs, id=f"{how}-{part}", marks=marks)
+    for how in sorted(SIGNALS)
+    for part, runs, marks in (
+        ("first", range(FAST_RUNS), ()),
+        ("rest", range(FAST_RUNS, RUNS), pytest.mark.slow),
+    )
+]
+"""Each signal's `RUNS` runs, split in two: the whole suite runs both parts, the same runs as
+one sweep."""
+
+
+@pytest.mark.parametrize(("how", "runs"), SWEEP)
 def test_a_sixty_file_fix_stopped_anywhere_is_undone_or_complete(
-    sixty: Case, how: str, tmp_path: Path
+    sixty: Case, how: str, runs: range, tmp_path: Path
 ) -> None:
-    check_runs(sixty, how, tmp_path, seed=sorted(SIGNALS).index(how) + 2500)
+    check_runs(sixty, how, tmp_path, seed=sorted(SIGNALS).index(how) + 2500, runs=runs)
 
 
 @pytest.fixture(scope="module")
@@ -224,7 +243,7 @@ def test_the_kimi_chain_stopped_anywhere_is_undone_or_complete(
 ) -> None:
     """The seed's chain: kimi_k25.py, deepseek_v2.py, the gate and the proposer (4 files)."""
     assert len([n for n in kimi_chain.after if kimi_chain.after[n] != kimi_chain.before[n]]) == 4
-    check_runs(kimi_chain, "SIGKILL", tmp_path, seed=2412)
+    check_runs(kimi_chain, "SIGKILL", tmp_path, seed=2412, runs=range(RUNS))
 
 
 # What the journal promises on its own: it is read as untrusted input.
