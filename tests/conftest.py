@@ -77,6 +77,21 @@ FAST_TIER_CACHE = Path(user_cache_dir("eagle3lint-tests", appauthor=False))
 between runs so that its parse and run caches stay warm."""
 
 
+BYTECODE_CACHE = Path(user_cache_dir("eagle3lint-tests-bytecode", appauthor=False))
+"""Where the tests' Python subprocesses keep their bytecode when the environment forbids writing
+it beside the sources."""
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """With PYTHONDONTWRITEBYTECODE set (as in many containers), each of the hundreds of Python
+    subprocesses the tests start would compile eagle3lint, typer and libcst again, a third of
+    their CPU: they share compiled bytecode in `BYTECODE_CACHE` instead, still writing none into
+    a source tree. A prefix the user chose is kept."""
+    if os.environ.get("PYTHONDONTWRITEBYTECODE") and not os.environ.get("PYTHONPYCACHEPREFIX"):
+        os.environ["PYTHONPYCACHEPREFIX"] = str(BYTECODE_CACHE)
+        del os.environ["PYTHONDONTWRITEBYTECODE"]
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_protocol(
     item: pytest.Item, nextitem: pytest.Item | None

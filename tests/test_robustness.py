@@ -150,6 +150,7 @@ def test_a_10_mb_generated_file_is_reported_at_once(models: Path) -> None:
     assert archs(report) == [ARCH]
 
 
+@pytest.mark.slow  # 40 s of CPU: the file is a quarter of the limit, the size at stake
 def test_a_large_file_under_the_limit_is_analysed_in_reasonable_time(models: Path) -> None:
     copies = MAX_FILE_BYTES // 4 // len(LLAMA)
     body = "".join(
