@@ -6,6 +6,7 @@ Heavy modules (libcst, the index, the rules) are imported inside the commands so
 
 from __future__ import annotations
 
+import sys
 from typing import Annotated
 
 import typer
@@ -62,5 +63,24 @@ app.command()(explain)
 app.add_typer(cache_app, name="cache")
 
 
+CLICK_INTERRUPTED = 130
+"""What click exits with on a Ctrl-C it catches itself: one that lands after start-up but before
+a command's guard (`commands.guard`) is in place."""
+
+
 def main() -> None:
-    app()
+    """The console entry point: every interruption is exit 2 with `interrupted`, as inside a
+    command (nothing has been written by then)."""
+    try:
+        app()
+    except KeyboardInterrupt:
+        _interrupted()
+    except SystemExit as exc:
+        if exc.code == CLICK_INTERRUPTED:
+            _interrupted()
+        raise
+
+
+def _interrupted() -> None:
+    print("eagle3lint: interrupted", file=sys.stderr)
+    raise SystemExit(2) from None

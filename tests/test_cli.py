@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import sys
 from collections import Counter
 from pathlib import Path
 
@@ -149,3 +150,30 @@ def test_color_choice_and_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     assert "\x1b[" in run(*args, env={"FORCE_COLOR": "1"}).stdout
     assert "\x1b[" not in run(*args, "--color", "never", env={"FORCE_COLOR": "1"}).stdout
     assert "\x1b[" not in run(*args, env={"FORCE_COLOR": "1", "NO_COLOR": "1"}).stdout
+
+
+@pytest.mark.parametrize("where", ["inside typer", "around typer"])
+def test_a_ctrl_c_before_a_command_guard_is_exit_2_interrupted(
+    where: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A Ctrl-C that lands after start-up but before the command's own guard: typer would exit
+    130 silently; eagle3lint's contract is exit 2 with `interrupted`."""
+    import typer
+
+    from eagle3lint import cli
+
+    early = typer.Typer()
+
+    @early.command()
+    def starting() -> None:
+        raise KeyboardInterrupt
+
+    def around() -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli, "app", early if where == "inside typer" else around)
+    monkeypatch.setattr(sys, "argv", ["eagle3lint"])
+    with pytest.raises(SystemExit) as exited:
+        cli.main()
+    assert exited.value.code == 2
+    assert capsys.readouterr().err == "eagle3lint: interrupted\n"
