@@ -24,11 +24,12 @@ from planning import plan_edits
 from typer.testing import CliRunner, Result
 from vllm_tree import ARCH, LLAMA, MODEL_FILE, write_vllm_tree
 
-from eagle3lint.checkrun import judging, selection
+from eagle3lint.checkrun import judging
 from eagle3lint.cli import app
 from eagle3lint.codemod import registry
 from eagle3lint.engine import CheckOptions, run_check
 from eagle3lint.engines.vllm.targets import Target
+from eagle3lint.engines.vllm.wing import VllmWing
 from eagle3lint.findings import Finding, Severity
 from eagle3lint.fixer import write_edits
 from eagle3lint.plans import FileEdit
@@ -341,7 +342,7 @@ def test_an_unexpected_exception_is_one_line(models: Path, monkeypatch: pytest.M
     def broken(*_: object, **__: object) -> None:
         raise ValueError("first line\nsecond line")
 
-    monkeypatch.setattr(selection, "build_targets", broken)
+    monkeypatch.setattr(VllmWing, "targets", broken)
     result = CliRunner().invoke(app, ["check", str(models), "--no-cache"])
     assert result.exit_code == 2
     assert result.stderr == (
