@@ -120,15 +120,25 @@ def _constraints(version: str) -> list[str]:
     return list(CONSTRAINTS.get(version, ()))
 
 
-def _uv(args: list[str]) -> None:
-    env = dict(
-        os.environ,
+# Installs start in a background thread at collection and run beside fast-tier tests, which
+# point the process's proxy variables at a closed port while they run (tests/conftest.py): uv
+# takes the environment as it was when this module was imported, before any test ran.
+_ENVIRONMENT = dict(os.environ)
+
+
+def uv_environment() -> dict[str, str]:
+    """The environment uv installs with: the one this module was imported in, and uv's settings."""
+    return dict(
+        _ENVIRONMENT,
         UV_CACHE_DIR=str(uv_cache()),
         UV_LINK_MODE="hardlink",
         UV_PYTHON_DOWNLOADS="never",  # the venvs use this interpreter, never a downloaded one
         VLLM_TARGET_DEVICE="cpu",  # should a release resolve to its sdist, build for CPU
     )
-    subprocess.run([find_uv_bin(), *args], env=env, check=True)
+
+
+def _uv(args: list[str]) -> None:
+    subprocess.run([find_uv_bin(), *args], env=uv_environment(), check=True)
 
 
 def _uv_install(python: Path, requirements: Iterable[str], *options: str) -> None:
