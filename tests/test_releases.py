@@ -232,5 +232,7 @@ def test_bundled_newest_contract_is_what_the_reader_extracts(vllm_release: Calla
     extracted = contract_to_json(
         read_contract(ProjectIndex([root.parent]), root, "tree"), str(root)
     )
-    bundled = json.loads((REPO / "eagle3lint" / "contract" / "newest.json").read_text())
+    bundled = json.loads(
+        (REPO / "eagle3lint" / "engines" / "vllm" / "contract" / "newest.json").read_text()
+    )
     assert extracted == bundled
