@@ -148,6 +148,10 @@ def recover(root: Path) -> Recovery | None:
     cannot be trusted or read, and leaves it in place."""
     path = pending(root)
     if path is None:
+        # A run killed while staging its journal replaced no file yet (it writes none before
+        # the journal is in place), but leaves the journal's temporary file: any run's, as no
+        # run holds the lock now.
+        storage.discard_tagged(root, "fix", of=JOURNAL_NAME)
         return None
     run, entries = _load(root, path)
     return _roll_back(root, run, entries, trusted=False)

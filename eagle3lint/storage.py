@@ -62,15 +62,16 @@ def discard(tmp: str) -> None:
         os.unlink(tmp)
 
 
-def discard_tagged(folder: Path, tag: str) -> int:
-    """Remove the temporary files in `folder` that carry `tag` (those of a run that is over);
-    how many there were."""
+def discard_tagged(folder: Path, tag: str, of: str | None = None) -> int:
+    """Remove the temporary files in `folder` that carry `tag` (those of a run that is over),
+    only those staged for the file named `of` when given; how many there were."""
     marker = f".{tag}-"
+    start = f".{of}." if of is not None else "."
     removed = 0
     with contextlib.suppress(OSError), os.scandir(folder) as entries:
         for entry in entries:
             name = entry.name
-            if name.startswith(".") and name.endswith(TEMP_SUFFIX) and marker in name:
+            if name.startswith(start) and name.endswith(TEMP_SUFFIX) and marker in name:
                 with contextlib.suppress(FileNotFoundError):
                     os.unlink(entry.path)
                     removed += 1

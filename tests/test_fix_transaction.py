@@ -18,7 +18,7 @@ import pytest
 from planning import plan_edits
 from typer.testing import CliRunner, Result
 
-from eagle3lint import engine, fixer, storage
+from eagle3lint import engine, fixer, journal, storage
 from eagle3lint.cli import app
 from eagle3lint.codemod import plan as planner
 from eagle3lint.engine import CheckOptions, CheckRun, run_check
@@ -368,3 +368,16 @@ def test_a_run_that_waited_for_the_lock_plans_from_the_tree_as_the_other_left_it
     assert result.exit_code == 1, result.output  # blockers with no automatic fix remain
     assert "not written" not in result.output
     assert "0 file(s) changed" in result.output
+
+
+def test_a_run_killed_while_writing_its_journal_leaves_nothing(tmp_path: Path) -> None:
+    """Killed between staging the journal and renaming it into place (seen in the SIGKILL
+    sweep), a run has replaced no file; the next run under the lock removes the staged
+    journal, and nothing else."""
+    staged = tmp_path / f".{journal.JOURNAL_NAME}.fix-75554ee5decf-3dd8bcc0{storage.TEMP_SUFFIX}"
+    staged.write_text('{"format": 1, "run": "75554ee5decf", "fi')
+    other = tmp_path / f".model.py.fix-75554ee5decf-0a1b2c3d{storage.TEMP_SUFFIX}"
+    other.write_text("not the journal's")
+    assert journal.recover(tmp_path) is None
+    assert not staged.exists()
+    assert other.exists()
