@@ -27,6 +27,9 @@ RUN_TIMEOUT = 900
 """Seconds one vLLM run may take (seen: about 90 s on 2 busy cores, most of it start-up)."""
 BUILD_TIMEOUT = 300
 
+CANNOT = "cannot run on CPU"
+"""The status of a case the CPU build stops before EAGLE-3 is decided."""
+
 # Only model runner v1 runs on a CPU without Triton; vLLM says so when it would have chosen v2.
 _RUNNER_V2_REFUSED = re.compile(r"Model Runner V2 requires Triton; using the V1 model runner")
 
@@ -179,3 +182,19 @@ def _result_prefix() -> str:
     match = re.search(r'^RESULT_PREFIX = "(.*)"$', TINY.read_text(), re.MULTILINE)
     assert match, "tiny.py defines RESULT_PREFIX"
     return match.group(1)
+
+
+def evidence_dir(version: str) -> Path:
+    """Where the cases of `version` decided by the last run are kept (`record`)."""
+    return results_dir() / "evidence" / version
+
+
+def record(version: str, kind: str, name: str, status: str, eagle3lint: str, vllm: str) -> None:
+    """Keep what one end-to-end case decided, for `evidence.py` to render: its `status`
+    ("agree", "known disagreement", "cannot run on CPU"), and what each side said."""
+    folder = evidence_dir(version)
+    folder.mkdir(parents=True, exist_ok=True)
+    entry = {"kind": kind, "name": name, "status": status, "eagle3lint": eagle3lint, "vllm": vllm}
+    partial = folder / f".{kind}-{name}.partial"
+    partial.write_text(json.dumps(entry))
+    partial.replace(folder / f"{kind}-{name}.json")

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 from builds import Release
+from runs import record
 from venvs import CPU_BUILD_RELEASES, copy_python_files
 
 from eagle3lint.engine import CheckOptions, run_check
@@ -85,3 +86,5 @@ def test_a_repaired_target_runs_eagle3_with_the_same_tokens(
     assert speculative.ran, f"{arch} repaired on {release.version}: {speculative.describe()}"
     assert speculative.tokens == reference.tokens
     assert speculative.drafts is None or speculative.drafts > 0
+    did = f"repaired: ran ({speculative.runner}), {speculative.drafts} drafts, the same tokens"
+    record(release.version, "repair", arch, "agree", f"fix changed {', '.join(changed)}", did)

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 from builds import Release
-from runs import Outcome
+from runs import CANNOT, Outcome, record
 from venvs import CPU_BUILD_RELEASES
 
 from eagle3lint.findings import Severity
@@ -124,20 +124,41 @@ def test_the_verdict_is_what_the_cpu_build_does(release: Release, arch: str) -> 
     plain = bench.generate(target)
     if not plain.ran:
         assert plain.raised() == limit, f"{arch} does not run on {version}: {plain.describe()}"
+        record(version, "verdict", arch, CANNOT, "-", f"plain run: {plain.describe()}")
         return
     assert len({token for tokens in plain.tokens or [] for token in tokens}) > 1, (
         "the random target repeats one token; equal tokens would prove little"
     )
     speculative = bench.generate(target, bench.head(target))
     if limit is not None and speculative.raised() == limit:
-        return  # stopped by the CPU build before EAGLE-3 is decided
-    disagreement = _disagreement(release.verdict(arch, target), plain, speculative)
+        # Stopped by the CPU build before EAGLE-3 is decided.
+        record(version, "verdict", arch, CANNOT, "-", speculative.describe())
+        return
+    verdict = release.verdict(arch, target)
+    disagreement = _disagreement(verdict, plain, speculative)
     known = KNOWN_DISAGREEMENTS.get((version, arch))
     if known is None:
         assert disagreement is None, f"{arch} on {version}: {disagreement}"
     else:
         assert disagreement is not None, f"{arch} on {version} agrees now: drop it from the list"
         assert speculative.raised() == known, f"{arch} on {version}: {speculative.describe()}"
+    status = "agree" if known is None else "known disagreement"
+    record(version, "verdict", arch, status, _said(verdict), _did(plain, speculative))
+
+
+def _said(verdict: TargetResult) -> str:
+    """eagle3lint's verdict in a few words: ready, or blocked with its error codes."""
+    if verdict.eagle3_ready:
+        return "ready"
+    return "blocked: " + ", ".join(f.code for f in verdict.findings if f.severity is Severity.ERROR)
+
+
+def _did(plain: Outcome, speculative: Outcome) -> str:
+    """What the EAGLE-3 run did, against the plain run."""
+    if not speculative.ran:
+        return speculative.describe()
+    same = "the plain run's tokens" if speculative.tokens == plain.tokens else "other tokens"
+    return f"ran ({speculative.runner}), {speculative.drafts} drafts, {same}"
 
 
 def _disagreement(verdict: TargetResult, plain: Outcome, speculative: Outcome) -> str | None:

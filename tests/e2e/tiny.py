@@ -167,6 +167,7 @@ def generate(target: Path, head: Path | None) -> dict[str, Any]:
     exception vLLM raised (its type, first line, and the innermost vLLM frame)."""
     from vllm import LLM, SamplingParams
 
+    _strict_linear_widths()
     speculative = (
         {"method": "eagle3", "model": str(head), "num_speculative_tokens": 2} if head else None
     )
@@ -204,6 +205,31 @@ def _overlaid() -> list[str]:
         for name, module in list(sys.modules.items())
         if str(getattr(module, "__file__", "") or "").startswith(root)
     )
+
+
+def _strict_linear_widths() -> None:
+    """Make every vLLM linear layer refuse an input of another width than it was built for.
+
+    vLLM's CPU matmul views its input as rows of the weight's width: a drafter whose fc gets
+    two aux states where it was built for three (default layer ids that collapse) runs on
+    garbage whenever the batch's token count happens to fit, and speculation being lossless the
+    tokens stay right. Seen with two prompts of 8 and 10 tokens on 0.32.0; a count that does
+    not fit raises `shape '[-1, 384]' is invalid`. This makes the outcome not depend on luck.
+    """
+    import torch
+    from vllm.model_executor.layers.linear import LinearBase
+
+    def check(module: torch.nn.Module, args: tuple[Any, ...]) -> None:
+        if not isinstance(module, LinearBase) or not args:
+            return
+        width = getattr(args[0], "shape", (None,))[-1]
+        if width is not None and width != module.input_size:
+            raise RuntimeError(
+                f"{type(module).__name__} got inputs of width {width}, "
+                f"built for {module.input_size}"
+            )
+
+    torch.nn.modules.module.register_module_forward_pre_hook(check)
 
 
 def _drafts(llm: Any) -> int | None:

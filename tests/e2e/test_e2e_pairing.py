@@ -1,0 +1,95 @@
+"""`eagle3lint pair` against vLLM's CPU build running the same target and head.
+
+Each case is a tiny Llama target and a random EAGLE-3 head built to one pairing situation (the
+default layer ids, ids that collapse, ids beyond the target, a reduced vocabulary). `pair`'s
+verdict (no error: ok) must agree with the run: ok ⇔ the head runs and, greedy decoding being
+lossless, gives exactly the plain run's tokens. A disagreement eagle3lint has not fixed yet is in
+`KNOWN_DISAGREEMENTS` with the error vLLM raises; the test checks that evidence still holds and
+fails once eagle3lint agrees.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from dataclasses import dataclass
+
+import pytest
+from builds import Release
+from runs import record
+from venvs import CPU_BUILD_RELEASES
+
+
+@dataclass(frozen=True)
+class Pairing:
+    name: str
+    layers: int = 8
+    layer_ids: tuple[int, ...] | None = None
+    draft_vocab: int | None = None
+
+
+PAIRINGS = (
+    Pairing("default-ids"),
+    # The default ids (2, n // 2, n - 3) are (2, 2, 1) on 4 layers: taps are membership tests,
+    # so two states arrive where fc takes three.
+    Pairing("default-ids-collapse", layers=4),
+    Pairing("explicit-ids", layer_ids=(1, 3, 5)),
+    Pairing("id-beyond-the-target", layer_ids=(1, 3, 9)),
+    Pairing("reduced-vocabulary", draft_vocab=256),
+)
+
+PAIR_RELEASES = ("0.25.0", "0.32.0")
+"""The CPU builds that run speculative decoding (none before 0.20)."""
+
+KNOWN_DISAGREEMENTS: dict[tuple[str, str], str] = {
+    (version, "default-ids-collapse"): "RuntimeError: ReplicatedLinear got inputs of width 256, "
+    "built for 384"
+    for version in PAIR_RELEASES
+}
+"""(release, case) → the error the run raises where `pair` still says ok (duplicate default ids:
+`pair` v2 is to count the taps as the runner does). The error is tiny.py's width check on the
+drafter's fc: without it vLLM's CPU matmul reshapes the two states silently when the batch's
+token count fits, or raises `shape '[-1, 384]' is invalid` when it does not."""
+
+
+def _cases() -> list[object]:
+    return [
+        pytest.param(version, case, id=f"{version}-{case.name}")
+        for version in CPU_BUILD_RELEASES
+        if version in PAIR_RELEASES
+        for case in PAIRINGS
+    ]
+
+
+@pytest.mark.parametrize(("release", "case"), _cases(), indirect=["release"])
+def test_pair_says_what_the_cpu_build_does(release: Release, case: Pairing) -> None:
+    bench = release.bench
+    target = bench.target("LlamaForCausalLM", case.layers)
+    ids = list(case.layer_ids) if case.layer_ids is not None else None
+    head = bench.head(target, ids, case.draft_vocab)
+    command = ["pair", str(release.tree), "--target", str(target), "--draft", str(head)]
+    paired = subprocess.run(
+        [sys.executable, "-m", "eagle3lint", *command, "--format", "json"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert paired.returncode in (0, 1), paired.stderr[-3000:]
+    pairing = json.loads(paired.stdout)
+    ok = pairing["summary"]["blocked"] == 0
+
+    plain = bench.generate(target)
+    assert plain.ran, plain.describe()
+    speculative = bench.generate(target, head)
+    runs = speculative.ran and speculative.tokens == plain.tokens
+    said = f"pair: {pairing['pairing']['verdict']}; vLLM: {speculative.describe()}"
+    known = KNOWN_DISAGREEMENTS.get((release.version, case.name))
+    if known is None:
+        assert ok == runs, f"{case.name} on {release.version}: {said}"
+    else:
+        assert ok != runs, f"{case.name} on {release.version} agrees now ({said}): drop it"
+        assert speculative.raised() == known, said
+    status = "agree" if known is None else "known disagreement"
+    did = speculative.describe() if not speculative.ran else f"ran, same tokens: {runs}"
+    record(release.version, "pairing", case.name, status, pairing["pairing"]["verdict"], did)
