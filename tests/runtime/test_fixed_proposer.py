@@ -20,9 +20,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fixed import _copy_python_files, _module_of
+from fixed import _module_of
 from runtime import installed_tree
-from venvs import RELEASES, install
+from venvs import RELEASES, copy_python_files, install
 
 from eagle3lint.engine import CheckOptions, run_check
 
@@ -36,7 +36,7 @@ def _fixed_copy(version: str, workdir: Path) -> tuple[Path, dict[str, str]]:
     the changed modules with their fixed files."""
     installed = installed_tree(version)
     tree = workdir / f"proposer-{version}"
-    _copy_python_files(installed, tree / "vllm")
+    copy_python_files(installed, tree / "vllm")
     for item in installed.parent.glob("transformers*"):
         (tree / item.name).symlink_to(item)
     done = subprocess.run(
