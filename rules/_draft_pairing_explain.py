@@ -42,7 +42,7 @@ EAG611 = _explain(
 EAG612 = _explain(
     "`fc` concatenates the aux hidden states the target returns (each of the target's "
     "hidden size) and projects them to the draft width; its weight's second dimension "
-    "must be target hidden x the number of ids the runner requests.",
+    "must be target hidden x the number of distinct layers the runner's ids tap.",
     "```text\nAssertionError: Attempted to load weight (torch.Size([4096, 12288])) into "
     "parameter (torch.Size([4096, 21504]))\n```\nat load, or a matmul shape error at the "
     "first forward.",
@@ -64,11 +64,17 @@ EAG613 = _explain(
 )
 
 EAG621 = _explain(
-    "The runner requests one aux state per layer id; the drafter sizes `fc` for a fixed "
-    "3 (0.16-0.21) or for `num_aux_hidden_states`, else the length of "
+    "The target returns one aux state per distinct layer id it is asked for: every "
+    "decoder taps by membership (`idx in aux_hidden_state_layers`), so a repeated id is "
+    "captured once; the target's default `(2, n // 2, n - 3)` is `(2, 2, 1)` on a 4-layer "
+    "target, two states. The drafter sizes `fc` for a fixed 3 (0.16-0.21) or for "
+    "`num_aux_hidden_states`, else the length of "
     "`eagle_config.eagle_aux_hidden_state_layer_ids`, else 3 (0.22+). The runner reads "
     "the top-level ids first, so two lists of different lengths disagree.",
-    "A shape error in `fc` at the first propose *(inferred)*.",
+    "A shape error in `fc` at the first propose, such as `shape '[-1, 384]' is invalid "
+    "for input of size 1280` (a 4-layer target with the default ids, vLLM's CPU build "
+    "0.25.0 and 0.32.0). When the batch's token count happens to fit, the CPU matmul "
+    "reshapes the states silently and the head drafts from scrambled features.",
     "All releases.",
     '{"eagle_aux_hidden_state_layer_ids": [2, 16, 29, 30]}  // on 0.18.0 (fc fixed at 3)\n',
     '{"eagle_aux_hidden_state_layer_ids": [2, 16, 29]}\n',

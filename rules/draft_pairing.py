@@ -66,7 +66,8 @@ _CODES = (
     Code(
         "EAG621",
         "aux-count",
-        "The aux count the drafter expects differs from the number of ids the runner requests.",
+        "The aux count the drafter expects differs from the number of distinct layers the "
+        "runner's ids tap.",
         Severity.ERROR,
         explain=explained.EAG621,
     ),
@@ -230,15 +231,18 @@ class DraftPairingRule(Rule):
         checkpoint = pairing.checkpoint
         if checkpoint is None or hidden is None:
             return
-        provided = analysis.tapped_ids
+        provided, expected = analysis.aux_provided, analysis.aux_expected
         fc = checkpoint.weight("fc")
         if analysis.uses_aux and fc is not None and provided and len(fc.shape) == 2:
-            wanted = hidden * len(provided)
-            if fc.shape[1] != wanted:
+            wanted = hidden * provided
+            # A checkpoint that matches the drafter's own count is EAG621's case: the target,
+            # not the weights, is what differs.
+            drafters = expected is not None and expected != provided
+            if fc.shape[1] != wanted and not (drafters and fc.shape[1] == hidden * expected):
                 yield self.report(
                     "EAG612",
                     f"fc.weight is {list(fc.shape)} in {fc.file}: its input width "
-                    f"{fc.shape[1]} is not the target hidden size {hidden} x {len(provided)} aux "
+                    f"{fc.shape[1]} is not the target hidden size {hidden} x {provided} aux "
                     f"states = {wanted}.",
                     *at("target_hidden_size" if "target_hidden_size" in config else "hidden_size"),
                 )
@@ -329,13 +333,19 @@ class DraftPairingRule(Rule):
                     *at(ids_key.rsplit(".", 1)[-1]),
                     hint="Check which convention the head was trained with; vLLM never shifts.",
                 )
-        expected = analysis.aux_expected
+        expected, provided = analysis.aux_expected, analysis.aux_provided
         counted = analysis.uses_aux and expected is not None and tapped is not None
-        if counted and expected != len(tapped):
+        if counted and expected != provided:
+            requested = f"the runner requests {len(tapped)} layers {list(tapped)}"
+            if provided != len(tapped):
+                requested += (
+                    f", which the target captures as {provided} states (each layer is tapped "
+                    "once, however often its id repeats)"
+                )
             yield self.report(
                 "EAG621",
                 f"The drafter sizes fc for {expected} aux states ({analysis.aux_source}) but "
-                f"the runner requests {len(tapped)} layers {list(tapped)}.",
+                f"{requested}.",
                 *at(ids_key.rsplit(".", 1)[-1] or "architectures"),
             )
 

@@ -338,6 +338,35 @@ def test_default_layers_are_printed_when_ids_are_absent(
     assert "(2, 16, 29)" in finding["message"]
 
 
+@pytest.mark.parametrize(
+    ("layers", "ids", "captured"),
+    [(4, None, 2), (36, [2, 2, 33], 2), (36, [33, 18, 2], 3)],
+    ids=["default-ids-on-4-layers", "repeated-id", "unsorted-ids"],
+)
+def test_repeated_ids_are_captured_once(
+    vllm_release: Callable, tmp_path: Path, layers: int, ids: list[int] | None, captured: int
+) -> None:
+    """Taps are membership tests: vLLM's CPU build crashes on fc with (2, 2, 1) on 4 layers."""
+    target = json.loads(LLAMA.read_text()) | {"num_hidden_layers": layers}
+    target_path = tmp_path / "target" / "config.json"
+    target_path.parent.mkdir()
+    target_path.write_text(json.dumps(target))
+    config = head(eagle_aux_hidden_state_layer_ids=ids)
+    code, report = pair(
+        vllm_release, "0.25.0", target_path, draft_folder(tmp_path, config, tensors())
+    )
+    assert report["pairing"]["aux_provided"] == captured
+    found = [
+        f for t in report["targets"] for f in t["findings"] if f["code"] in ("EAG612", "EAG621")
+    ]
+    if captured == 3:
+        assert code == 0 and not found, found
+        return
+    assert code == 1
+    assert [f["code"] for f in found] == ["EAG621"], found
+    assert f"captures as {captured} states" in found[0]["message"]
+
+
 def test_sarif_and_select(vllm_release: Callable, tmp_path: Path) -> None:
     vllm_release("0.18.0")
     folder = draft_folder(tmp_path, head(eagle_aux_hidden_state_layer_ids=[1, 16, 29]), tensors())

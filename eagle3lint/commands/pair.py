@@ -171,7 +171,7 @@ def summary_table(analysis: Analysis, pairing: DraftPairing, verdict: str) -> st
             how = f"from {request.source}" if request.ids is not None else "target default"
             row("", f"{request.runner.runner}: {other} ({how})")
     expected = analysis.aux_expected if analysis.uses_aux else None
-    provided = len(tapped) if tapped is not None else "?"
+    provided = analysis.aux_provided if analysis.aux_provided is not None else "?"
     aux = (
         "not used (use_aux_hidden_state false)"
         if not analysis.uses_aux

@@ -74,6 +74,15 @@ class Analysis:
         return first if first is not None else self.default_ids
 
     @property
+    def aux_provided(self) -> int | None:
+        """How many aux states the target returns for `tapped_ids`: every vLLM decoder taps by
+        membership (`idx in aux_hidden_state_layers`), so a repeated id is captured once."""
+        tapped = self.tapped_ids
+        if tapped is None:
+            return None
+        return len({k if _is_int(k) else repr(k) for k in tapped})
+
+    @property
     def draft_vocab(self) -> int | None:
         value = self.translated.config.get("draft_vocab_size")
         if not _is_int(value):
@@ -135,7 +144,7 @@ class Analysis:
             "default_ids": self.default_ids,
             "tapped_ids": self.tapped_ids,
             "aux_expected": self.aux_expected if self.uses_aux else None,
-            "aux_provided": len(self.tapped_ids) if self.tapped_ids is not None else None,
+            "aux_provided": self.aux_provided,
             "vocab": {"draft": self.draft_vocab, "target": self.target_vocab},
             "vocab_mapping": self.vocab_mapping(pairing),
             "pipeline_parallel_size": pairing.pipeline_size,
