@@ -64,12 +64,32 @@ DYNAMIC = (
 )
 
 
+HELD_DECODER = """
+class PlainCausalLM(nn.Module):
+    def __init__(self, *, vllm_config: VllmConfig, prefix: str = "") -> None:
+        super().__init__()
+        self.model = PlainDecoderModel(
+            vllm_config=vllm_config, prefix=maybe_prefix(prefix, "model")
+        )
+
+    def forward(self, input_ids, positions, intermediate_tensors=None, inputs_embeds=None):
+        return self.model(input_ids, positions, intermediate_tensors, inputs_embeds)
+
+
+class BareDecoderVLForConditionalGeneration("""
+
+
 def tree_with(tmp_path: Path, config_body: str | None) -> Path:
     """The fixture, its multimodal wrapper saying its config is transformers'
-    `BareDecoderVLConfig`; with `config_body`, that class beside the tree."""
+    `BareDecoderVLConfig`; with `config_body`, that class beside the tree. The wrapper's
+    language model holds the decoder in `.model`, as the EAGLE proposer needs (EAG411)."""
     shutil.copytree(FIXTURE, tmp_path / "vllm")
     model = tmp_path / MODEL
     text = model.read_text()
+    text = text.replace("\nclass BareDecoderVLForConditionalGeneration(", HELD_DECODER, 1)
+    text = text.replace(
+        "self.language_model = PlainDecoderModel(", "self.language_model = PlainCausalLM("
+    )
     text = text.replace(
         "from .interfaces import",
         "from transformers import BareDecoderVLConfig\n\nfrom .interfaces import",

@@ -64,6 +64,15 @@ class ClassReader:
                 for small in stmt.body:
                     _class_attr(small, summary, line)
         self._init_assigns(summary, functions)
+        summary.assigned_attrs = sorted(
+            {
+                target
+                for function in functions.values()
+                for stmt in statements(function.body)
+                for target, _ in self_assignments(stmt)
+                if "." not in target
+            }
+        )
         if "__init__" in functions:
             summary.config_types = _config_types(functions["__init__"])
         forward = functions.get("forward")

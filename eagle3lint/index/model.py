@@ -21,7 +21,7 @@ from eagle3lint.shapes.model import LayerConvention, LayerLoop
 
 T = TypeVar("T")
 
-SUMMARY_FORMAT = 9
+SUMMARY_FORMAT = 10
 """Bumped whenever the shape or meaning of a summary changes: old cache entries are then ignored."""
 
 
@@ -141,6 +141,9 @@ class ClassSummary:
     methods: dict[str, MethodSummary] = field(default_factory=dict)
     attrs: dict[str, AttrSummary] = field(default_factory=dict)
     init_assigns: dict[str, InitAssign] = field(default_factory=dict)
+    assigned_attrs: list[str] = field(default_factory=list)
+    """Every `self.<name>` some method of the class assigns, sorted: an attribute a base's
+    helper sets for a subclass's `__init__` is in none of `init_assigns`."""
     forward: ForwardSummary | None = None
     assigns_layers: bool = False
     """`__init__` sets `self.layers` (directly or by tuple unpacking)."""

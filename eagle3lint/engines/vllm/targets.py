@@ -171,6 +171,14 @@ class Target:
         owner, assign = found
         return resolve_callee(self, owner, assign.callee)
 
+    def part(self, attr: str) -> Target | None:
+        """The class whose instance `__init__` stores in `self.<attr>`, as a target of its own
+        (unregistered); None when that cannot be resolved."""
+        built = self._built_class(attr)
+        if built is None:
+            return None
+        return Target(built.name, built, self.index, self.contract, registered=False)
+
     @cached_property
     def inner_model(self) -> ClassRef | None:
         """The decoder in `self.model` that runs the layer loop; for the language model of a

@@ -24,6 +24,7 @@ from eagle3lint.engines.vllm.contract.model import (
     Gate,
     ImageTokenBranch,
     ImageTokenMap,
+    TargetEmbedding,
 )
 from eagle3lint.shapes.gate import find_gate
 from eagle3lint.shapes.image_tokens import MODEL_NAME, MULTIMODAL_CHECK, find_image_token_map
@@ -151,3 +152,81 @@ def read_image_tokens(vllm_dir: Path) -> ImageTokenMap | None:
             str(path), _line_of(text, needle), tuple(branches), shape.fallback, shape.refusal
         )
     return None
+
+
+_LANGUAGE_MODEL = "target_language_model"
+"""The proposer's name for the target (or its `get_language_model()`) in `load_model`."""
+_GUARDED_HOLDER = re.compile(
+    rf"""(\w+)\s*=\s*getattr\(\s*{_LANGUAGE_MODEL}\s*,\s*["'](\w+)["']\s*,\s*None\s*\)"""
+)
+_PROBED_HOLDER = re.compile(rf"""hasattr\(\s*{_LANGUAGE_MODEL}\.(\w+)\s*,\s*["'](\w+)["']\s*\)""")
+_DIRECT_EMBEDDING = re.compile(rf"\b{_LANGUAGE_MODEL}\.(\w+)\.(embed_tokens|embedding)\b")
+_ATTRIBUTE_ERROR = re.compile(r"""raise\s+AttributeError\(\s*((?:(?:"[^"\n]*"|'[^'\n]*')\s*)+)\)""")
+_NEAR = 400
+"""How far after a test its `raise` may be (characters) to count as that test's error."""
+
+
+def _raised_after(text: str, start: int) -> tuple[str | None, int]:
+    """The message of the `raise AttributeError(...)` right after `start`, and where it ends."""
+    found = _ATTRIBUTE_ERROR.search(text, start, start + _NEAR)
+    if found is None:
+        return None, start
+    with contextlib.suppress(ValueError, SyntaxError):
+        message = ast.literal_eval(f"({found.group(1)})")
+        if isinstance(message, str):
+            return message, found.end()
+    return None, found.end()
+
+
+def read_target_embedding(vllm_dir: Path) -> TargetEmbedding | None:
+    """What the EAGLE proposer reads from the target's language model to share its embedding:
+    `getattr(target_language_model, "model", None)` and then `hasattr(inner, "embed_tokens")`
+    or `"embedding"` (0.16 on, each with its own `AttributeError`), the same probes on an
+    unguarded `target_language_model.model` (0.11-0.15), or a plain `.model.embed_tokens`
+    (0.10)."""
+    for rel in PROPOSER_FILES:
+        path = vllm_dir / rel
+        text = _read_if_there(path)
+        if text is None or _LANGUAGE_MODEL not in text:
+            continue
+        guarded = _GUARDED_HOLDER.search(text)
+        if guarded is not None:
+            holder, start = guarded.group(2), guarded.start()
+            holder_error, after = _raised_after(text, guarded.end())
+            probe = re.compile(rf"""hasattr\(\s*{guarded.group(1)}\s*,\s*["'](\w+)["']\s*\)""")
+        else:
+            probed = _PROBED_HOLDER.search(text) or _DIRECT_EMBEDDING.search(text)
+            if probed is None:
+                continue
+            holder, start, holder_error = probed.group(1), probed.start(), None
+            after = start
+            probe = re.compile(rf"""hasattr\(\s*{_LANGUAGE_MODEL}\.{holder}\s*,\s*["'](\w+)["']""")
+        probes = _chained(probe, text, after)
+        if probes:
+            embeddings = tuple(dict.fromkeys(m.group(1) for m in probes))
+            embedding_error = _raised_after(text, probes[-1].end())[0]
+        else:
+            direct = _DIRECT_EMBEDDING.search(text, after)
+            if direct is None:
+                continue
+            embeddings, embedding_error = (direct.group(2),), None
+        return TargetEmbedding(
+            str(path),
+            text.count("\n", 0, start) + 1,
+            holder,
+            embeddings,
+            holder_error,
+            embedding_error,
+        )
+    return None
+
+
+def _chained(pattern: re.Pattern[str], text: str, start: int) -> list[re.Match[str]]:
+    """The matches of `pattern` after `start` that follow each other closely: an if/elif chain
+    of probes."""
+    found: list[re.Match[str]] = []
+    cursor = start
+    while (match := pattern.search(text, cursor, cursor + _NEAR)) is not None:
+        found.append(match)
+        cursor = match.end()
+    return found

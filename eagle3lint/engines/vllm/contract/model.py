@@ -16,7 +16,7 @@ REGISTRY = "vllm.model_executor.models.registry"
 GATE_FILES = ("config/speculative.py", "config.py")
 """Where the model_type allow-list lives (`config.py` in 0.10's single-file config)."""
 PROPOSER_FILES = ("v1/spec_decode/llm_base_proposer.py", "v1/spec_decode/eagle.py")
-"""Where the proposer's image-token mapping lives (moved in 0.20)."""
+"""Where the proposer's image-token mapping and embedding sharing live (moved in 0.20)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,6 +65,23 @@ class ImageTokenMap:
 
 
 @dataclass(frozen=True, slots=True)
+class TargetEmbedding:
+    """What the EAGLE proposer's `load_model` takes from the target's language model to share
+    with the drafter (at pipeline-parallel size 1): `<holder>`, its decoder, and the first of
+    `embeddings` that decoder has."""
+
+    path: str
+    line: int
+    holder: str
+    embeddings: tuple[str, ...]
+    holder_error: str | None
+    """The proposer's own message when the language model has no `holder`; None: it reads the
+    attribute unguarded, and Python's `AttributeError` is what users see."""
+    embedding_error: str | None
+    """The proposer's message when the decoder has none of `embeddings`; None: unguarded."""
+
+
+@dataclass(frozen=True, slots=True)
 class Contract:
     """What a target model must satisfy to run EAGLE-3 in one vLLM tree."""
 
@@ -101,6 +118,7 @@ class Contract:
     gate: Gate | None = None
     gate_location: str | None = None
     image_tokens: ImageTokenMap | None = None
+    target_embedding: TargetEmbedding | None = None
     notes: tuple[str, ...] = field(default=())
     readable: bool = True
     """False when a file the contract depends on could not be read (nothing was checked)."""
@@ -152,6 +170,7 @@ class Contract:
             "pp_relay": data["mixin_pp_relay"],
             "gate": _without(data["gate"], "refusal"),
             "image_tokens": _without(tokens, "refusal"),
+            "target_embedding": data["target_embedding"],
         }
 
 

@@ -23,6 +23,7 @@ from eagle3lint.engines.vllm.contract.model import (
     Contract,
     Gate,
     ImageTokenMap,
+    TargetEmbedding,
 )
 from eagle3lint.engines.vllm.names import MIXIN, PROTOCOL
 from eagle3lint.index.cache import content_key
@@ -85,7 +86,12 @@ def read_contract(index: ProjectIndex, vllm_dir: Path, source: str) -> Contract:
     contract = _read_runner(index, vllm_dir, contract)
     contract = _read_config_registry(index, vllm_dir, contract)
     facts = config_facts()
-    return replace(contract, gate=facts.gate, image_tokens=facts.image_tokens)
+    return replace(
+        contract,
+        gate=facts.gate,
+        image_tokens=facts.image_tokens,
+        target_embedding=facts.target_embedding,
+    )
 
 
 @dataclass(slots=True)
@@ -95,6 +101,7 @@ class ConfigFacts:
 
     gate: Gate | None = None
     image_tokens: ImageTokenMap | None = None
+    target_embedding: TargetEmbedding | None = None
 
 
 def _start_config_facts(index: ProjectIndex, vllm_dir: Path) -> Callable[[], ConfigFacts]:
@@ -108,7 +115,7 @@ def _start_config_facts(index: ProjectIndex, vllm_dir: Path) -> Callable[[], Con
         # Absent files are part of the key; one that is there but unreadable raises here.
         with contextlib.suppress(SourceNotFound):
             digest.update(b"\1" + index.read_outside(path))
-    key = content_key(digest.digest(), "contract-facts")
+    key = content_key(digest.digest(), "contract-facts-2")
     cached = index.cache.load(key, ConfigFacts) if index.cache else None
     if cached is not None:
         return lambda: cached
@@ -129,9 +136,15 @@ def _start_config_facts(index: ProjectIndex, vllm_dir: Path) -> Callable[[], Con
 
 
 def _config_facts(vllm_dir: Path) -> ConfigFacts:
-    from eagle3lint.engines.vllm.contract.config_files import read_gate, read_image_tokens
+    from eagle3lint.engines.vllm.contract.config_files import (
+        read_gate,
+        read_image_tokens,
+        read_target_embedding,
+    )
 
-    return ConfigFacts(read_gate(vllm_dir), read_image_tokens(vllm_dir))
+    return ConfigFacts(
+        read_gate(vllm_dir), read_image_tokens(vllm_dir), read_target_embedding(vllm_dir)
+    )
 
 
 def _find_class(index: ProjectIndex, name: str) -> ClassRef | None:

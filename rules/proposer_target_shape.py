@@ -1,0 +1,220 @@
+"""EAG41x proposer-target-shape: the modules the EAGLE proposer takes from the target must exist.
+
+The proposer's `load_model` shares the target's embedding with the drafter: it reads
+`<language model>.model` and that decoder's `embed_tokens` (or `embedding`), before the model
+runner ever asks whether the target supports EAGLE-3. A target built another way (GPT-2 keeps
+its decoder in `self.transformer`, its embedding in `wte`) fails there, whatever interfaces it
+implements.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from eagle3lint.api import (
+    ClassRef,
+    Code,
+    Example,
+    Expected,
+    Explanation,
+    ExternalRef,
+    Finding,
+    Rule,
+    RuleContext,
+    Severity,
+    Target,
+)
+
+OPAQUE_BASES = frozenset({"Module", "Protocol", "Generic", "object", "ABC"})
+"""Bases outside the analysed trees that add no attribute an instance could be asked for: any
+other unread base might supply one, and the rule then stays silent."""
+DYNAMIC = ("__getattr__", "__getattribute__")
+
+_RUNTIME = (
+    "At pipeline-parallel size 1, the EAGLE proposer's `load_model` (`v1/spec_decode/eagle.py`, "
+    "from 0.20.0 `llm_base_proposer.py`) shares the target's input embedding with the drafter: "
+    "it takes the language model (the target, or `get_language_model()` of a multimodal one), "
+    "reads its `model` (the decoder), and that decoder's `embed_tokens`, else `embedding`. It "
+    "does so for every EAGLE method, right after the drafter's weights load and before the "
+    "model runner checks `supports_eagle3()`, so it is the first error such a target meets. "
+    "Adding `SupportsEagle3` does not help: the module layout is the model's own."
+)
+
+_EAG411 = Explanation(
+    runtime=_RUNTIME,
+    error="```text\nAttributeError: Target model does not have 'model' attribute\n```\n"
+    "(0.16.0 on; before, Python's `'GPT2LMHeadModel' object has no attribute 'model'`), after "
+    "both models' weights are loaded. Seen end to end on vLLM's CPU build 0.32.0 with GPT-2.",
+    releases="All releases (the proposer's own message from 0.16.0).",
+    example="""\
+class GPT2LMHeadModel(nn.Module, SupportsPP):
+    def __init__(self, *, vllm_config, prefix=""):
+        self.transformer = GPT2Model(...)
+""",
+    fix="""\
+# The decoder under the name the proposer reads (weight names follow the attribute:
+# the checkpoint loader must map transformer.* to model.*)
+self.model = GPT2Model(...)
+""",
+)
+
+_EAG412 = Explanation(
+    runtime=_RUNTIME,
+    error="```text\nAttributeError: Target model does not have 'embed_tokens' or 'embedding' "
+    "attribute\n```\n(0.11.0 on; 0.10.0 reads `embed_tokens` unguarded), after the weights "
+    "are loaded.",
+    releases="All releases; `embedding` is accepted from 0.11.0.",
+    example="""\
+class GPT2Model(nn.Module):
+    def __init__(self, *, vllm_config, prefix=""):
+        self.wte = VocabParallelEmbedding(...)
+""",
+    fix="""\
+self.embed_tokens = VocabParallelEmbedding(...)
+""",
+)
+
+
+class ProposerTargetShape(Rule):
+    slug = "proposer-target-shape"
+    codes = (
+        Code(
+            "EAG411",
+            "language-model-without-decoder",
+            "The target's language model has no `model` attribute, which the EAGLE proposer "
+            "reads to share the target's embedding.",
+            Severity.ERROR,
+            explain=_EAG411,
+        ),
+        Code(
+            "EAG412",
+            "decoder-without-embedding",
+            "The target's decoder has neither `embed_tokens` nor `embedding`, which the EAGLE "
+            "proposer shares with the drafter.",
+            Severity.ERROR,
+            explain=_EAG412,
+        ),
+    )
+
+    valid = (
+        Example(
+            era="e2_stub",
+            source="""
+from torch import nn
+class ShapedModel(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.embed_tokens = nn.Embedding(8, 4)
+class ShapedForCausalLM(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.model = ShapedModel()
+""",
+        ),
+    )
+    invalid = (
+        Example(
+            era="e2_stub",
+            expect=(Expected("EAG411", line=6, message="has no attribute 'model'"),),
+            source="""
+from torch import nn
+class GPTLikeModel(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.embed_tokens = nn.Embedding(8, 4)
+class GPTLikeLMHeadModel(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.transformer = GPTLikeModel()
+""",
+        ),
+        Example(
+            era="e2_stub",
+            expect=(
+                Expected("EAG412", line=6, message="as WteModel, which has none of embed_tokens"),
+            ),
+            source="""
+from torch import nn
+class WteModel(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.wte = nn.Embedding(8, 4)
+class WteForCausalLM(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.model = WteModel()
+""",
+        ),
+    )
+
+    def check(self, target: Target, ctx: RuleContext) -> Iterator[Finding]:
+        shape = ctx.contract.target_embedding
+        if shape is None:
+            return
+        # The proposer asks `supports_multimodal()`; before the protocol was read (0.10) the
+        # wrapper's own `get_language_model` says the same.
+        wrapper = target.is_multimodal or target.method("get_language_model") is not None
+        language = target.language_model if wrapper else target
+        if language is None or not _closed(language.mro):
+            return
+        path, cls = ctx.path(target.ref), target.ref.cls
+        where = f"{shape.path}:{shape.line}"
+        own = language is target
+        name = language.ref.name
+        of = "" if own else f" (its language model, {name})"
+        if not _provides(language, shape.holder):
+            raised = shape.holder_error or f"'{name}' object has no attribute '{shape.holder}'"
+            yield self.report(
+                "EAG411",
+                f"{target.ref.name}{of} has no `{shape.holder}`: the EAGLE proposer ({where}) "
+                f"reads it to share the target's embedding and raises AttributeError: {raised}, "
+                "after the weights are loaded.",
+                path,
+                cls.line,
+                cls.column,
+                hint=f"Keep the decoder in `self.{shape.holder}`, as vLLM's Llama does; adding "
+                "SupportsEagle3 alone does not make this target run.",
+            )
+            return
+        decoder = language.part(shape.holder)
+        if decoder is None:
+            return
+        if not _closed(decoder.mro) or any(_provides(decoder, a) for a in shape.embeddings):
+            return
+        built = decoder.ref.name
+        raised = shape.embedding_error or (
+            f"'{built}' object has no attribute '{shape.embeddings[0]}'"
+        )
+        yield self.report(
+            "EAG412",
+            f"{target.ref.name}{of} builds `{shape.holder}` as {built}, which has none of "
+            f"{', '.join(shape.embeddings)}: the EAGLE proposer ({where}) shares the target's "
+            f"embedding from it and raises AttributeError: {raised}.",
+            path,
+            cls.line,
+            cls.column,
+            hint=f"Name the decoder's input embedding {' or '.join(shape.embeddings)}.",
+        )
+
+
+def _closed(mro: list[ClassRef | ExternalRef]) -> bool:
+    """Every class of `mro` is read (or adds nothing), and none makes attributes up on access:
+    only then can an attribute be said to be missing."""
+    for entry in mro:
+        if isinstance(entry, ExternalRef):
+            if entry.text.rsplit(".", 1)[-1] not in OPAQUE_BASES:
+                return False
+        elif any(method in entry.cls.methods for method in DYNAMIC):
+            return False
+    return True
+
+
+def _provides(target: Target, name: str) -> bool:
+    """An instance of `target` may have attribute `name`: a method, property or class value in
+    its MRO, or an assignment to `self.<name>` in any of its classes' methods."""
+    return target.has_attribute(name) or any(
+        isinstance(e, ClassRef) and name in e.cls.assigned_attrs for e in target.mro
+    )
+
+
+RULES = [ProposerTargetShape]
