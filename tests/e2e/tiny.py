@@ -9,19 +9,19 @@ eagle3lint's environment: the end-to-end suite drives it through `runs.py`. Comm
     tiny.py generate TARGET_DIR [--head DIR]    greedy tokens, or the error vLLM raised
 
 Every command prints its result as one JSON object on a line of stdout that starts with
-`RESULT_PREFIX` (vLLM logs on after it).
+`RESULT_PREFIX` (vLLM logs on after it). Generation lives in `tiny_generate.py`: what decides a
+run's outcome besides the models' files, and so what the result cache is keyed by.
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
-import os
 import sys
-import traceback
 from pathlib import Path
 from typing import Any
+
+from tiny_generate import generate
 
 HIDDEN = 128
 HEADS = 4
@@ -31,8 +31,6 @@ VOCAB = 1024
 # Large enough that logits vary from token to token: with transformers' default 0.02 a tiny model
 # repeats one token, and equal token lists would prove little.
 INIT_RANGE = 0.5
-PROMPTS = ([1, 17, 230, 5, 911, 42, 3, 77], [600, 12, 12, 480, 9, 1000, 250, 31, 64, 2])
-MAX_TOKENS = 12
 RESULT_PREFIX = "eagle3lint-e2e-result: "
 
 
@@ -65,6 +63,17 @@ def _configs() -> dict[str, Any]:
             vocab_size=VOCAB,
             n_positions=512,
             initializer_range=INIT_RANGE,
+        ),
+        # OPT's decoder keeps its embedding in `decoder.embed_tokens` (EAG412).
+        "OPTForCausalLM": lambda n: tf.OPTConfig(
+            num_hidden_layers=n,
+            hidden_size=HIDDEN,
+            word_embed_proj_dim=HIDDEN,
+            ffn_dim=INTERMEDIATE,
+            num_attention_heads=HEADS,
+            vocab_size=VOCAB,
+            max_position_embeddings=512,
+            init_std=INIT_RANGE,
         ),
         "DeepseekV3ForCausalLM": lambda n: tf.DeepseekV3Config(
             num_hidden_layers=n,
@@ -102,11 +111,17 @@ def write_target(arch: str, folder: Path, layers: int) -> dict[str, Any]:
 
 
 def write_head(
-    target: Path, folder: Path, layer_ids: list[int] | None, draft_vocab: int | None
+    target: Path,
+    folder: Path,
+    layer_ids: list[int] | None,
+    draft_vocab: int | None,
+    changes: dict[str, Any],
 ) -> dict[str, Any]:
     """A random EAGLE-3 head for `target` in vLLM's `LlamaForCausalLMEagle3` layout: fc over three
     target hidden states, one decoder layer over [embedding, hidden], its own norm and lm_head
-    (and `d2t` when its vocabulary is reduced)."""
+    (and `d2t` when its vocabulary is reduced). `changes` is merged over the config's top level
+    (a null value removes the key) and leaves the weights as they are: a config that no longer
+    describes them is the point of such a head."""
     import torch
     from safetensors.torch import save_file
 
@@ -133,6 +148,11 @@ def write_head(
     }
     if layer_ids is not None:
         config["eagle_config"] = {"eagle_aux_hidden_state_layer_ids": layer_ids}
+    for key, value in changes.items():
+        if value is None:
+            config.pop(key, None)
+        else:
+            config[key] = value
     torch.manual_seed(1)
 
     def rand(*shape: int) -> torch.Tensor:
@@ -159,108 +179,7 @@ def write_head(
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "config.json").write_text(json.dumps(config, indent=1))
     save_file(weights, str(folder / "model.safetensors"))
-    return {"folder": str(folder), "layer_ids": layer_ids, "draft_vocab": draft}
-
-
-def generate(target: Path, head: Path | None) -> dict[str, Any]:
-    """Greedy tokens for `PROMPTS`, with EAGLE-3 speculation from `head` when given; or the
-    exception vLLM raised (its type, first line, and the innermost vLLM frame)."""
-    from vllm import LLM, SamplingParams
-
-    _strict_linear_widths()
-    speculative = (
-        {"method": "eagle3", "model": str(head), "num_speculative_tokens": 2} if head else None
-    )
-    try:
-        llm = LLM(
-            model=str(target),
-            skip_tokenizer_init=True,
-            speculative_config=speculative,
-            max_model_len=256,
-            max_num_seqs=2,
-            enforce_eager=True,
-            dtype="float32",
-            disable_log_stats=False,  # the drafts counter below
-            # One process (with VLLM_ENABLE_V1_MULTIPROCESSING=0): vLLM's own exception reaches
-            # this frame, not "Engine core initialization failed", and start-up is shorter.
-            distributed_executor_backend="uni",
-        )
-        outputs = llm.generate(
-            [{"prompt_token_ids": list(prompt)} for prompt in PROMPTS],
-            SamplingParams(max_tokens=MAX_TOKENS, temperature=0, detokenize=False),
-        )
-    except Exception as error:  # the point is to record it
-        return {"error": _described(error)}
-    tokens = [list(output.outputs[0].token_ids) for output in outputs]
-    return {"tokens": tokens, "drafts": _drafts(llm) if head else None, "overlaid": _overlaid()}
-
-
-def _overlaid() -> list[str]:
-    """The vLLM modules this process imported from repaired files (overlay/sitecustomize.py)."""
-    root = os.environ.get("EAGLE3LINT_E2E_OVERLAY")
-    if not root:
-        return []
-    return sorted(
-        name
-        for name, module in list(sys.modules.items())
-        if str(getattr(module, "__file__", "") or "").startswith(root)
-    )
-
-
-def _strict_linear_widths() -> None:
-    """Make every vLLM linear layer refuse an input of another width than it was built for.
-
-    vLLM's CPU matmul views its input as rows of the weight's width: a drafter whose fc gets
-    two aux states where it was built for three (default layer ids that collapse) runs on
-    garbage whenever the batch's token count happens to fit, and speculation being lossless the
-    tokens stay right. Seen with two prompts of 8 and 10 tokens on 0.32.0; a count that does
-    not fit raises `shape '[-1, 384]' is invalid`. This makes the outcome not depend on luck.
-    """
-    import torch
-    from vllm.model_executor.layers.linear import LinearBase
-
-    def check(module: torch.nn.Module, args: tuple[Any, ...]) -> None:
-        if not isinstance(module, LinearBase) or not args:
-            return
-        width = getattr(args[0], "shape", (None,))[-1]
-        if width is not None and width != module.input_size:
-            raise RuntimeError(
-                f"{type(module).__name__} got inputs of width {width}, "
-                f"built for {module.input_size}"
-            )
-
-    torch.nn.modules.module.register_module_forward_pre_hook(check)
-
-
-def _drafts(llm: Any) -> int | None:
-    """How many times the drafter proposed tokens: proof that speculation ran (random heads are
-    rarely accepted, which greedy decoding makes harmless). None where this release has no
-    such counter."""
-    try:
-        metrics = llm.get_metrics()
-    except Exception:  # releases without LLM.get_metrics
-        return None
-    counts = [m.value for m in metrics if m.name == "vllm:spec_decode_num_drafts"]
-    return int(sum(counts)) if counts else None
-
-
-def _described(error: BaseException) -> dict[str, Any]:
-    """The innermost cause (vLLM wraps worker errors) with where vLLM raised it."""
-    while error.__cause__ is not None:
-        error = error.__cause__
-    frames = [
-        frame for frame in traceback.extract_tb(error.__traceback__) if "vllm" in frame.filename
-    ]
-    where = (
-        f"{frames[-1].filename.split('site-packages/')[-1]}:{frames[-1].lineno}" if frames else ""
-    )
-    lines = str(error).strip().splitlines()
-    message = lines[0] if lines else ""
-    details = getattr(error, "errors", None)  # pydantic: "1 validation error for X", then why
-    if callable(details):
-        with contextlib.suppress(Exception):  # not pydantic's errors() after all
-            message = str(details()[0]["msg"]).splitlines()[0]
-    return {"type": type(error).__name__, "message": message, "where": where}
+    return {"folder": str(folder), "layer_ids": layer_ids, "draft_vocab": draft, "changes": changes}
 
 
 def main(argv: list[str]) -> int:
@@ -275,6 +194,7 @@ def main(argv: list[str]) -> int:
     head.add_argument("folder", type=Path)
     head.add_argument("--layer-ids", type=int, nargs="*")
     head.add_argument("--draft-vocab", type=int)
+    head.add_argument("--config", type=json.loads, default={}, help="JSON merged over the config")
     run = commands.add_parser("generate")
     run.add_argument("target", type=Path)
     run.add_argument("--head", type=Path)
@@ -282,7 +202,7 @@ def main(argv: list[str]) -> int:
     if args.command == "target":
         result = write_target(args.arch, args.folder, args.layers)
     elif args.command == "head":
-        result = write_head(args.target, args.folder, args.layer_ids, args.draft_vocab)
+        result = write_head(args.target, args.folder, args.layer_ids, args.draft_vocab, args.config)
     else:
         result = generate(args.target, args.head)
     print(RESULT_PREFIX + json.dumps(result), flush=True)

@@ -1,0 +1,118 @@
+"""EAGLE-3 generation with vLLM's CPU build, for `tiny.py generate` (run in the CPU build's venv).
+
+Kept apart from the model builders: `runs.py` keys its result cache on this file and the models'
+bytes, so a new architecture recipe in `tiny.py` does not make every kept outcome stale.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import traceback
+from pathlib import Path
+from typing import Any
+
+PROMPTS = ([1, 17, 230, 5, 911, 42, 3, 77], [600, 12, 12, 480, 9, 1000, 250, 31, 64, 2])
+MAX_TOKENS = 12
+
+
+def generate(target: Path, head: Path | None) -> dict[str, Any]:
+    """Greedy tokens for `PROMPTS`, with EAGLE-3 speculation from `head` when given; or the
+    exception vLLM raised (its type, first line, and the innermost vLLM frame)."""
+    from vllm import LLM, SamplingParams
+
+    _strict_linear_widths()
+    speculative = (
+        {"method": "eagle3", "model": str(head), "num_speculative_tokens": 2} if head else None
+    )
+    try:
+        llm = LLM(
+            model=str(target),
+            skip_tokenizer_init=True,
+            speculative_config=speculative,
+            max_model_len=256,
+            max_num_seqs=2,
+            enforce_eager=True,
+            dtype="float32",
+            disable_log_stats=False,  # the drafts counter below
+            # One process (with VLLM_ENABLE_V1_MULTIPROCESSING=0): vLLM's own exception reaches
+            # this frame, not "Engine core initialization failed", and start-up is shorter.
+            distributed_executor_backend="uni",
+        )
+        outputs = llm.generate(
+            [{"prompt_token_ids": list(prompt)} for prompt in PROMPTS],
+            SamplingParams(max_tokens=MAX_TOKENS, temperature=0, detokenize=False),
+        )
+    except Exception as error:  # the point is to record it
+        return {"error": _described(error)}
+    tokens = [list(output.outputs[0].token_ids) for output in outputs]
+    return {"tokens": tokens, "drafts": _drafts(llm) if head else None, "overlaid": _overlaid()}
+
+
+def _overlaid() -> list[str]:
+    """The vLLM modules this process imported from repaired files (overlay/sitecustomize.py)."""
+    root = os.environ.get("EAGLE3LINT_E2E_OVERLAY")
+    if not root:
+        return []
+    return sorted(
+        name
+        for name, module in list(sys.modules.items())
+        if str(getattr(module, "__file__", "") or "").startswith(root)
+    )
+
+
+def _strict_linear_widths() -> None:
+    """Make every vLLM linear layer refuse an input of another width than it was built for.
+
+    vLLM's CPU matmul views its input as rows of the weight's width: a drafter whose fc gets
+    two aux states where it was built for three (default layer ids that collapse) runs on
+    garbage whenever the batch's token count happens to fit, and speculation being lossless the
+    tokens stay right. Seen with two prompts of 8 and 10 tokens on 0.32.0; a count that does
+    not fit raises `shape '[-1, 384]' is invalid`. This makes the outcome not depend on luck.
+    """
+    import torch
+    from vllm.model_executor.layers.linear import LinearBase
+
+    def check(module: torch.nn.Module, args: tuple[Any, ...]) -> None:
+        if not isinstance(module, LinearBase) or not args:
+            return
+        width = getattr(args[0], "shape", (None,))[-1]
+        if width is not None and width != module.input_size:
+            raise RuntimeError(
+                f"{type(module).__name__} got inputs of width {width}, "
+                f"built for {module.input_size}"
+            )
+
+    torch.nn.modules.module.register_module_forward_pre_hook(check)
+
+
+def _drafts(llm: Any) -> int | None:
+    """How many times the drafter proposed tokens: proof that speculation ran (random heads are
+    rarely accepted, which greedy decoding makes harmless). None where this release has no
+    such counter."""
+    try:
+        metrics = llm.get_metrics()
+    except Exception:  # releases without LLM.get_metrics
+        return None
+    counts = [m.value for m in metrics if m.name == "vllm:spec_decode_num_drafts"]
+    return int(sum(counts)) if counts else None
+
+
+def _described(error: BaseException) -> dict[str, Any]:
+    """The innermost cause (vLLM wraps worker errors) with where vLLM raised it."""
+    while error.__cause__ is not None:
+        error = error.__cause__
+    frames = [
+        frame for frame in traceback.extract_tb(error.__traceback__) if "vllm" in frame.filename
+    ]
+    where = (
+        f"{frames[-1].filename.split('site-packages/')[-1]}:{frames[-1].lineno}" if frames else ""
+    )
+    lines = str(error).strip().splitlines()
+    message = lines[0] if lines else ""
+    details = getattr(error, "errors", None)  # pydantic: "1 validation error for X", then why
+    if callable(details):
+        with contextlib.suppress(Exception):  # not pydantic's errors() after all
+            message = str(details()[0]["msg"]).splitlines()[0]
+    return {"type": type(error).__name__, "message": message, "where": where}
