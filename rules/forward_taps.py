@@ -348,6 +348,23 @@ class StreamForCausalLM(nn.Module, SupportsEagle3):
                 fix_refused=plan.refusal or "",
             )
             return
+        if not any(each.taps for each in forward.loops):
+            # A tap before (or after) the loop captures one stream, the embeddings entering
+            # the first layer: the default ids ask for three layers inside the loop.
+            yield self.report(
+                "EAG301",
+                f"{where.name}.forward collects aux hidden states only outside its layer loop "
+                "(the stream before the first layer or after the last): the layers the runner "
+                "asks for are never captured, and it returns fewer aux states than the drafter "
+                "takes.",
+                path,
+                loop.line,
+                loop.column,
+                hint="Collect the stream entering each layer listed in "
+                "self.aux_hidden_state_layers inside the loop.",
+                fix_refused="the forward already collects outside its loop: a tap added to the "
+                "loop could capture a layer twice, so the in-loop tap is left to you",
+            )
         yield from self._tap_values(where, forward, conventions, taps, path)
         mro = owner.classes_of(inner)
         initialised = any(AUX_ATTR in e.cls.init_assigns or AUX_ATTR in e.cls.attrs for e in mro)

@@ -336,3 +336,26 @@ def test_version_conditions_take_the_branch_this_python_runs(
     summary = summarize(source, "vllm/model_executor/models/m.py")
     bases = summary.classes["Model"].bases
     assert ("SupportsEagle3" in bases) is runs_first_branch
+
+
+def test_0_33_qwen2_without_its_in_loop_tap_is_blocked(release_copy: Callable) -> None:
+    """Issue 28: with only the pre-loop tap left (the stream entering the first layer), Qwen2
+    captures one state where the runner asks for three; the pre-loop tap once passed for the
+    loop's."""
+    root = release_copy("0.33.0")
+    model = root / "model_executor" / "models" / "qwen2.py"
+    in_loop = (
+        "            self._maybe_add_hidden_state(\n"
+        "                aux_hidden_states, idx + 1, hidden_states, residual\n"
+        "            )\n"
+    )
+    text = model.read_text()
+    assert text.count(in_loop) == 1
+    _, before = check(str(root), "--arch", "Qwen2ForCausalLM", "--no-cache")
+    assert before["targets"][0]["eagle3_ready"] is True
+    model.write_text(text.replace(in_loop, ""))
+    _, after = check(str(root), "--arch", "Qwen2ForCausalLM", "--no-cache")
+    [target] = after["targets"]
+    [finding] = [f for f in target["findings"] if f["severity"] == "error"]
+    assert finding["code"] == "EAG301" and "only outside its layer loop" in finding["message"]
+    assert not finding["fixable"]
