@@ -145,8 +145,8 @@ class Workbench:
             digest.update(part if isinstance(part, bytes) else part.encode())
         for folder in (target, head):
             if folder is not None:
-                digest.update((folder / "config.json").read_bytes())
-                digest.update((folder / "model.safetensors").read_bytes())
+                for path in sorted(folder.glob("*.json")) + sorted(folder.glob("*.safetensors")):
+                    digest.update(path.name.encode() + path.read_bytes())
         if overlay is not None:
             digest.update((OVERLAY_SITE / "sitecustomize.py").read_bytes())
             for path in sorted(overlay.rglob("*.py")):

@@ -18,17 +18,14 @@ fails once eagle3lint agrees, so the list cannot go stale.
 from __future__ import annotations
 
 import filecmp
-import re
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from builds import Release
-from runs import CANNOT, Outcome, record
+from judge import did, disagreement, said
+from runs import CANNOT, record
 from venvs import CPU_BUILD_RELEASES
-
-from eagle3lint.findings import Severity
-from eagle3lint.report.model import TargetResult
 
 SAMPLE: dict[str, tuple[str, ...]] = {
     "0.16.0": (
@@ -136,60 +133,12 @@ def test_the_verdict_is_what_the_cpu_build_does(release: Release, arch: str) -> 
         record(version, "verdict", arch, CANNOT, "-", speculative.describe())
         return
     verdict = release.verdict(arch, target)
-    disagreement = _disagreement(verdict, plain, speculative)
+    differs = disagreement(verdict, plain, speculative)
     known = KNOWN_DISAGREEMENTS.get((version, arch))
     if known is None:
-        assert disagreement is None, f"{arch} on {version}: {disagreement}"
+        assert differs is None, f"{arch} on {version}: {differs}"
     else:
-        assert disagreement is not None, f"{arch} on {version} agrees now: drop it from the list"
+        assert differs is not None, f"{arch} on {version} agrees now: drop it from the list"
         assert speculative.raised() == known, f"{arch} on {version}: {speculative.describe()}"
     status = "agree" if known is None else "known disagreement"
-    record(version, "verdict", arch, status, _said(verdict), _did(plain, speculative))
-
-
-def _said(verdict: TargetResult) -> str:
-    """eagle3lint's verdict in a few words: ready, or blocked with its error codes."""
-    if verdict.eagle3_ready:
-        return "ready"
-    return "blocked: " + ", ".join(f.code for f in verdict.findings if f.severity is Severity.ERROR)
-
-
-def _did(plain: Outcome, speculative: Outcome) -> str:
-    """What the EAGLE-3 run did, against the plain run."""
-    if not speculative.ran:
-        return speculative.describe()
-    same = "the plain run's tokens" if speculative.tokens == plain.tokens else "other tokens"
-    return f"ran ({speculative.runner}), {speculative.drafts} drafts, {same}"
-
-
-def _disagreement(verdict: TargetResult, plain: Outcome, speculative: Outcome) -> str | None:
-    """How eagle3lint's verdict and the runs disagree, or None when they agree."""
-    errors = [f for f in verdict.findings if f.severity is Severity.ERROR]
-    if verdict.eagle3_ready:
-        if not speculative.ran:
-            return f"eagle3lint: ready; vLLM: {speculative.describe()}"
-        if speculative.tokens != plain.tokens:
-            return f"eagle3lint: ready; tokens {speculative.tokens} differ from {plain.tokens}"
-        if speculative.drafts == 0:
-            return "eagle3lint: ready; vLLM ran but its drafter never proposed a token"
-        return None
-    if verdict.eagle3_ready is None:
-        return "eagle3lint: unverified although the checkpoint's config was given"
-    codes = ", ".join(f.code for f in errors)
-    if speculative.ran:
-        return f"eagle3lint: blocked ({codes}); vLLM ran with EAGLE-3"
-    if not any(_names(finding.message, speculative.error or {}) for finding in errors):
-        return f"eagle3lint: blocked ({codes}), none naming vLLM's {speculative.describe()}"
-    return None
-
-
-def _names(message: str, error: dict[str, str]) -> bool:
-    """Whether a finding's message names vLLM's error: a message it quotes ('...', where `[...]`
-    stands for what the release lists) is in vLLM's, or it says vLLM raises that exception
-    type."""
-    raised, kind = error.get("message", ""), error.get("type", "")
-    for quote in re.findall(r"'([^']{12,})'", message):
-        pattern = ".*".join(re.escape(part) for part in quote.split("[...]"))
-        if re.search(pattern, raised):
-            return True
-    return bool(kind) and kind in message
+    record(version, "verdict", arch, status, said(verdict), did(plain, speculative))

@@ -96,13 +96,77 @@ def _configs() -> dict[str, Any]:
     }
 
 
+SMALL = {
+    "hidden_size": HIDDEN,
+    "d_model": HIDDEN,
+    "n_embd": HIDDEN,
+    "intermediate_size": INTERMEDIATE,
+    "ffn_hidden_size": INTERMEDIATE,
+    "num_attention_heads": HEADS,
+    "n_head": HEADS,
+    "num_key_value_heads": KV_HEADS,
+    "head_dim": HIDDEN // HEADS,
+    "vocab_size": VOCAB,
+    "max_position_embeddings": 512,
+    "n_positions": 512,
+    "num_experts": 4,
+    "num_local_experts": 4,
+    "n_routed_experts": 4,
+    "num_experts_per_tok": 2,
+    "moe_intermediate_size": 64,
+    "tie_word_embeddings": False,
+}
+"""Generic small sizes for a config built from transformers' own defaults: each is set only
+where the config has that attribute (in its text config too)."""
+LAYER_COUNTS = ("num_hidden_layers", "n_layer", "num_layers")
+CONFIG_ONLY = "config-only"
+"""What `write_target` reports for a generic recipe: no weights, vLLM's dummy loader fills them."""
+
+
+def generic_config(arch: str, layers: int) -> Any:
+    """`arch`'s transformers config with its defaults shrunk (`SMALL`), found through
+    transformers' auto mappings (architecture class name → model_type); raises LookupError
+    naming why there is none."""
+    from transformers import AutoConfig
+    from transformers.models.auto import modeling_auto
+
+    model_types = {
+        name: model_type
+        for mapping in dir(modeling_auto)
+        if mapping.endswith("_MAPPING_NAMES")
+        for model_type, names in getattr(modeling_auto, mapping).items()
+        for name in (names if isinstance(names, tuple | list) else (names,))
+    }
+    if arch not in model_types:
+        raise LookupError(f"transformers has no config class for {arch}")
+    config = AutoConfig.for_model(model_types[arch])
+    parts = [config, *(getattr(config, k) for k in ("text_config",) if hasattr(config, k))]
+    for part in parts:
+        for key, value in SMALL.items():
+            if hasattr(part, key) and getattr(part, key) is not None:
+                setattr(part, key, value)
+        for key in LAYER_COUNTS:
+            if isinstance(getattr(part, key, None), int):
+                setattr(part, key, layers)
+    return config
+
+
 def write_target(arch: str, folder: Path, layers: int) -> dict[str, Any]:
-    """A random `arch` model of `layers` layers in `folder` (config.json + safetensors), written
-    by transformers so the weight names are the checkpoint names vLLM loads."""
+    """A random `arch` model of `layers` layers in `folder`: with a recipe of `_configs()`, its
+    config.json and safetensors written by transformers (the weight names are the checkpoint
+    names vLLM loads); otherwise `generic_config` alone, config.json without weights, which
+    `tiny_generate` runs with vLLM's dummy loader."""
     import torch
     import transformers as tf
 
-    config = _configs()[arch](layers)
+    recipes = _configs()
+    if arch not in recipes:
+        config = generic_config(arch, layers)
+        config.architectures = [arch]
+        folder.mkdir(parents=True, exist_ok=True)
+        config.to_json_file(str(folder / "config.json"))
+        return {"arch": arch, "layers": layers, "folder": str(folder), "weights": CONFIG_ONLY}
+    config = recipes[arch](layers)
     config.architectures = [arch]
     torch.manual_seed(0)
     model = tf.AutoModelForCausalLM.from_config(config, torch_dtype=torch.float32)

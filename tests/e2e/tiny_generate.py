@@ -19,8 +19,11 @@ MAX_TOKENS = 12
 
 def generate(target: Path, head: Path | None) -> dict[str, Any]:
     """Greedy tokens for `PROMPTS`, with EAGLE-3 speculation from `head` when given; or the
-    exception vLLM raised (its type, first line, and the innermost vLLM frame)."""
+    exception vLLM raised (its type, first line, and the innermost vLLM frame). A target folder
+    without weights (a config alone) is run with vLLM's dummy loader, the head then too."""
     from vllm import LLM, SamplingParams
+
+    weights = any(target.glob("*.safetensors"))
 
     _strict_linear_widths()
     speculative = (
@@ -35,6 +38,7 @@ def generate(target: Path, head: Path | None) -> dict[str, Any]:
             max_num_seqs=2,
             enforce_eager=True,
             dtype="float32",
+            load_format="auto" if weights else "dummy",
             disable_log_stats=False,  # the drafts counter below
             # One process (with VLLM_ENABLE_V1_MULTIPROCESSING=0): vLLM's own exception reaches
             # this frame, not "Engine core initialization failed", and start-up is shorter.

@@ -1,0 +1,59 @@
+"""How an eagle3lint verdict and a CPU-build run are held against each other: the one judgment
+the end-to-end tests and the sweep (`sweep.py`) share."""
+
+from __future__ import annotations
+
+import re
+
+from runs import Outcome
+
+from eagle3lint.findings import Severity
+from eagle3lint.report.model import TargetResult
+
+
+def said(verdict: TargetResult) -> str:
+    """eagle3lint's verdict in a few words: ready, or blocked with its error codes."""
+    if verdict.eagle3_ready:
+        return "ready"
+    return "blocked: " + ", ".join(f.code for f in verdict.findings if f.severity is Severity.ERROR)
+
+
+def did(plain: Outcome, speculative: Outcome) -> str:
+    """What the EAGLE-3 run did, against the plain run."""
+    if not speculative.ran:
+        return speculative.describe()
+    same = "the plain run's tokens" if speculative.tokens == plain.tokens else "other tokens"
+    return f"ran ({speculative.runner}), {speculative.drafts} drafts, {same}"
+
+
+def disagreement(verdict: TargetResult, plain: Outcome, speculative: Outcome) -> str | None:
+    """How eagle3lint's verdict and the runs disagree, or None when they agree."""
+    errors = [f for f in verdict.findings if f.severity is Severity.ERROR]
+    if verdict.eagle3_ready:
+        if not speculative.ran:
+            return f"eagle3lint: ready; vLLM: {speculative.describe()}"
+        if speculative.tokens != plain.tokens:
+            return f"eagle3lint: ready; tokens {speculative.tokens} differ from {plain.tokens}"
+        if speculative.drafts == 0:
+            return "eagle3lint: ready; vLLM ran but its drafter never proposed a token"
+        return None
+    if verdict.eagle3_ready is None:
+        return "eagle3lint: unverified although the checkpoint's config was given"
+    codes = ", ".join(f.code for f in errors)
+    if speculative.ran:
+        return f"eagle3lint: blocked ({codes}); vLLM ran with EAGLE-3"
+    if not any(names(finding.message, speculative.error or {}) for finding in errors):
+        return f"eagle3lint: blocked ({codes}), none naming vLLM's {speculative.describe()}"
+    return None
+
+
+def names(message: str, error: dict[str, str]) -> bool:
+    """Whether a finding's message names vLLM's error: a message it quotes ('...', where `[...]`
+    stands for what the release lists) is in vLLM's, or it says vLLM raises that exception
+    type."""
+    raised, kind = error.get("message", ""), error.get("type", "")
+    for quote in re.findall(r"'([^']{12,})'", message):
+        pattern = ".*".join(re.escape(part) for part in quote.split("[...]"))
+        if re.search(pattern, raised):
+            return True
+    return bool(kind) and kind in message

@@ -1,0 +1,142 @@
+"""The end-to-end sweep: every registered target architecture of one vLLM CPU build, run tiny.
+
+    python tests/e2e/sweep.py 0.32.0 [--arch ARCH ...] [--limit N] [--hours H]
+
+For each architecture `check --require '*'` calls a target: a tiny target (the recipes of
+`tiny.py`, else transformers' own config with small sizes and vLLM's dummy weights) runs plain
+and with a random EAGLE-3 head, and eagle3lint's verdict (`check --arch ARCH --hf-config`) is
+held against what happened, as the end-to-end tests do (`judge.py`). Each decided case goes to
+`docs/e2e-sweep/<release>.json` as soon as it is known, so a sweep can stop and resume (runs are
+kept by `runs.py`); `docs/e2e-sweep/README.md` is rendered from those files with the coverage per
+release. It takes about three minutes per architecture on two cores: the CI sample is in
+`test_e2e_verdicts.py`, this is its full counterpart.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+# Run as a script: the test folders are not on the path as they are under pytest.
+sys.path[:0] = [str(Path(__file__).resolve().parent), str(Path(__file__).resolve().parents[1])]
+
+from builds import Release  # noqa: E402
+from judge import did, disagreement, said  # noqa: E402
+from runs import CANNOT, Workbench  # noqa: E402
+from venvs import VLLM_CPU, installed_package, runtime_root  # noqa: E402
+
+from eagle3lint.engine import CheckOptions, run_check  # noqa: E402
+
+OUT = Path(__file__).resolve().parents[2] / "docs" / "e2e-sweep"
+CANNOT_BUILD = "cannot build"
+"""No tiny target could be made: transformers has no config class for it, or building it
+failed (the reason is kept)."""
+STATUSES = ("agree", "disagree", CANNOT, CANNOT_BUILD)
+
+
+def targets(tree: Path) -> list[str]:
+    """The registered architectures eagle3lint calls targets in `tree` (no platform variant)."""
+    report = run_check(CheckOptions(paths=[tree], require=["*"])).report
+    return sorted({t.arch for t in report.targets if t.is_target and t.registered})
+
+
+def decide(release: Release, arch: str) -> dict[str, str]:
+    """One architecture's case: its status and what each side said."""
+    bench = release.bench
+    try:
+        target = bench.target(arch)
+    except AssertionError as error:  # tiny.py gave no result: the last lines say why
+        reason = [line for line in str(error).splitlines() if line.strip()][-1]
+        return _case(arch, CANNOT_BUILD, "-", reason[:300])
+    plain = bench.generate(target)
+    if not plain.ran:
+        return _case(arch, CANNOT, "-", f"plain run: {plain.describe()}")
+    speculative = bench.generate(target, bench.head(target))
+    verdict = release.verdict(arch, target)
+    differs = disagreement(verdict, plain, speculative)
+    vllm = did(plain, speculative)
+    if not (target / "model.safetensors").is_file():
+        vllm += " (dummy weights)"
+    return _case(arch, "agree" if differs is None else "disagree", said(verdict), differs or vllm)
+
+
+def _case(arch: str, status: str, eagle3lint: str, vllm: str) -> dict[str, str]:
+    return {"arch": arch, "status": status, "eagle3lint": eagle3lint, "vllm": vllm}
+
+
+def render(folder: Path) -> str:
+    """docs/e2e-sweep/README.md: coverage per release, then every case."""
+    lines = [
+        "# End-to-end sweep",
+        "",
+        "Every registered target architecture of a vLLM CPU build, run tiny with and without a "
+        "random EAGLE-3 head and held against eagle3lint's verdict (`tests/e2e/sweep.py`; "
+        "rendered from the JSON files beside this page). *decided* counts the cases where the "
+        "CPU build ran far enough to decide EAGLE-3.",
+        "",
+        "| release | targets | swept | decided | agree | disagree | cannot run on CPU "
+        "| cannot build |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    sections = []
+    for path in sorted(folder.glob("*.json")):
+        data = json.loads(path.read_text())
+        cases = data["cases"]
+        count = {s: sum(c["status"] == s for c in cases) for s in STATUSES}
+        decided = count["agree"] + count["disagree"]
+        lines.append(
+            f"| {data['release']} | {data['targets']} | {len(cases)} | {decided} "
+            f"| {count['agree']} | {count['disagree']} | {count[CANNOT]} | {count[CANNOT_BUILD]} |"
+        )
+        sections += [f"\n## vLLM {data['release']}\n", "| arch | status | eagle3lint | vLLM |"]
+        sections.append("|---|---|---|---|")
+        sections += [
+            f"| {c['arch']} | {c['status']} | {c['eagle3lint']} | {_cell(c['vllm'])} |"
+            for c in sorted(cases, key=lambda c: c["arch"])
+        ]
+    return "\n".join(lines + sections) + "\n"
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="sweep.py", description=__doc__.split("\n\n")[0])
+    parser.add_argument("release")
+    parser.add_argument("--arch", action="append", help="only these architectures")
+    parser.add_argument("--limit", type=int, help="stop after deciding this many new cases")
+    parser.add_argument("--hours", type=float, help="stop starting new cases after this long")
+    args = parser.parse_args(argv)
+    OUT.mkdir(parents=True, exist_ok=True)
+    out = OUT / f"{args.release}.json"
+    tree = installed_package(args.release, VLLM_CPU)
+    everything = targets(tree)
+    kept = json.loads(out.read_text())["cases"] if out.is_file() else []
+    done = {c["arch"] for c in kept}
+    todo = [a for a in (args.arch or everything) if a not in done]
+    scratch = runtime_root() / "e2e-sweep" / args.release
+    scratch.mkdir(parents=True, exist_ok=True)
+    release = Release(args.release, Workbench(args.release, scratch), tree)
+    start = time.monotonic()
+    for count, arch in enumerate(todo):
+        over = args.hours is not None and time.monotonic() - start > args.hours * 3600
+        if over or (args.limit is not None and count >= args.limit):
+            break
+        case = decide(release, arch)
+        print(f"{arch}: {case['status']}: {case['vllm'][:160]}", flush=True)
+        kept.append(case)
+        data = {"release": args.release, "targets": len(everything), "cases": kept}
+        with tempfile.NamedTemporaryFile("w", dir=OUT, delete=False, suffix=".partial") as f:
+            f.write(json.dumps(data, indent=1) + "\n")
+        Path(f.name).replace(out)
+    (OUT / "README.md").write_text(render(OUT))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
