@@ -17,6 +17,7 @@ run's outcome besides the models' files, and so what the result cache is keyed b
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 from pathlib import Path
@@ -149,7 +150,9 @@ def generic_config(arch: str, layers: int) -> Any:
     for part in parts:
         for key, value in SMALL.items():
             if hasattr(part, key) and getattr(part, key) is not None:
-                setattr(part, key, value)
+                # A derived attribute (Falcon's `head_dim`) is a property without a setter.
+                with contextlib.suppress(AttributeError):
+                    setattr(part, key, value)
         counts = [k for k in LAYER_COUNTS if isinstance(getattr(part, k, None), int)]
         if not counts:
             continue
