@@ -13,11 +13,18 @@ from typing import Any
 
 from eagle3lint.baseline import Baseline
 from eagle3lint.checkrun.inputs import nothing_found, unique, workspace_errors
-from eagle3lint.checkrun.intent import Intent, as_asked, label, readiness
+from eagle3lint.checkrun.intent import (
+    Intent,
+    as_asked,
+    for_default_runner,
+    label,
+    readiness,
+    runner_readiness,
+)
 from eagle3lint.checkrun.judging import instantiate, judge
 from eagle3lint.checkrun.selection import select_targets, tree_contract, unread_contract
 from eagle3lint.checkrun.shown import Shown
-from eagle3lint.engines import Contract, Role, Target
+from eagle3lint.engines import Contract, Role, Target, default_runner
 from eagle3lint.findings import Finding
 from eagle3lint.fixability import plan_for_check
 from eagle3lint.hf_config import read_config_json, text_model_type
@@ -160,12 +167,14 @@ def _checked(
         None if options.archs else lambda code: selected(code, options.select, options.ignore),
         index.source_bytes,
     )
+    by_runner = [runner_readiness(t, f) for t, f in zip(targets, per_target, strict=True)]
+    per_target = [for_default_runner(t, f) for t, f in zip(targets, per_target, strict=True)]
     asked = Intent(options.archs, ctx.hf_architectures, options.require)
     excluder = excluder_for(options)
     required = [asked.about(t) for t in targets]
     fix_plan = _fix_plan(options, workspace, index, excluder, targets, per_target, required)
     shown = Shown(index, _baseline(options, index), excluder, report_paths)
-    results, reported = _results(targets, per_target, required, fix_plan, shown)
+    results, reported = _results(targets, per_target, by_runner, required, fix_plan, shown)
     errors += shown.errors(reported)
     folders = [p for p in options.paths if os.path.isdir(p)]
     if not targets and not errors and workspace.extra_roots and folders:
@@ -244,6 +253,7 @@ def _baseline(options: CheckOptions, index: ProjectIndex) -> Baseline | None:
 def _results(
     targets: list[Target],
     per_target: list[list[Finding]],
+    by_runner: list[dict[str, bool | None] | None],
     required: list[bool],
     fix_plan: Plan,
     shown: Shown,
@@ -251,7 +261,9 @@ def _results(
     """The report's target results, and the targets they are of."""
     results = []
     reported: list[Target] = []
-    for target, findings, asked_about in zip(targets, per_target, required, strict=True):
+    for target, findings, ready_by_runner, asked_about in zip(
+        targets, per_target, by_runner, required, strict=True
+    ):
         ready = readiness(findings) if target.role is Role.TARGET else None
         unverified = [f for f in findings if f.unverified is not None]
         kept = shown.findings(target, as_asked(target, findings, asked_about, fix_plan))
@@ -274,6 +286,8 @@ def _results(
                 registered=target.registered,
                 pp_aux_relay=target.pp_aux_relay,
                 role=str(target.role),
+                runner=default_runner(target) if target.role is Role.TARGET else None,
+                ready_by_runner=ready_by_runner,
             )
         )
     return results, reported

@@ -57,6 +57,8 @@ class Finding:
     reason, or the repair plan's for its target (`codemod.plan`). Empty when fixable."""
     unverified: Unverified | None = field(default=None, compare=False)
     """Set on a remark that readiness depends on something the check cannot decide."""
+    runners: tuple[str, ...] = field(default=(), compare=False)
+    """The engine's model runners whose code path it is on; () for every runner."""
 
     @property
     def fixable(self) -> bool:
@@ -79,4 +81,5 @@ class Finding:
             "hint": self.hint,
             "fixable": self.fixable,
             "fix_refused": self.fix_refused or None,
+            "runners": list(self.runners) or None,
         }

@@ -179,10 +179,13 @@ class Rule:
         severity: Severity | None = None,
         fix_refused: str = "",
         unverified: Unverified | None = None,
+        runners: tuple[str, ...] = (),
     ) -> Finding:
         """The finding `code` at `path:line:column`. For a code `fix` repairs, `repair` is the
         edit it asks for, or, when there is none for this shape of code, `fix_refused` says
-        why (the finding then has no `[*]`)."""
+        why (the finding then has no `[*]`). `runners`: the model runners whose path it is on,
+        when not every runner's (a target whose default runner is not among them is judged
+        without it)."""
         spec = self._codes[code]
         if spec.fixable and repair is None and not fix_refused:
             fix_refused = "no automatic rewrite for this shape of code"
@@ -198,6 +201,7 @@ class Rule:
             repair=repair,
             fix_refused="" if repair is not None else fix_refused,
             unverified=unverified,
+            runners=runners,
         )
 
 

@@ -241,6 +241,7 @@ class MediaVLForConditionalGeneration(nn.Module, SupportsMultiModal):
         model_reads = {a for a in target.ref.file.config_reads if IMAGE_TOKEN_ATTR.match(a)}
         head = attribute.split(".")[0]
         where = f"{mapping.path}:{mapping.line}"
+        runners = ctx.contract.image_token_runners
         consequence = (
             f"the EAGLE proposer ({where}) reads target_model.config.{attribute} for "
             f"{name} and raises AttributeError after the weights are loaded"
@@ -299,6 +300,7 @@ class MediaVLForConditionalGeneration(nn.Module, SupportsMultiModal):
                 path,
                 cls.line,
                 cls.column,
+                runners=runners,
                 hint=hint,
                 repair=repair,
                 fix_refused=no_repair,
@@ -319,6 +321,7 @@ class MediaVLForConditionalGeneration(nn.Module, SupportsMultiModal):
                 path,
                 cls.line,
                 cls.column,
+                runners=runners,
                 hint=hint,
                 repair=repair,
                 fix_refused=no_repair,
@@ -338,6 +341,7 @@ class MediaVLForConditionalGeneration(nn.Module, SupportsMultiModal):
                 path,
                 cls.line,
                 cls.column,
+                runners=runners,
                 unverified=Unverified(what, f"the model reads another attribute; {why}"),
             )
             return
@@ -348,6 +352,7 @@ class MediaVLForConditionalGeneration(nn.Module, SupportsMultiModal):
             path,
             cls.line,
             cls.column,
+            runners=runners,
             fix_refused="no config class was read, so no attribute is known to point the "
             "proposer at",
             unverified=Unverified(what, why, DECIDE_WITH_CONFIG),

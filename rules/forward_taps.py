@@ -393,7 +393,8 @@ class StreamForCausalLM(nn.Module, SupportsEagle3):
                 forward.column,
                 hint="Return (hidden_states, aux_hidden_states) when the list is non-empty.",
             )
-        for each in forward.loops:
+        pp_runners = _pp_runners(owner, ctx)
+        for each in forward.loops if pp_runners is not None else ():
             if each.shape.slices_layers and each.shape.enumerate_start is None and each.taps:
                 yield self.report(
                     "EAG304",
@@ -405,6 +406,7 @@ class StreamForCausalLM(nn.Module, SupportsEagle3):
                     each.column,
                     hint="Use enumerate(islice(self.layers, self.start_layer, self.end_layer), "
                     "start=self.start_layer).",
+                    runners=pp_runners or (),
                 )
         requested = self.options.get("aux-layers")
         # Known requested ids settle EAG305: without layer 0 the None residual is never added,
@@ -476,6 +478,16 @@ class StreamForCausalLM(nn.Module, SupportsEagle3):
                     tap.column,
                     hint="Capture only names bound before the tap.",
                 )
+
+
+def _pp_runners(target: Target, ctx: RuleContext) -> tuple[str, ...] | None:
+    """The runners that run this decoder's taps under pipeline parallelism: () for every
+    runner; V1 alone where V2 refuses a decoder that does not relay its aux hidden states
+    (0.30 on); None where V2 is the only runner and refuses it."""
+    runners = ctx.contract.runners
+    if runners is None or not runners.v2_pp_needs_relay or target.pp_aux_relay:
+        return ()
+    return tuple(r for r in runners.present if r != "v2") or None
 
 
 RULES = [ForwardTaps]

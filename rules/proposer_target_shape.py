@@ -148,7 +148,12 @@ class WteForCausalLM(nn.Module):
     )
 
     def check(self, target: Target, ctx: RuleContext) -> Iterator[Finding]:
-        shape = ctx.contract.target_embedding
+        # Every runner reads `.model` and its embedding; the default runner's proposer is quoted.
+        shape = (
+            ctx.contract.embedding_for(target.runner)
+            if target.runner
+            else ctx.contract.target_embedding
+        )
         if shape is None:
             return
         # The proposer asks `supports_multimodal()`; before the protocol was read (0.10) the
@@ -185,15 +190,22 @@ class WteForCausalLM(nn.Module):
         raised = shape.embedding_error or (
             f"'{built}' object has no attribute '{shape.embeddings[0]}'"
         )
+        consequence = (
+            f"raises {shape.embedding_exception}: {raised}"
+            if shape.embedding_exception
+            else "finds nothing to share, so the drafter runs with its own embedding (never "
+            "loaded when its checkpoint has none, as EAGLE-3 heads sharing the target's)"
+        )
         yield self.report(
             "EAG412",
             f"{target.ref.name}{of} builds `{shape.holder}` as {built}, which has none of "
             f"{', '.join(shape.embeddings)}: the EAGLE proposer ({where}) shares the target's "
-            f"embedding from it and raises AttributeError: {raised}.",
+            f"embedding from it and {consequence}.",
             path,
             cls.line,
             cls.column,
             hint=f"Name the decoder's input embedding {' or '.join(shape.embeddings)}.",
+            severity=None if shape.embedding_exception else Severity.WARNING,
         )
 
 

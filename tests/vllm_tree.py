@@ -48,6 +48,7 @@ class LlamaModel(nn.Module):
     def __init__(self, *, vllm_config, prefix: str = "") -> None:
         super().__init__()
         config = vllm_config.model_config.hf_config
+        self.embed_tokens = nn.Embedding(8, 4)
         self.layers = nn.ModuleList(LlamaDecoderLayer() for _ in range(config.num_hidden_layers))
         self.norm = nn.LayerNorm(4)
 

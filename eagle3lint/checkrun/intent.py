@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from eagle3lint.engines import Role, Target
+from eagle3lint.engines import Role, Target, default_runner
 from eagle3lint.findings import Finding, Severity
 from eagle3lint.fixability import marked
 from eagle3lint.plans import Plan
@@ -37,6 +37,37 @@ def readiness(findings: list[Finding]) -> bool | None:
     if any(f.severity is Severity.ERROR for f in findings):
         return False
     return None if any(f.unverified is not None for f in findings) else True
+
+
+def runner_readiness(target: Target, findings: list[Finding]) -> dict[str, bool | None] | None:
+    """The verdict under each model runner that may run the target, when they differ (a
+    finding on one runner's path only, such as V1's image-token read); else None."""
+    if target.role is not Role.TARGET or default_runner(target) is None:
+        return None
+    verdicts = {
+        runner: readiness([f for f in findings if not f.runners or runner in f.runners])
+        for runner in target.runner_choices
+    }
+    return verdicts if len(set(verdicts.values())) > 1 else None
+
+
+def for_default_runner(target: Target, findings: list[Finding]) -> list[Finding]:
+    """A finding off the path of the runner that runs the target by default does not decide
+    its verdict: an error becomes a warning, and says under which runner it applies."""
+    default = default_runner(target)
+    if default is None:
+        return findings
+    return [
+        f
+        if not f.runners or default in f.runners
+        else replace(
+            f,
+            severity=Severity.WARNING if f.severity is Severity.ERROR else f.severity,
+            unverified=None,
+            message=f"{f.message} {target.off_runner_note(f.runners)}".rstrip(),
+        )
+        for f in findings
+    ]
 
 
 def demanded(findings: list[Finding]) -> list[Finding]:

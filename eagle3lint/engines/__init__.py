@@ -68,11 +68,28 @@ class Target(Protocol):
     def pp_aux_relay(self) -> bool | None:
         """Its decoder relays aux hidden states across pipeline ranks (None: no such relay)."""
 
+    @property
+    def runner(self) -> str | None:
+        """The engine's model runner that runs it by default, when the engine has several
+        (optional: a wing whose targets lack it has one runner, see `default_runner`)."""
+
+    @property
+    def runner_choices(self) -> tuple[str, ...]:
+        """Every model runner of the engine that may run it (one or none: no choice)."""
+
+    def off_runner_note(self, runners: tuple[str, ...]) -> str:
+        """How a finding on the path of `runners` only (not the default's) is qualified."""
+
     def modules(self) -> set[str]:
         """Every module whose code decides its verdict."""
 
     def depends_on(self) -> set[str]:
         """`modules()` and what could not be resolved into it."""
+
+
+def default_runner(target: Target) -> str | None:
+    """`target.runner`, for wings whose targets have it (the member came with face 1.2)."""
+    return getattr(target, "runner", None)
 
 
 class Contract(Protocol):

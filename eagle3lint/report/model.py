@@ -38,6 +38,11 @@ class TargetResult:
     """The user asked about it (--arch, --hf-config's architectures, require)."""
     role: str = "target"
     """`target`, `draft` or `pooling` (see `eagle3lint.engines.Role`)."""
+    runner: str | None = None
+    """The engine's model runner that runs the target by default (the verdict's), when the
+    engine has several."""
+    ready_by_runner: dict[str, bool | None] | None = None
+    """The verdict under each runner, when they differ; None when they agree."""
 
     @property
     def is_target(self) -> bool:
@@ -73,6 +78,8 @@ class TargetResult:
             "role": self.role,
             "implements_eagle3": self.implements_eagle3,
             "eagle3_ready": self.eagle3_ready,
+            "runner": self.runner,
+            "ready_by_runner": self.ready_by_runner,
             "unverified": [
                 f.unverified.to_json(f.code) for f in self.unverified if f.unverified is not None
             ],

@@ -171,6 +171,30 @@ def _statistics(shown: list[Located], console: Console) -> None:
         console.print(rich_text(f"{count:>5}  {code}  {mark} {names.get(code, '')}"))
 
 
+def _scope(report: Report, console: Console) -> None:
+    """What the verdicts are about: the model runner they follow (when the engine has several)
+    and the speculative methods whose target contract they cover."""
+    runners = Counter(t.runner for t in report.targets if t.runner)
+    parts = []
+    if runners:
+        shown = ", ".join(f"{name.upper()} for {n}" for name, n in sorted(runners.items()))
+        parts.append(
+            f"Verdicts follow the model runner {report.engine_label} picks by default ({shown})"
+        )
+        differ = sum(t.ready_by_runner is not None for t in report.targets)
+        if differ:
+            parts[-1] += (
+                f"; {plural(differ, 'verdict')} differ under another runner "
+                "(`ready_by_runner` in the JSON report)"
+            )
+    methods = getattr(report.contract, "methods", ())
+    if methods:
+        parts.append(f"the target contract gates {', '.join(methods)}")
+    if parts:
+        text = "; ".join(parts)
+        console.print(Text(text[0].upper() + text[1:] + ".", style="dim"))
+
+
 def _summary(report: Report, groups: list[Located], shown: list[Located], console: Console) -> None:
     contract = report.contract
     where = printable(f"{report.engine_label} {contract.version or '?'} ({contract.source})")
@@ -224,6 +248,7 @@ def _summary(report: Report, groups: list[Located], shown: list[Located], consol
                     style="dim",
                 )
             )
+    _scope(report, console)
     hidden = sum(g.finding.severity is Severity.INFO for g in groups) - severities[Severity.INFO]
     unclaimed = sum(not t.claims_eagle3 and not t.required for t in targets)
     if unclaimed:

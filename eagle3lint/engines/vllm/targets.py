@@ -13,7 +13,7 @@ from functools import cached_property
 
 from eagle3lint.config_classes import ConfigFacts, config_facts
 from eagle3lint.engines import Role
-from eagle3lint.engines.vllm.contract.model import KNOWN_GETTERS, Contract
+from eagle3lint.engines.vllm.contract.model import KNOWN_GETTERS, V2, Contract
 from eagle3lint.engines.vllm.contract.reader import PP_RELAY_FLAG
 from eagle3lint.engines.vllm.names import AUX_LAYERS_ATTR, DECODER_ATTR, LANGUAGE_MODEL_ATTR
 from eagle3lint.engines.vllm.registry import class_for_arch, registered_architectures
@@ -332,6 +332,41 @@ class Target:
             if isinstance(entry, ClassRef) and PP_RELAY_FLAG in entry.cls.attrs:
                 return entry.cls.attrs[PP_RELAY_FLAG].value == "True"
         return False
+
+    @cached_property
+    def runner(self) -> str | None:
+        """The model runner vLLM runs EAGLE-3 with for this architecture by default on CUDA;
+        None when the tree has no choice to make. Experts are told by the class
+        (`MixtureOfExperts`), where vLLM counts them in the checkpoint's config."""
+        runners = self.contract.runners
+        if runners is None or len(runners.present) < 2:
+            return None
+        names = {name.rsplit(".", 1)[-1] for name in self.decoder_owner.mro_names}
+        names |= {name.rsplit(".", 1)[-1] for name in self.mro_names}
+        kinds = frozenset(kind for kind, proto in MODEL_KINDS if proto in names)
+        return runners.default_for(self.arch, moe=MOE_PROTOCOL in names, kinds=kinds)
+
+    @property
+    def runner_choices(self) -> tuple[str, ...]:
+        runners = self.contract.runners
+        return runners.present if runners else ()
+
+    def off_runner_note(self, runners: tuple[str, ...]) -> str:
+        choice = self.contract.runners
+        if choice is None or self.runner is None:
+            return ""
+        only = " and ".join(f"model runner {r.upper()}" for r in runners)
+        default = self.runner.upper()
+        if choice.default == self.runner:
+            when = choice.when_v1() if self.runner == V2 else "VLLM_USE_V2_MODEL_RUNNER=1"
+        else:
+            when = f"VLLM_USE_V2_MODEL_RUNNER={'0' if self.runner == V2 else '1'}"
+        return f"(Only under {only}, which runs instead of the default {default} with {when}.)"
+
+
+MODEL_KINDS = (("hybrid", "IsHybrid"), ("attention-free", "IsAttentionFree"))
+"""The interfaces that make vLLM's `is_hybrid` and `is_attention_free` true for a class."""
+MOE_PROTOCOL = "MixtureOfExperts"
 
 
 def resolve_callee(target: Target, owner: ClassRef, callee: str) -> ClassRef | None:

@@ -21,6 +21,9 @@ import libcst as cst
 from eagle3lint.engines.vllm.contract.model import (
     GATE_FILES,
     PROPOSER_FILES,
+    V1,
+    V2,
+    V2_EAGLE_LOADER,
     Gate,
     ImageTokenBranch,
     ImageTokenMap,
@@ -178,7 +181,51 @@ def _raised_after(text: str, start: int) -> tuple[str | None, int]:
     return None, found.end()
 
 
-def read_target_embedding(vllm_dir: Path) -> TargetEmbedding | None:
+def read_target_embeddings(vllm_dir: Path) -> tuple[TargetEmbedding, ...]:
+    """What each model runner's EAGLE proposer reads from the target to share its embedding,
+    V1's first."""
+    found = (_v1_target_embedding(vllm_dir), _v2_target_embedding(vllm_dir))
+    return tuple(each for each in found if each is not None)
+
+
+_V2_HOLDER = re.compile(rf"""^\s*(\w+)\s*=\s*{_LANGUAGE_MODEL}\.(\w+)\s*$""", re.MULTILINE)
+_V2_RAISE = re.compile(r"""raise\s+(\w+Error)\(\s*((?:f?(?:"[^"\n]*"|'[^'\n]*')\s*)+)\)""")
+
+
+def _v2_target_embedding(vllm_dir: Path) -> TargetEmbedding | None:
+    """Model runner V2's `load_eagle_model`: `target_language_model.model` unguarded, then
+    `getattr(inner, "embed_tokens", None) or getattr(inner, "embedding", None)`; a missing
+    embedding raises (0.30 on: "... unavailable on this PP stage") or is silently not shared."""
+    path = vllm_dir / V2_EAGLE_LOADER
+    text = _read_if_there(path)
+    holder = _V2_HOLDER.search(text) if text else None
+    if text is None or holder is None:
+        return None
+    probe = re.compile(r"""getattr\(\s*\w+\s*,\s*["'](embed_tokens|embedding)["']\s*,\s*None""")
+    embeddings = tuple(dict.fromkeys(m.group(1) for m in probe.finditer(text)))
+    if not embeddings:
+        return None
+    missing = re.search(r"if\s+target_embed\s+is\s+None\s*:", text)
+    raised = _V2_RAISE.search(text, missing.end(), missing.end() + _NEAR) if missing else None
+    message = None
+    if raised is not None:
+        pieces = re.findall(r"""f?(?:"([^"\n]*)"|'([^'\n]*)')""", raised.group(2))
+        message = re.sub(
+            r"\{type\((\w+)\)\.__name__\}", "<drafter>", "".join(a or b for a, b in pieces)
+        )
+    return TargetEmbedding(
+        V2,
+        str(path),
+        text.count("\n", 0, holder.start()) + 1,
+        holder.group(2),
+        embeddings,
+        None,
+        message,
+        raised.group(1) if raised else "",
+    )
+
+
+def _v1_target_embedding(vllm_dir: Path) -> TargetEmbedding | None:
     """What the EAGLE proposer reads from the target's language model to share its embedding:
     `getattr(target_language_model, "model", None)` and then `hasattr(inner, "embed_tokens")`
     or `"embedding"` (0.16 on, each with its own `AttributeError`), the same probes on an
@@ -211,6 +258,7 @@ def read_target_embedding(vllm_dir: Path) -> TargetEmbedding | None:
                 continue
             embeddings, embedding_error = (direct.group(2),), None
         return TargetEmbedding(
+            V1,
             str(path),
             text.count("\n", 0, start) + 1,
             holder,

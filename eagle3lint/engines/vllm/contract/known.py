@@ -28,24 +28,32 @@ NEWEST_FIELDS = (
     "mixin_pp_relay",
     "multimodal_protocol",
     "image_tokens",
+    "target_embeddings",
+    "runners",
+    "methods",
 )
 """The facts `newest.json` keeps: what applies to a model file wherever the tree is (not the
 gate, whose file a model file never edits, nor where this copy was read)."""
 
 
 def contract_from_json(data: dict) -> Contract:
-    tokens = data.get("image_tokens")
-    if tokens is not None:
-        data = {**data, "image_tokens": {**tokens, "path": "vllm/" + tokens["path"]}}
+    data = dict(data)
+    for fact in _located(data):
+        fact["path"] = "vllm/" + fact["path"] if fact["path"] else ""
     return from_json(Contract, {**data, "source": "newest known", "root": ""})
 
 
 def contract_to_json(contract: Contract, vllm_root: str) -> dict:
-    data = to_json(contract)
-    tokens = data["image_tokens"]
-    if tokens is not None:
-        tokens["path"] = tokens["path"].removeprefix(vllm_root).lstrip("/")
-    return {name: data[name] for name in NEWEST_FIELDS}
+    data = {name: to_json(contract)[name] for name in NEWEST_FIELDS}
+    for fact in _located(data):
+        fact["path"] = fact["path"].removeprefix(vllm_root).lstrip("/")
+    return data
+
+
+def _located(data: dict) -> list[dict]:
+    """The facts of `data` that say in which file of the tree they were read."""
+    found = [data.get("image_tokens"), data.get("runners"), *data.get("target_embeddings", ())]
+    return [fact for fact in found if isinstance(fact, dict)]
 
 
 @cache

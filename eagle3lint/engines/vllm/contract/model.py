@@ -17,6 +17,8 @@ GATE_FILES = ("config/speculative.py", "config.py")
 """Where the model_type allow-list lives (`config.py` in 0.10's single-file config)."""
 PROPOSER_FILES = ("v1/spec_decode/llm_base_proposer.py", "v1/spec_decode/eagle.py")
 """Where the proposer's image-token mapping and embedding sharing live (moved in 0.20)."""
+V2_EAGLE_LOADER = "v1/worker/gpu/spec_decode/eagle/utils.py"
+"""Where model runner V2 loads the EAGLE drafter and shares the target's embedding."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,12 +66,78 @@ class ImageTokenMap:
         return any(class_name in branch.classes for branch in self.branches)
 
 
+V1 = "v1"
+"""Model runner V1 (`v1/worker/gpu_model_runner.py`, proposer `v1/spec_decode/`)."""
+V2 = "v2"
+"""Model runner V2 (`v1/worker/gpu/model_runner.py`, speculators `v1/worker/gpu/spec_decode/`)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Runners:
+    """The model runners of a tree that run EAGLE-3, and the one vLLM picks by default on CUDA
+    (`VllmConfig.use_v2_model_runner` in `config/vllm.py`) for the plain EAGLE-3 setup."""
+
+    present: tuple[str, ...]
+    """`v1`, `v2` or both, oldest first."""
+    default: str
+    """The default runner of an architecture no list below names."""
+    path: str = ""
+    line: int = 0
+    """Where the choice is made; empty when the tree has no choice to make."""
+    v2_architectures: tuple[str, ...] = ()
+    """Architectures run by V2 by default while others are not (0.22-0.25)."""
+    v2_for_dense: bool = False
+    """Any model without experts runs V2 too (0.25: `or not model_config.is_moe`)."""
+    v2_needs_dense: bool = False
+    """A listed architecture runs V2 only without experts (0.22-0.24)."""
+    v1_for_kinds: tuple[str, ...] = ()
+    """Model kinds the default never runs on V2 (`hybrid`, `attention-free`)."""
+    checkpoint_conditions: tuple[str, ...] = ()
+    """What of the checkpoint also keeps V1 (`quantized`), unknown without its config."""
+    rocm_v1_architectures: tuple[str, ...] = ()
+    """Architectures ROCm runs on V1 (0.30-0.31)."""
+    v1_without_triton: bool = False
+    """No Triton (vLLM's CPU build) means V1."""
+    v1_features: tuple[str, ...] = ()
+    """What V2 lacks, so that V1 runs instead (`_get_v2_model_runner_unsupported_features`)."""
+    v2_pp_needs_relay: bool = False
+    """V2 refuses pipeline parallelism for a decoder that does not relay its aux hidden states
+    (`verify_supports_aux_hidden_states_over_pp`, 0.30 on)."""
+
+    def default_for(self, arch: str, *, moe: bool, kinds: frozenset[str]) -> str:
+        """The runner vLLM picks for `arch` on CUDA, given whether its class has experts and
+        which model kinds (`hybrid`, `attention-free`) it is."""
+        if len(self.present) == 1:
+            return self.present[0]
+        if not self.v2_architectures and not self.v2_for_dense:
+            return self.default
+        if kinds & set(self.v1_for_kinds):
+            return V1
+        listed = arch in self.v2_architectures and not (self.v2_needs_dense and moe)
+        return V2 if listed or (self.v2_for_dense and not moe) else V1
+
+    def when_v1(self) -> str:
+        """When V1 runs although V2 is the default, for messages."""
+        reasons = ["VLLM_USE_V2_MODEL_RUNNER=0"]
+        if self.v1_without_triton:
+            reasons.append("no Triton (vLLM's CPU build)")
+        # Other speculative methods than the ones this contract gates are not the user's case.
+        lacks = [f for f in self.v1_features if not f.startswith("speculative method")]
+        if lacks:
+            shown = ", ".join(lacks[:3])
+            more = f", {len(lacks) - 3} more" if len(lacks) > 3 else ""
+            reasons.append(f"what V2 lacks: {shown}{more}")
+        return "; ".join(reasons)
+
+
 @dataclass(frozen=True, slots=True)
 class TargetEmbedding:
     """What the EAGLE proposer's `load_model` takes from the target's language model to share
     with the drafter (at pipeline-parallel size 1): `<holder>`, its decoder, and the first of
     `embeddings` that decoder has."""
 
+    runner: str
+    """The model runner whose proposer reads it."""
     path: str
     line: int
     holder: str
@@ -79,6 +147,8 @@ class TargetEmbedding:
     attribute unguarded, and Python's `AttributeError` is what users see."""
     embedding_error: str | None
     """The proposer's message when the decoder has none of `embeddings`; None: unguarded."""
+    embedding_exception: str = "AttributeError"
+    """What a missing embedding raises; "": nothing, the drafter keeps its own."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,10 +188,35 @@ class Contract:
     gate: Gate | None = None
     gate_location: str | None = None
     image_tokens: ImageTokenMap | None = None
-    target_embedding: TargetEmbedding | None = None
+    """Read from V1's proposer: V2 reads no image token."""
+    target_embeddings: tuple[TargetEmbedding, ...] = ()
+    """What each runner's proposer takes from the target, V1's first."""
+    runners: Runners | None = None
+    methods: tuple[str, ...] = ()
+    """The speculative methods that make the runner request the target's aux hidden states
+    (so this contract gates them all), as the tree's runners test them."""
     notes: tuple[str, ...] = field(default=())
     readable: bool = True
     """False when a file the contract depends on could not be read (nothing was checked)."""
+
+    @property
+    def target_embedding(self) -> TargetEmbedding | None:
+        """What the oldest runner's proposer takes from the target (the JSON report's
+        `target_embedding`)."""
+        return self.target_embeddings[0] if self.target_embeddings else None
+
+    def embedding_for(self, runner: str) -> TargetEmbedding | None:
+        """What `runner`'s proposer takes from the target, else another runner's."""
+        for each in self.target_embeddings:
+            if each.runner == runner:
+                return each
+        return self.target_embedding
+
+    @property
+    def image_token_runners(self) -> tuple[str, ...]:
+        """The runners whose proposer reads the image-token attribute; () when only one runs."""
+        present = self.runners.present if self.runners else ()
+        return (V1,) if V2 in present else ()
 
     @property
     def required_methods(self) -> tuple[str, str]:
@@ -170,7 +265,9 @@ class Contract:
             "pp_relay": data["mixin_pp_relay"],
             "gate": _without(data["gate"], "refusal"),
             "image_tokens": _without(tokens, "refusal"),
-            "target_embedding": data["target_embedding"],
+            "target_embedding": to_json(self.target_embedding),
+            "runners": data["runners"],
+            "methods": data["methods"],
         }
 
 

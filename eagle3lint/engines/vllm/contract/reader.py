@@ -20,11 +20,13 @@ from eagle3lint.engines.vllm.contract.model import (
     KNOWN_GETTERS,
     PROPOSER_FILES,
     REGISTRY,
+    V2_EAGLE_LOADER,
     Contract,
     Gate,
     ImageTokenMap,
     TargetEmbedding,
 )
+from eagle3lint.engines.vllm.contract.runners import read_methods, read_runners
 from eagle3lint.engines.vllm.names import MIXIN, PROTOCOL
 from eagle3lint.index.cache import content_key
 from eagle3lint.index.project import ProjectIndex
@@ -85,13 +87,25 @@ def read_contract(index: ProjectIndex, vllm_dir: Path, source: str) -> Contract:
     contract = _read_protocol(index, contract)
     contract = _read_runner(index, vllm_dir, contract)
     contract = _read_config_registry(index, vllm_dir, contract)
+    runners = read_runners(vllm_dir, lambda path: _read_if_there(index, path))
+    methods = read_methods(vllm_dir, runners, lambda path: _read_if_there(index, path))
     facts = config_facts()
     return replace(
         contract,
         gate=facts.gate,
         image_tokens=facts.image_tokens,
-        target_embedding=facts.target_embedding,
+        target_embeddings=facts.target_embeddings,
+        runners=runners,
+        methods=methods,
     )
+
+
+def _read_if_there(index: ProjectIndex, path: Path) -> str | None:
+    """A file's text, noted among the run's inputs; None when it is not there."""
+    try:
+        return _read_text(index, path)
+    except SourceNotFound:
+        return None
 
 
 @dataclass(slots=True)
@@ -101,7 +115,7 @@ class ConfigFacts:
 
     gate: Gate | None = None
     image_tokens: ImageTokenMap | None = None
-    target_embedding: TargetEmbedding | None = None
+    target_embeddings: tuple[TargetEmbedding, ...] = ()
 
 
 def _start_config_facts(index: ProjectIndex, vllm_dir: Path) -> Callable[[], ConfigFacts]:
@@ -109,13 +123,13 @@ def _start_config_facts(index: ProjectIndex, vllm_dir: Path) -> Callable[[], Con
     them. On a cache miss they are parsed in a worker process while this one reads the
     protocol: a cold `--arch` run is a chain of parses, and this is the one that can overlap."""
     digest = hashlib.blake2b(digest_size=20)
-    for rel in (*GATE_FILES, *PROPOSER_FILES):
+    for rel in (*GATE_FILES, *PROPOSER_FILES, V2_EAGLE_LOADER):
         path = vllm_dir / rel
         digest.update(f"{path}\0".encode())
         # Absent files are part of the key; one that is there but unreadable raises here.
         with contextlib.suppress(SourceNotFound):
             digest.update(b"\1" + index.read_outside(path))
-    key = content_key(digest.digest(), "contract-facts-2")
+    key = content_key(digest.digest(), "contract-facts-3")
     cached = index.cache.load(key, ConfigFacts) if index.cache else None
     if cached is not None:
         return lambda: cached
@@ -139,11 +153,11 @@ def _config_facts(vllm_dir: Path) -> ConfigFacts:
     from eagle3lint.engines.vllm.contract.config_files import (
         read_gate,
         read_image_tokens,
-        read_target_embedding,
+        read_target_embeddings,
     )
 
     return ConfigFacts(
-        read_gate(vllm_dir), read_image_tokens(vllm_dir), read_target_embedding(vllm_dir)
+        read_gate(vllm_dir), read_image_tokens(vllm_dir), read_target_embeddings(vllm_dir)
     )
 
 
