@@ -116,7 +116,10 @@ _PROPOSER_RUNTIME = (
     "image token id from the target's config to the drafter's. A few classes, matched by exact "
     "class name, have a branch of their own: `image_token_id` (Qwen2.5-VL, Qwen3-VL, ...), "
     "`vision_config.image_token_id` (Pixtral), `media_placeholder_token_id` (Kimi-K2.5 from "
-    "0.18.0). Every other class is read as `config.image_token_index`."
+    "0.18.0). Every other class is read as `config.image_token_index`. Only model runner V1's "
+    "proposer does this: V2 (`v1/worker/gpu/spec_decode/`) reads no image token, so where V2 "
+    "runs the target by default (some architectures from 0.22, all from 0.30, alone in 0.34) "
+    'the finding is a warning for the setups that still run V1 (`runners: ["v1"]`).'
 )
 
 _EAG401 = Explanation(

@@ -46,6 +46,10 @@ class Release:
     """The model_type allow-list (entries that pass as substrings); None: the release has none."""
     pp_aux_relay: bool
     """`EagleModelMixin` relays aux hidden states across pipeline-parallel ranks."""
+    runner: str = ""
+    """Which model runner runs EAGLE-3 by default (`V1`, `V2`, `V2 for 3 listed and dense`)."""
+    methods: list[str] = field(default_factory=list)
+    """The speculative methods whose target contract this column's verdicts cover."""
     targets: int = 0
     ready: int = 0
     unverified: int = 0
@@ -68,6 +72,8 @@ class Release:
                 "getter": self.getter,
                 "gate_model_types": self.gate,
                 "pp_aux_relay": self.pp_aux_relay,
+                "runner": self.runner,
+                "methods": self.methods,
             },
             "summary": {
                 "targets": self.targets,
@@ -221,6 +227,8 @@ def _release(label: str, column: Column, report: Report) -> Release:
         getter=str(details.get("getter", "")),
         gate=list(gate["entries"]) if gate else None,
         pp_aux_relay=bool(details.get("pp_relay")),
+        runner=_runner(details.get("runners")),
+        methods=list(details.get("methods") or ()),
         targets=sum(s in (READY, BLOCKED, UNVERIFIED) for s in statuses),
         ready=statuses.count(READY),
         unverified=statuses.count(UNVERIFIED),
@@ -229,6 +237,20 @@ def _release(label: str, column: Column, report: Report) -> Release:
         # Errors and no target: the contract or the check failed, nothing was analysed.
         checked=not (report.get("errors") and not targets),
     )
+
+
+def _runner(runners: dict[str, Any] | None) -> str:
+    """The default model runner as the per-release table says it."""
+    if not runners:
+        return ""
+    present = runners.get("present") or []
+    if len(present) == 1:
+        return f"{present[0].upper()} only"
+    listed = len(runners.get("v2_architectures") or ())
+    if runners.get("default") == "v1" and (listed or runners.get("v2_for_dense")):
+        dense = " and dense models" if runners.get("v2_for_dense") else ""
+        return f"V2 for {listed} listed{dense}, else V1"
+    return str(runners.get("default", "")).upper()
 
 
 def _row(

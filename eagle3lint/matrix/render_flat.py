@@ -39,21 +39,27 @@ def render_markdown(matrix: Matrix, rule_docs: str = RULE_DOCS) -> str:
         ]
     out += [
         "Each cell is what `eagle3lint check --vllm <release> --format json` says about the "
-        "architecture on that release: the same engine and the same report.",
+        "architecture on that release: the same engine and the same report. A verdict is the "
+        "one of the model runner vLLM runs by default (per release below; V1 and V2 differ where "
+        '`ready_by_runner` says so), and holds for every speculative method under "methods '
+        "gated\": they all need the target's aux hidden states.",
         "",
         legend(matrix) + ".",
         "",
         "## Per release",
         "",
         "| release | contract | targets ready | not targets | model_types the gate accepts "
-        "| PP aux relay |",
-        "|---|---|---|---|---|---|",
+        "| PP aux relay | default model runner | methods gated |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for r in matrix.releases:
         pp = release_relay_text(r)
         counts = f"{r.ready} / {r.targets} | {r.others}"
         era = md(contract_text(r))
-        out.append(f"| {md(r.label)} | {era} | {counts} | {md(gate_text(r))} | {pp} |")
+        out.append(
+            f"| {md(r.label)} | {era} | {counts} | {md(gate_text(r))} | {pp} | {md(r.runner)} "
+            f"| {md(', '.join(r.methods))} |"
+        )
     if matrix.failed:
         out += ["", "## ! Releases with errors", ""]
         out += [f"- {md(line)}" for line in error_lines(matrix)]

@@ -135,7 +135,8 @@ def _grouped(matrix: Matrix) -> list[tuple[Row, str]]:
 
 def _releases(matrix: Matrix) -> Table:
     table = Table(title="Per release", title_justify="left")
-    for name in ("release", "contract", "targets ready", "model_type gate", "PP aux relay"):
+    names = ("release", "contract", "targets ready", "model_type gate", "PP aux relay", "runner")
+    for name in names:
         table.add_column(name)
     for release in matrix.releases:
         table.add_row(
@@ -144,5 +145,6 @@ def _releases(matrix: Matrix) -> Table:
             f"{release.ready} / {release.targets}",
             rich_text(gate_text(release, limit=4)),
             release_relay_text(release),
+            rich_text(release.runner),
         )
     return table

@@ -1,0 +1,258 @@
+"""Ask a real vLLM which model runner it picks by default (run by a release venv's python).
+
+This script runs inside an oracle venv (`venvs.py`), never in eagle3lint's environment. It has two
+questions, both answered by the installed vLLM's own code:
+
+- **decide** (input: a JSON list of cases `{arch, moe, hybrid, attention_free}`): the value of
+  vLLM's own `VllmConfig.use_v2_model_runner` property for the plain CUDA EAGLE-3 setup, with a
+  model config showing those traits. The property and every `VllmConfig` method it calls
+  (`_is_default_v2_model_runner_model`, `_get_v2_model_runner_unsupported_features`, ...) are
+  vLLM's own functions, bound to a stand-in `self` (`PlainEagle3Config`) whose sub-configs hold
+  the values of the plain setup (each documented below). Output: `{arch: "v1" | "v2" |
+  "error: ..."}` plus, under `"_stand_in_reads"`, every attribute the code read that the
+  stand-in does not set (answered with None: absent / off), so that a guess is never silent.
+  A release without the property (0.18 and earlier) has no choice to make: V1 runs, "v1".
+- **traits** (input: `{"traits": [archs]}`): for each arch, the class vLLM's registry loads, the
+  platform vLLM resolved, whether the class is a `MixtureOfExperts` subclass, and vLLM's own
+  `is_hybrid` / `is_attention_free` for it (the registry's `_ModelInfo`, as `ModelConfig` reads
+  them).
+
+The JSON comes as the first argument, else on stdin; the answer is one JSON object on stdout.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import traceback
+from typing import Any
+
+# Never let the environment choose the runner: the question is vLLM's default.
+os.environ.pop("VLLM_USE_V2_MODEL_RUNNER", None)
+os.environ.setdefault("VLLM_TARGET_DEVICE", "cpu")
+os.environ["CUDA_VISIBLE_DEVICES"] = ""
+os.environ.setdefault("VLLM_LOGGING_LEVEL", "ERROR")
+
+PROPERTY = "use_v2_model_runner"
+
+
+class Plain:
+    """A stand-in sub-config: the values given, then the real config class's own methods and
+    properties (bound to this object), then None for anything else, recorded in `reads`."""
+
+    def __init__(self, name: str, reads: set[str], real: type | None = None, **values: Any):
+        object.__setattr__(self, "_name", name)
+        object.__setattr__(self, "_reads", reads)
+        object.__setattr__(self, "_real", real)
+        for key, value in values.items():
+            object.__setattr__(self, key, value)
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)
+        real = object.__getattribute__(self, "_real")
+        found = _own_member(real, name) if real is not None else None
+        if isinstance(found, property) and found.fget is not None:
+            return found.fget(self)
+        if callable(found):
+            return found.__get__(self)
+        object.__getattribute__(self, "_reads").add(f"{self._name}.{name}")
+        return None
+
+
+def _own_member(cls: type, name: str) -> Any:
+    """`name` as defined along `cls`'s MRO (no descriptor invoked), else None."""
+    for klass in cls.__mro__:
+        if name in vars(klass):
+            return vars(klass)[name]
+    return None
+
+
+def _cuda_platform() -> Any:
+    """A platform that is CUDA (not ROCm, not unspecified, not CPU): vLLM's own `Platform` with
+    the CUDA enum, so that its `is_cuda()`, `is_rocm()`, `is_cuda_alike()`... answer as on an
+    NVIDIA GPU, without importing the CUDA platform module (it needs the GPU's libraries)."""
+    from vllm.platforms.interface import Platform, PlatformEnum
+
+    cuda = type(
+        "PlainCudaPlatform",
+        (Platform,),
+        {"_enum": PlatformEnum.CUDA, "device_name": "cuda", "device_type": "cuda"},
+    )
+    return cuda()
+
+
+def decide(cases: list[dict[str, Any]]) -> dict[str, Any]:
+    import vllm.config.vllm as module
+
+    config_cls = module.VllmConfig
+    if not isinstance(_own_member(config_cls, PROPERTY), property):
+        # Before 0.22 there is no runner choice in VllmConfig: V1 is the model runner.
+        return {case["arch"]: "v1" for case in cases} | {"_stand_in_reads": []}
+
+    # Triton is present on a CUDA install (the CPU machine running this has it or not; the plain
+    # setup has it).
+    module.HAS_TRITON = True
+    # The platform is CUDA, wherever the property reads it: the module's global (0.33) and the
+    # lazily resolved `vllm.platforms.current_platform` (for a function importing it locally).
+    platform = _cuda_platform()
+    import vllm.platforms
+
+    vllm.platforms.current_platform = platform
+    if hasattr(module, "current_platform"):
+        module.current_platform = platform
+
+    members = {
+        name: value
+        for name, value in vars(config_cls).items()
+        if not name.startswith("__") and (callable(value) or isinstance(value, property))
+    }
+    members["__getattr__"] = Plain.__getattr__
+    stand_in_cls = type("PlainEagle3Config", (), members)
+
+    answers: dict[str, Any] = {}
+    reads: set[str] = set()
+    for case in cases:
+        arch = case["arch"]
+        try:
+            answers[arch] = "v2" if _evaluate(stand_in_cls, module, case, reads) else "v1"
+        except Exception as error:  # noqa: BLE001 - reported per arch, not raised
+            tail = traceback.format_exc().strip().splitlines()[-3:]
+            answers[arch] = f"error: {type(error).__name__}: {error} | {' / '.join(tail)}"
+    answers["_stand_in_reads"] = sorted(reads)
+    return answers
+
+
+def _evaluate(stand_in_cls: type, module: Any, case: dict[str, Any], reads: set[str]) -> bool:
+    config = object.__new__(stand_in_cls)
+    real = {name: getattr(module, name, None) for name in ("ModelConfig", "SpeculativeConfig")}
+    compilation_mode = getattr(module, "CompilationMode", None)
+    values = {
+        "_name": "vllm_config",
+        "_reads": reads,
+        "_real": None,
+        # The target model, as vLLM's ModelConfig would show it for a plain generative
+        # checkpoint of this architecture.
+        "model_config": Plain(
+            "model_config",
+            reads,
+            real["ModelConfig"],
+            architectures=[case["arch"]],
+            # A text-generation target (the EAGLE-3 case), not a pooling model.
+            runner_type="generate",
+            # The traits under test, from the class (see the caller's docstring).
+            is_moe=bool(case["moe"]),
+            is_hybrid=bool(case["hybrid"]),
+            is_attention_free=bool(case["attention_free"]),
+            # An autoregressive model; unquantized; no special serving features requested.
+            is_diffusion=False,
+            is_quantized=False,
+            quantization=None,
+            enable_return_routed_experts=False,
+            logits_processors=None,
+            enable_prompt_embeds=False,
+            # ModelConfig's default logprobs mode.
+            logprobs_mode="raw_logprobs",
+            pooler_config=None,
+            hf_config=None,
+        ),
+        # EAGLE-3, the draft's defaults: no parallel drafting, same vocabulary, no adaptive
+        # verification, unquantized draft head.
+        "speculative_config": Plain(
+            "speculative_config",
+            reads,
+            real["SpeculativeConfig"],
+            method="eagle3",
+            num_speculative_tokens=3,
+            parallel_drafting=False,
+            use_heterogeneous_vocab=False,
+            enable_adaptive_verification=False,
+            draft_lm_head_quantization=None,
+        ),
+        # One GPU: no tensor, pipeline, data, prefill- or decode-context parallelism; the default
+        # single-process executor; no dual batch overlap, elastic EP or micro-batching.
+        "parallel_config": Plain(
+            "parallel_config",
+            reads,
+            tensor_parallel_size=1,
+            pipeline_parallel_size=1,
+            data_parallel_size=1,
+            prefill_context_parallel_size=1,
+            decode_context_parallel_size=1,
+            distributed_executor_backend="uni",
+            enable_dbo=False,
+            enable_elastic_ep=False,
+            use_ubatching=False,
+            enable_expert_parallel=False,
+        ),
+        # vLLM's default compilation (its own compile mode, not stock torch.compile), without
+        # sequence parallelism.
+        "compilation_config": Plain(
+            "compilation_config",
+            reads,
+            mode=getattr(compilation_mode, "VLLM_COMPILE", None),
+            pass_config=Plain("compilation_config.pass_config", reads, enable_sp=False),
+        ),
+        # The default KV cache: no fast-prefill KV sharing.
+        "cache_config": Plain("cache_config", reads, kv_sharing_fast_prefill=False),
+        # No HiSparse attention (0.33 forces V2 for it).
+        "attention_config": Plain("attention_config", reads, hisparse_config=None),
+        # Default scheduling (read only by V1's own checks).
+        "scheduler_config": Plain("scheduler_config", reads, async_scheduling=False),
+        # None of the optional features: no encoder-cache transfer, diffusion canvas,
+        # watermarking, reasoning budget, KV transfer, LoRA.
+        "ec_transfer_config": None,
+        "diffusion_config": None,
+        "watermark_config": None,
+        "reasoning_config": None,
+        "kv_transfer_config": None,
+        "lora_config": None,
+    }
+    for name, value in values.items():
+        object.__setattr__(config, name, value)
+    return bool(getattr(config, PROPERTY))
+
+
+def traits(archs: list[str]) -> dict[str, Any]:
+    from vllm.model_executor.models import interfaces
+    from vllm.model_executor.models.registry import ModelRegistry, _ModelInfo
+
+    import vllm.platforms
+
+    platform = type(vllm.platforms.current_platform).__name__
+    answers: dict[str, Any] = {}
+    for arch in archs:
+        try:
+            cls = ModelRegistry._try_load_model_cls(arch)
+            if cls is None:
+                answers[arch] = {"ok": False, "error": "the registry could not load the class"}
+                continue
+            info = _ModelInfo.from_model_cls(cls)
+            answers[arch] = {
+                "ok": True,
+                "module": cls.__module__,
+                "qualname": cls.__qualname__,
+                "platform": platform,
+                "moe": issubclass(cls, interfaces.MixtureOfExperts),
+                "hybrid": bool(info.is_hybrid),
+                "attention_free": bool(info.is_attention_free),
+                "text_generation": bool(getattr(info, "is_text_generation_model", True)),
+            }
+        except Exception as error:  # noqa: BLE001 - reported per arch, not raised
+            answers[arch] = {"ok": False, "error": f"{type(error).__name__}: {error}"}
+    return answers
+
+
+def main(argv: list[str]) -> int:
+    request = json.loads(argv[1] if len(argv) > 1 else sys.stdin.read())
+    if isinstance(request, dict) and "traits" in request:
+        answer = traits(request["traits"])
+    else:
+        answer = decide(request)
+    print(json.dumps(answer), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv))
