@@ -281,6 +281,19 @@ class StreamForCausalLM(nn.Module, SupportsEagle3):
             return
         owner = target.decoder_owner
         inner = owner.inner_model
+        if inner is None and _checkpoint_chooses(owner):
+            yield self.report(
+                "EAG308",
+                f"{owner.ref.name} builds its language model with init_vllm_registered_model from "
+                "the checkpoint's text config: the decoder whose forward taps run is the one of "
+                "the text architecture the checkpoint names, checked as its own target.",
+                ctx.path(owner.ref),
+                owner.ref.cls.line,
+                owner.ref.cls.column,
+                hint="Check that architecture: `--arch <text_config.architectures[0]>`.",
+                severity=Severity.INFO,
+            )
+            return
         if inner is None:
             yield self.report(
                 "EAG308",
@@ -478,6 +491,17 @@ class StreamForCausalLM(nn.Module, SupportsEagle3):
                     tap.column,
                     hint="Capture only names bound before the tap.",
                 )
+
+
+def _checkpoint_chooses(owner: Target) -> bool:
+    """`self.language_model = init_vllm_registered_model(...)` with no `architectures=`: the
+    checkpoint's text config names the language model's architecture."""
+    found = owner.init_assign("language_model")
+    if found is None:
+        return False
+    assign = found[1]
+    callee = (assign.callee or "").rsplit(".", 1)[-1]
+    return callee == "init_vllm_registered_model" and not assign.architectures
 
 
 def _pp_runners(target: Target, ctx: RuleContext) -> tuple[str, ...] | None:

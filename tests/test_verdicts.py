@@ -359,3 +359,63 @@ def test_0_33_qwen2_without_its_in_loop_tap_is_blocked(release_copy: Callable) -
     [finding] = [f for f in target["findings"] if f["severity"] == "error"]
     assert finding["code"] == "EAG301" and "only outside its layer loop" in finding["message"]
     assert not finding["fixable"]
+
+
+SUPER_FORWARD = """
+from torch import nn
+class BaseModel(nn.Module):
+    def forward(self, input_ids, positions):
+        hidden_states = input_ids
+        for layer in self.layers:
+            hidden_states = layer(hidden_states)
+        return hidden_states
+class ChildModel(BaseModel):
+    def forward(self, input_ids, positions, extra=None):
+        return super().forward(input_ids, positions)
+class LoopingChildModel(BaseModel):
+    def forward(self, input_ids, positions):
+        if positions is None:
+            return super().forward(input_ids, positions)
+        return input_ids
+"""
+
+
+def test_a_forward_returning_super_forward_is_followed_to_the_base() -> None:
+    """Issue 28: MistralModel.forward only returns `super().forward(...)`: LlamaModel's loop
+    runs the layers (it was EAG307, "no loop over self.layers", on every release)."""
+    summary = summarize(SUPER_FORWARD, "vllm/model_executor/models/m.py")
+    assert summary.classes["ChildModel"].forward.returns_super
+    # Only a forward that is nothing but the call is passed over.
+    assert not summary.classes["LoopingChildModel"].forward.returns_super
+    assert not summary.classes["BaseModel"].forward.returns_super
+
+
+def test_0_33_mistral_forward_through_super_is_checked(vllm_release: Callable) -> None:
+    vllm_release("0.33.0")
+    _, report = check("--vllm", "0.33.0", "--arch", "MistralForCausalLM", "--verbose")
+    [target] = report["targets"]
+    assert target["eagle3_ready"] is True
+    assert not [f for f in target["findings"] if f["code"] in ("EAG307", "EAG308")]
+
+
+def test_0_33_checkpoint_chosen_language_model_is_an_info_note(vllm_release: Callable) -> None:
+    """Llava builds its language model from the checkpoint's text config
+    (`init_vllm_registered_model` with no `architectures=`): no decoder to check here, and each
+    text architecture is a target of its own, so that is a note, not a warning."""
+    vllm_release("0.33.0")
+    _, report = check("--vllm", "0.33.0", "--arch", "LlavaForConditionalGeneration", "--verbose")
+    [target] = report["targets"]
+    [note] = [f for f in target["findings"] if f["code"] == "EAG308"]
+    assert note["severity"] == "info" and "checkpoint's text config" in note["message"]
+    assert target["eagle3_ready"] is True
+
+
+def test_0_33_llama4_language_model_is_the_model_class_given(vllm_release: Callable) -> None:
+    """Llama 4 builds `initialize_model(vllm_config.with_hf_config(text_config,
+    ["LlamaForCausalLM"]), model_class=Llama4ForCausalLM)`: the class given wins, and its
+    aux-layer methods delegate after an `assert hasattr(...)`."""
+    vllm_release("0.33.0")
+    _, report = check("--vllm", "0.33.0", "--arch", "Llama4ForConditionalGeneration", "--verbose")
+    [target] = report["targets"]
+    assert target["eagle3_ready"] is True
+    assert not [f for f in target["findings"] if f["severity"] != "info"], target["findings"]

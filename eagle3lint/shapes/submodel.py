@@ -34,7 +34,35 @@ def built_model(value: cst.BaseExpression) -> BuiltModel:
     for arg in value.args:
         named = arg.keyword is not None and arg.keyword.value == "architectures"
         if named and isinstance(arg.value, cst.List | cst.Tuple):
-            architectures = tuple(
-                s for e in arg.value.elements if (s := string_value(e.value)) is not None
-            )
+            architectures = _strings(arg.value)
+        elif arg.keyword is not None and arg.keyword.value == "vllm_config":
+            architectures = architectures or _with_hf_config(arg.value)
+        elif arg.keyword is not None and arg.keyword.value == "model_class":
+            # `initialize_model(..., model_class=Llama4ForCausalLM)` builds that class, whatever
+            # architectures the config names.
+            chosen = dotted(arg.value)
+            if chosen:
+                return BuiltModel(chosen, ())
     return BuiltModel(dotted(value.func), architectures)
+
+
+def _strings(value: cst.List | cst.Tuple) -> tuple[str, ...]:
+    return tuple(s for e in value.elements if (s := string_value(e.value)) is not None)
+
+
+def _with_hf_config(value: cst.BaseExpression) -> tuple[str, ...]:
+    """`vllm_config.with_hf_config(config.text_config, ["LlamaForCausalLM"])` (Llama 4): the
+    architectures the config is built with, as `initialize_model` then resolves them."""
+    if not (
+        isinstance(value, cst.Call)
+        and isinstance(value.func, cst.Attribute)
+        and value.func.attr.value == "with_hf_config"
+    ):
+        return ()
+    for position, arg in enumerate(value.args):
+        is_architectures = (
+            arg.keyword.value == "architectures" if arg.keyword is not None else position == 1
+        )
+        if is_architectures and isinstance(arg.value, cst.List | cst.Tuple):
+            return _strings(arg.value)
+    return ()
