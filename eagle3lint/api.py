@@ -60,7 +60,12 @@ if TYPE_CHECKING:
     from eagle3lint.drafts.draft import SPECULATORS as SPECULATORS_FORMAT
     from eagle3lint.drafts.draft import DraftPairing
     from eagle3lint.engines.vllm.contract.drafter import IDS_KEY as DRAFT_IDS_KEY
-    from eagle3lint.engines.vllm.contract.model import Contract, Gate, ImageTokenMap
+    from eagle3lint.engines.vllm.contract.model import (
+        Contract,
+        Gate,
+        ImageTokenMap,
+        TargetEmbedding,
+    )
     from eagle3lint.engines.vllm.names import AUX_LAYERS_ATTR, LANGUAGE_MODEL_ATTR
     from eagle3lint.engines.vllm.targets import Target
     from eagle3lint.index.model import ClassSummary, ForwardSummary, MethodSummary, TapSummary
@@ -77,6 +82,7 @@ _LAZY = {
     "Contract": ("eagle3lint.engines.vllm.contract.model", "Contract"),
     "Gate": ("eagle3lint.engines.vllm.contract.model", "Gate"),
     "ImageTokenMap": ("eagle3lint.engines.vllm.contract.model", "ImageTokenMap"),
+    "TargetEmbedding": ("eagle3lint.engines.vllm.contract.model", "TargetEmbedding"),
     "AUX_LAYERS_ATTR": ("eagle3lint.engines.vllm.names", "AUX_LAYERS_ATTR"),
     "LANGUAGE_MODEL_ATTR": ("eagle3lint.engines.vllm.names", "LANGUAGE_MODEL_ATTR"),
     "Target": ("eagle3lint.engines.vllm.targets", "Target"),
@@ -143,6 +149,7 @@ __all__ = [
     "Severity",
     "TapSummary",
     "Target",
+    "TargetEmbedding",
     "Unverified",
     "analyse_pairing",
 ]

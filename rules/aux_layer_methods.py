@@ -251,7 +251,10 @@ class OldNameForCausalLM(nn.Module, SupportsEagle3):
         yield from self._defaults_reach_bare_decoder(target, ctx)
         if target.language_model is not None:
             yield from self._wrapper(target, ctx)
-            yield from self._methods(target.language_model, ctx)
+            # The runner calls the wrapper; methods that go to the decoder directly (the
+            # protocol defaults, Qwen3-VL's) never call the language model's own.
+            if target.calls_language_model_methods:
+                yield from self._methods(target.language_model, ctx)
         else:
             yield from self._methods(target, ctx)
 

@@ -168,7 +168,7 @@ class DraftPairingRule(Rule):
             return path, draft.line_of(key)
 
         yield from self._registration(analysis, at)
-        yield from self._widths(analysis, pairing, at)
+        yield from self._widths(analysis, pairing, ctx, at)
         yield from self._layer_ids(analysis, pairing, target, ctx, at)
         yield from self._vocabulary(analysis, pairing, at)
         yield from self._norm_flags(analysis, pairing, at)
@@ -213,7 +213,7 @@ class DraftPairingRule(Rule):
             )
 
     def _widths(
-        self, analysis: PairingAnalysis, pairing: DraftPairing, at: Locate
+        self, analysis: PairingAnalysis, pairing: DraftPairing, ctx: RuleContext, at: Locate
     ) -> Iterator[Finding]:
         hidden = analysis.target_hidden
         width = analysis.draft_width
@@ -260,13 +260,30 @@ class DraftPairingRule(Rule):
                 else "shares the target's embedding anyway, and the draft's first layer fails "
                 "on its width"
             )
+            # The width check is V1's proposer's; model runner V2 shares the embedding with no
+            # such check (`maybe_share_target_embed`), so there the first layer fails.
+            runners = ctx.contract.runners
+            v2 = runners is not None and "v2" in runners.present and silent
             yield self.report(
                 "EAG613",
                 f"The draft is {draft_hidden} wide, the target {hidden}, and the checkpoint has "
-                f"no embed_tokens: vLLM {analysis.release} {outcome}.",
+                f"no embed_tokens: vLLM {analysis.release}"
+                + (" (model runner V1)" if v2 else "")
+                + f" {outcome}.",
                 *at("hidden_size"),
                 severity=Severity.WARNING if silent else Severity.ERROR,
+                runners=("v1",) if v2 else (),
             )
+            if v2:
+                yield self.report(
+                    "EAG613",
+                    f"The draft is {draft_hidden} wide, the target {hidden}, and the checkpoint "
+                    f"has no embed_tokens: vLLM {analysis.release}'s model runner V2 shares the "
+                    "target's embedding with no width check, and the draft's first layer fails "
+                    "on its width.",
+                    *at("hidden_size"),
+                    runners=("v2",),
+                )
 
     def _layer_ids(
         self,

@@ -25,6 +25,7 @@ from eagle3lint.api import (
 )
 
 from . import _forward_taps_explain as explained
+from ._forward_taps_paths import pp_runners, unresolved_decoder_note
 
 AUX_ATTR = AUX_LAYERS_ATTR
 
@@ -281,17 +282,13 @@ class StreamForCausalLM(nn.Module, SupportsEagle3):
             return
         owner = target.decoder_owner
         inner = owner.inner_model
-        if inner is None and _checkpoint_chooses(owner):
+        note = unresolved_decoder_note(owner) if inner is None else None
+        if note is not None:
+            message, hint = note
+            cls = owner.ref.cls
+            path = ctx.path(owner.ref)
             yield self.report(
-                "EAG308",
-                f"{owner.ref.name} builds its language model with init_vllm_registered_model from "
-                "the checkpoint's text config: the decoder whose forward taps run is the one of "
-                "the text architecture the checkpoint names, checked as its own target.",
-                ctx.path(owner.ref),
-                owner.ref.cls.line,
-                owner.ref.cls.column,
-                hint="Check that architecture: `--arch <text_config.architectures[0]>`.",
-                severity=Severity.INFO,
+                "EAG308", message, path, cls.line, cls.column, hint=hint, severity=Severity.INFO
             )
             return
         if inner is None:
@@ -406,8 +403,8 @@ class StreamForCausalLM(nn.Module, SupportsEagle3):
                 forward.column,
                 hint="Return (hidden_states, aux_hidden_states) when the list is non-empty.",
             )
-        pp_runners = _pp_runners(owner, ctx)
-        for each in forward.loops if pp_runners is not None else ():
+        on_runners = pp_runners(owner, ctx)
+        for each in forward.loops if on_runners is not None else ():
             if each.shape.slices_layers and each.shape.enumerate_start is None and each.taps:
                 yield self.report(
                     "EAG304",
@@ -419,7 +416,7 @@ class StreamForCausalLM(nn.Module, SupportsEagle3):
                     each.column,
                     hint="Use enumerate(islice(self.layers, self.start_layer, self.end_layer), "
                     "start=self.start_layer).",
-                    runners=pp_runners or (),
+                    runners=on_runners or (),
                 )
         requested = self.options.get("aux-layers")
         # Known requested ids settle EAG305: without layer 0 the None residual is never added,
@@ -491,27 +488,6 @@ class StreamForCausalLM(nn.Module, SupportsEagle3):
                     tap.column,
                     hint="Capture only names bound before the tap.",
                 )
-
-
-def _checkpoint_chooses(owner: Target) -> bool:
-    """`self.language_model = init_vllm_registered_model(...)` with no `architectures=`: the
-    checkpoint's text config names the language model's architecture."""
-    found = owner.init_assign("language_model")
-    if found is None:
-        return False
-    assign = found[1]
-    callee = (assign.callee or "").rsplit(".", 1)[-1]
-    return callee == "init_vllm_registered_model" and not assign.architectures
-
-
-def _pp_runners(target: Target, ctx: RuleContext) -> tuple[str, ...] | None:
-    """The runners that run this decoder's taps under pipeline parallelism: () for every
-    runner; V1 alone where V2 refuses a decoder that does not relay its aux hidden states
-    (0.30 on); None where V2 is the only runner and refuses it."""
-    runners = ctx.contract.runners
-    if runners is None or not runners.v2_pp_needs_relay or target.pp_aux_relay:
-        return ()
-    return tuple(r for r in runners.present if r != "v2") or None
 
 
 RULES = [ForwardTaps]

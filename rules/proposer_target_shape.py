@@ -9,9 +9,10 @@ implements.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from eagle3lint.api import (
+    DECIDE_WITH_MODEL_TYPE,
     ClassRef,
     Code,
     Example,
@@ -23,6 +24,8 @@ from eagle3lint.api import (
     RuleContext,
     Severity,
     Target,
+    TargetEmbedding,
+    Unverified,
 )
 
 OPAQUE_BASES = frozenset({"Module", "Protocol", "Generic", "object", "ABC"})
@@ -75,6 +78,23 @@ self.embed_tokens = VocabParallelEmbedding(...)
 )
 
 
+_EAG413 = Explanation(
+    runtime="vLLM's Transformers modeling backend builds the decoder as "
+    "`AutoModel.from_config(config)`: transformers' base model of the checkpoint's model_type "
+    "(`GPTNeoXModel` for `gpt_neox`). The proposer then looks for that class's `embed_tokens` or "
+    "`embedding` (EAG412), so the verdict depends on transformers' code: eagle3lint reads it "
+    "from the transformers installed beside the analysed vLLM (or for this Python), in "
+    "`models/auto/modeling_auto.py` and `models/<type>/modeling_<type>.py`. Where none is "
+    "installed, or the architecture name gives no model_type (the generic "
+    "`TransformersForCausalLM`), the target is unverified (`eagle3_ready: null`).",
+    error="None by itself; EAG412's error when the class names its embedding otherwise (GPT-NeoX's "
+    "`embed_in`, GPT-BigCode's `wte`: seen end to end on vLLM's CPU build 0.32.0).",
+    releases="Every release with the Transformers backend's EAGLE-3 support (0.22.0 on).",
+    example="eagle3lint check --vllm 0.33.0 --arch GPTNeoXForCausalLM\n",
+    fix="eagle3lint check /path/to/site-packages/vllm --arch GPTNeoXForCausalLM\n",
+)
+
+
 class ProposerTargetShape(Rule):
     slug = "proposer-target-shape"
     codes = (
@@ -93,6 +113,14 @@ class ProposerTargetShape(Rule):
             "proposer shares with the drafter.",
             Severity.ERROR,
             explain=_EAG412,
+        ),
+        Code(
+            "EAG413",
+            "transformers-decoder-unread",
+            "The target runs on vLLM's Transformers backend and transformers' model class that "
+            "decides its input embedding could not be read here.",
+            Severity.INFO,
+            explain=_EAG413,
         ),
     )
 
@@ -168,11 +196,12 @@ class WteForCausalLM(nn.Module):
         name = language.ref.name
         of = "" if own else f" (its language model, {name})"
         if not _provides(language, shape.holder):
-            raised = shape.holder_error or f"'{name}' object has no attribute '{shape.holder}'"
+            raised = _holder_raises(shape, name)
+            others = _other_runners(ctx, shape, lambda each: _holder_raises(each, name))
             yield self.report(
                 "EAG411",
                 f"{target.ref.name}{of} has no `{shape.holder}`: the EAGLE proposer ({where}) "
-                f"reads it to share the target's embedding and raises AttributeError: {raised}, "
+                f"reads it to share the target's embedding and raises {raised}{others}, "
                 "after the weights are loaded.",
                 path,
                 cls.line,
@@ -183,19 +212,14 @@ class WteForCausalLM(nn.Module):
             return
         decoder = language.part(shape.holder)
         if decoder is None:
+            if language.builds_auto_model:
+                yield from self._auto_model(target, language, shape, ctx)
             return
         if not _closed(decoder.mro) or any(_provides(decoder, a) for a in shape.embeddings):
             return
         built = decoder.ref.name
-        raised = shape.embedding_error or (
-            f"'{built}' object has no attribute '{shape.embeddings[0]}'"
-        )
-        consequence = (
-            f"raises {shape.embedding_exception}: {raised}"
-            if shape.embedding_exception
-            else "finds nothing to share, so the drafter runs with its own embedding (never "
-            "loaded when its checkpoint has none, as EAGLE-3 heads sharing the target's)"
-        )
+        consequence = _embedding_consequence(shape, built)
+        consequence += _other_runners(ctx, shape, lambda each: _embedding_consequence(each, built))
         yield self.report(
             "EAG412",
             f"{target.ref.name}{of} builds `{shape.holder}` as {built}, which has none of "
@@ -207,6 +231,84 @@ class WteForCausalLM(nn.Module):
             hint=f"Name the decoder's input embedding {' or '.join(shape.embeddings)}.",
             severity=None if shape.embedding_exception else Severity.WARNING,
         )
+
+    def _auto_model(
+        self, target: Target, language: Target, shape: TargetEmbedding, ctx: RuleContext
+    ) -> Iterator[Finding]:
+        """The Transformers backend's decoder is transformers' base model of the checkpoint's
+        model_type: its embedding is looked for there."""
+        path, cls = ctx.path(target.ref), target.ref.cls
+        found = language.auto_model(ctx.model_type)
+        if isinstance(found, str):
+            needs_type = "model_type" in found
+            yield self.report(
+                "EAG413",
+                f"{target.ref.name} builds its decoder with transformers' AutoModel, whose class "
+                f"decides the embedding the EAGLE proposer shares; not read: {found}.",
+                path,
+                cls.line,
+                cls.column,
+                hint="Pass --hf-config (its model_type), or check a vLLM installed with "
+                "transformers beside it.",
+                unverified=Unverified(
+                    f"the input embedding of transformers' model for {target.arch}",
+                    found,
+                    DECIDE_WITH_MODEL_TYPE
+                    if needs_type
+                    else ("a vLLM tree with transformers installed beside it",),
+                ),
+            )
+            return
+        if found.open_by is not None or any(a in found.attributes for a in shape.embeddings):
+            return
+        where = f"{shape.path}:{shape.line}"
+        consequence = _embedding_consequence(shape, found.name)
+        consequence += _other_runners(
+            ctx, shape, lambda each: _embedding_consequence(each, found.name)
+        )
+        yield self.report(
+            "EAG412",
+            f"{target.ref.name} runs on the Transformers backend, whose decoder is transformers' "
+            f"{found.name} (model_type {found.model_type!r}), which has none of "
+            f"{', '.join(shape.embeddings)}: the EAGLE proposer ({where}) shares the target's "
+            f"embedding from it and {consequence}.",
+            path,
+            cls.line,
+            cls.column,
+            hint=f"{found.name} keeps its input embedding under another name ({found.path}); "
+            "the backend would have to expose it as embed_tokens.",
+            severity=None if shape.embedding_exception else Severity.WARNING,
+        )
+
+
+def _holder_raises(shape: TargetEmbedding, name: str) -> str:
+    """What a proposer raises for a language model with no decoder attribute."""
+    return "AttributeError: " + (
+        shape.holder_error or f"'{name}' object has no attribute '{shape.holder}'"
+    )
+
+
+def _embedding_consequence(shape: TargetEmbedding, built: str) -> str:
+    """What a proposer does with a decoder that has none of its embedding attributes."""
+    if not shape.embedding_exception:
+        return (
+            "finds nothing to share, so the drafter runs with its own embedding (never loaded "
+            "when its checkpoint has none, as EAGLE-3 heads sharing the target's)"
+        )
+    raised = shape.embedding_error or f"'{built}' object has no attribute '{shape.embeddings[0]}'"
+    return f"raises {shape.embedding_exception}: '{raised}'"
+
+
+def _other_runners(
+    ctx: RuleContext, shape: TargetEmbedding, said: Callable[[TargetEmbedding], str]
+) -> str:
+    """What the other runners' proposers do instead, where they say otherwise."""
+    others = [
+        f"model runner {each.runner.upper()}: {said(each)}"
+        for each in ctx.contract.target_embeddings
+        if each.runner != shape.runner and said(each) != said(shape)
+    ]
+    return f" ({'; '.join(others)})" if others else ""
 
 
 def _closed(mro: list[ClassRef | ExternalRef]) -> bool:

@@ -247,7 +247,11 @@ class OnlyEagleForCausalLM(nn.Module, SupportsEagle):
                     if target.has_layer_loop
                     else None,
                 )
-        if language_model is not None and not language_model.implements_eagle3:
+        if (
+            language_model is not None
+            and not language_model.implements_eagle3
+            and target.calls_language_model_methods
+        ):
             lm = language_model.ref
             owner = language_model.repair_owner()
             yield self.report(

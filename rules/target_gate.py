@@ -127,8 +127,7 @@ class TargetGate(Rule):
             "EAG501",
             f"model_type {model_type!r} matches none of {accepted}: vLLM rejects "
             f"{target.arch} for {methods} when the speculative config is built "
-            f"('{methods.split('/')[0].capitalize()} is only supported for [...] models', "
-            f"{where}).",
+            f"('{gate.refused(methods.split('/')[0])}', {where}).",
             path,
             cls.line,
             cls.column,

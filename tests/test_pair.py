@@ -420,14 +420,19 @@ def test_target_side_finding_is_suppressed_by_a_comment(
 def test_missing_embedding_is_silent_once_the_proposer_compares_widths(
     vllm_release: Callable, tmp_path: Path
 ) -> None:
+    """From 0.25 V1's proposer compares the widths (silent); model runner V2, which runs
+    Llama by default on 0.25, shares the embedding with no check: the first layer fails."""
     trigger = CASES["EAG613"][0]
     severities = {}
     for version in ("0.18.0", "0.25.0"):
         folder = draft_folder(tmp_path / version, trigger[1], trigger[2])
         _, report = pair(vllm_release, version, LLAMA, folder)
         found = [f for t in report["targets"] for f in t["findings"] if f["code"] == "EAG613"]
-        severities[version] = [f["severity"] for f in found]
-    assert severities == {"0.18.0": ["error"], "0.25.0": ["warning"]}
+        severities[version] = [(f["severity"], f["runners"]) for f in found]
+    assert severities == {
+        "0.18.0": [("error", None)],
+        "0.25.0": [("warning", ["v1"]), ("error", ["v2"])],
+    }
 
 
 def test_odd_values_are_findings_or_skipped_never_a_crash(

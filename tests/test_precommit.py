@@ -16,7 +16,8 @@ import yaml
 REPO = Path(__file__).resolve().parent.parent
 
 BROKEN = '''\
-"""A plugin model: Llama's decoder under a ForCausalLM that only declares EAGLE-1/2."""
+"""A plugin model: Llama's decoder under a ForCausalLM that writes the aux-layer methods (its
+claim of EAGLE-3 support) but declares only EAGLE-1/2."""
 
 from torch import nn
 
@@ -30,6 +31,13 @@ class MyModelForCausalLM(nn.Module, SupportsPP, SupportsEagle):
     def __init__(self, *, vllm_config: VllmConfig, prefix: str = "") -> None:
         super().__init__()
         self.model = LlamaModel(vllm_config=vllm_config, prefix=maybe_prefix(prefix, "model"))
+
+    def set_aux_hidden_state_layers(self, layers: tuple[int, ...]) -> None:
+        self.model.aux_hidden_state_layers = layers
+
+    def get_eagle3_aux_hidden_state_layers(self) -> tuple[int, ...]:
+        num_layers = len(self.model.layers)
+        return (2, num_layers // 2, num_layers - 3)
 
     def forward(self, input_ids, positions, intermediate_tensors=None, inputs_embeds=None):
         return self.model(input_ids, positions, intermediate_tensors, inputs_embeds)
@@ -142,7 +150,7 @@ def test_try_repo_fails_on_a_model_without_supports_eagle3_and_passes_once_fixed
     failed = try_repo()
     assert failed.returncode == 1, failed.stdout + failed.stderr
     assert "eagle3lint" in failed.stdout and "Failed" in failed.stdout
-    assert "EAG101" in failed.stdout and "my_model.py:11" in failed.stdout
+    assert "EAG101" in failed.stdout and "my_model.py:12" in failed.stdout
 
     model.write_text(FIXED)
     git(plugin, "add", "-A")
@@ -204,8 +212,9 @@ def test_try_repo_on_a_vllm_repository_follows_intent(
     assert len(findings) == 1, failed.stdout
     assert "llama.py" in findings[0] and "EAG301" in findings[0]
     # The drafter Eagle3LlamaForCausalLM, a LlamaForCausalLM subclass, is not a target (role
-    # "draft"), so the shared tap affects 19 targets.
-    assert "affects 19 architectures" in findings[0]
+    # "draft"), so the shared tap affects 21 targets (Mistral and Ministral 3 among them: their
+    # decoder's forward returns LlamaModel's, `super().forward(...)`).
+    assert "affects 21 architectures" in findings[0]
     assert "Eagle3LlamaForCausalLM" not in failed.stdout
     git(repo, "checkout", "--", "vllm/model_executor/models/llama.py")
 

@@ -284,7 +284,9 @@ def test_wrapper_holding_a_bare_decoder_gets_the_decoder_side_findings(tmp_path:
     _, report = check(str(FIXTURE), *args)
     [target] = report["targets"]
     on_decoder = {f["code"] for f in target["findings"] if "PlainDecoderModel" in f["message"]}
-    assert {"EAG103", "EAG204", "EAG301", "EAG411"} <= on_decoder
+    # No EAG103: the wrapper's protocol defaults reach the decoder directly, never through
+    # the language model's own methods.
+    assert {"EAG204", "EAG301", "EAG411"} <= on_decoder and "EAG103" not in on_decoder
     tree = tmp_path / "vllm"
     shutil.copytree(FIXTURE, tree)
     fixed = runner.invoke(app, ["fix", str(tree), *args, "--no-cache"])
@@ -419,3 +421,64 @@ def test_0_33_llama4_language_model_is_the_model_class_given(vllm_release: Calla
     [target] = report["targets"]
     assert target["eagle3_ready"] is True
     assert not [f for f in target["findings"] if f["severity"] != "info"], target["findings"]
+
+
+def test_0_17_qwen3_5_findings_sit_on_the_classes_the_runner_calls(
+    vllm_release: Callable,
+) -> None:
+    """Issue 28: Qwen3.5's wrapper sets `self.language_model.model.aux_hidden_state_layers`
+    itself (Qwen3-VL's methods): the runner never calls Qwen3_5ForCausalLM's methods, so no
+    finding asks to change them; the decoder's missing taps remain."""
+    vllm_release("0.17.0")
+    _, report = check("--vllm", "0.17.0", "--arch", "Qwen3_5ForConditionalGeneration")
+    [target] = report["targets"]
+    errors = [f for f in target["findings"] if f["severity"] == "error"]
+    assert [f["code"] for f in errors] == ["EAG301"], errors
+    assert not [f for f in target["findings"] if "Qwen3_5ForCausalLM " in f["message"]]
+
+
+def test_0_33_wrapper_relying_on_the_defaults_gets_one_eag204(vllm_release: Callable) -> None:
+    """The protocol defaults of a wrapper go to its language model's decoder: one EAG204,
+    naming the wrapper the runner calls, and no demand on the language model's own methods."""
+    vllm_release("0.33.0")
+    _, report = check("--vllm", "0.33.0", "--arch", "Gemma3ForConditionalGeneration")
+    [target] = report["targets"]
+    codes = [f["code"] for f in target["findings"]]
+    assert codes.count("EAG204") == 1 and "EAG103" not in codes, codes
+    [eag204] = [f for f in target["findings"] if f["code"] == "EAG204"]
+    assert eag204["message"].startswith("Gemma3ForConditionalGeneration relies on")
+
+
+@pytest.mark.parametrize(
+    "arch",
+    ["KimiK3ForConditionalGeneration", "KimiLinearForCausalLM", "MiniMaxM3SparseForCausalLM"],
+)
+def test_0_33_taps_after_the_residual_is_assigned_are_not_eag305(
+    arch: str, vllm_release: Callable
+) -> None:
+    """Issue 28: these loops assign the residual (the layer or its input norm returns it)
+    before they tap, and guard the pre-loop tap of layer 0: residual is never None there."""
+    vllm_release("0.33.0")
+    _, report = check("--vllm", "0.33.0", "--arch", arch, "--verbose")
+    [target] = report["targets"]
+    assert not [f for f in target["findings"] if f["code"] == "EAG305"], target["findings"]
+
+
+def test_a_tap_before_the_layer_still_reads_the_first_layers_none_residual() -> None:
+    source = """
+from torch import nn
+class LoopModel(nn.Module):
+    def forward(self, positions, hidden_states):
+        residual = None
+        aux_hidden_states = []
+        for idx, layer in enumerate(self.layers):
+            if idx in self.aux_hidden_state_layers:
+                aux_hidden_states.append(hidden_states + residual)
+            hidden_states, residual = layer(positions, hidden_states, residual)
+            if idx + 1 in self.aux_hidden_state_layers:
+                aux_hidden_states.append(hidden_states + residual)
+        return hidden_states, aux_hidden_states
+"""
+    summary = summarize(source, "vllm/model_executor/models/m.py")
+    taps = summary.classes["LoopModel"].forward.loops[0].taps
+    assert [t.residual_guarded for t in taps] == [False, True]

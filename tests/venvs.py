@@ -37,7 +37,7 @@ from uv import find_uv_bin
 # (platform-selected model modules, as_embedding_model factories, DeepseekV2 tap temporaries)
 # and the newest final release on PyPI when this suite was written.
 RELEASES: tuple[str, ...] = tuple(
-    os.environ.get("EAGLE3LINT_RUNTIME_RELEASES", "0.16.0,0.25.0,0.33.0").split(",")
+    os.environ.get("EAGLE3LINT_RUNTIME_RELEASES", "0.16.0,0.25.0,0.33.0,0.34.0").split(",")
 )
 """`EAGLE3LINT_RUNTIME_RELEASES=0.16.0,0.33.0` narrows (or changes) the list for one run."""
 

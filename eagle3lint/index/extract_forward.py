@@ -9,7 +9,7 @@ from collections.abc import Callable
 
 import libcst as cst
 
-from eagle3lint.engines.vllm.names import AUX_LAYERS_ATTR
+from eagle3lint.engines.vllm.names import AUX_LAYERS_ATTR, RESIDUAL
 from eagle3lint.index.locate import function_positions
 from eagle3lint.index.model import ClassSummary, ForwardSummary, LoopSummary, TapSummary
 from eagle3lint.shapes.loop import INDEXED_LAYER_CALL, LayerLoop, layer_loops
@@ -199,14 +199,20 @@ def _loop(
         call_at = next((i for i, stmt in enumerate(body) if _calls_layer(stmt)), None)
     in_body = None if bound is None else bound | {n for n in (shape.index, shape.layer) if n}
     by_id = _captures_by_id(loop, shape)
+    # Once the body has assigned the residual (a layer, or its input norm, returned it), a tap
+    # reads that value and not the None the first layer starts from (Kimi K3, MiniMax M3).
+    reassigned = False
     for i, stmt in enumerate(body):
         before = call_at is None or i < call_at
         found = taps_in(stmt) + (dict_captures(stmt, shape.index or "") if by_id else [])
         for tap in found:
             tap_line, tap_col = position(stmt)
-            summary.taps.append(_tap_summary(tap, tap_line, tap_col, before, in_body))
+            summary.taps.append(
+                _tap_summary(tap, tap_line, tap_col, before, in_body, guarded=reassigned)
+            )
         if in_body is not None:
             in_body |= _binds_on_every_path(stmt)
+        reassigned = reassigned or RESIDUAL in assigned_names(stmt)
     return summary
 
 

@@ -155,9 +155,10 @@ def _unverified(report: Report, count: int, console: Console) -> None:
     required = len(report.unverified_required())
     console.print(
         Text(
-            f"{plural(count, 'target')} with no error but unverified: vLLM reads at run time "
-            "what only the checkpoint's config decides (its model_type, an image-token "
-            f"attribute); pass {' or '.join(options)} to decide"
+            f"{plural(count, 'target')} with no error but unverified: what vLLM reads at run "
+            "time is decided by what was not read here (the checkpoint's model_type or "
+            "image-token attribute, transformers' model code); pass "
+            f"{' or '.join(options)} to decide"
             + (f" ({required} asked about: exit code 1)." if required else "."),
             style="yellow" if required else "dim",
         )

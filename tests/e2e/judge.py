@@ -7,15 +7,42 @@ import re
 
 from runs import Outcome
 
-from eagle3lint.findings import Severity
+from eagle3lint.findings import Finding, Severity
 from eagle3lint.report.model import TargetResult
+
+CPU_RUNNER = "v1"
+"""The model runner of every CPU-build run: V2 needs Triton, which the CPU builds lack."""
+
+
+def ready_on_cpu(verdict: TargetResult) -> bool | None:
+    """eagle3lint's verdict for the runner the CPU build runs: the default runner's, unless
+    the report says it differs under V1 (`ready_by_runner`)."""
+    if verdict.ready_by_runner and CPU_RUNNER in verdict.ready_by_runner:
+        return verdict.ready_by_runner[CPU_RUNNER]
+    return verdict.eagle3_ready
+
+
+def blockers(verdict: TargetResult) -> list[Finding]:
+    """The findings that block the target under the CPU build's runner: its errors, and the
+    findings on that runner's path alone (warnings where another runner is the default)."""
+    return [
+        f
+        for f in verdict.findings
+        if f.severity is Severity.ERROR
+        or (
+            CPU_RUNNER in f.runners
+            and verdict.runner != CPU_RUNNER
+            and f.severity is Severity.WARNING
+            and ready_on_cpu(verdict) is False
+        )
+    ]
 
 
 def said(verdict: TargetResult) -> str:
     """eagle3lint's verdict in a few words: ready, or blocked with its error codes."""
-    if verdict.eagle3_ready:
+    if ready_on_cpu(verdict):
         return "ready"
-    return "blocked: " + ", ".join(f.code for f in verdict.findings if f.severity is Severity.ERROR)
+    return "blocked: " + ", ".join(f.code for f in blockers(verdict))
 
 
 def did(plain: Outcome, speculative: Outcome) -> str:
@@ -28,8 +55,9 @@ def did(plain: Outcome, speculative: Outcome) -> str:
 
 def disagreement(verdict: TargetResult, plain: Outcome, speculative: Outcome) -> str | None:
     """How eagle3lint's verdict and the runs disagree, or None when they agree."""
-    errors = [f for f in verdict.findings if f.severity is Severity.ERROR]
-    if verdict.eagle3_ready:
+    errors = blockers(verdict)
+    ready = ready_on_cpu(verdict)
+    if ready:
         if not speculative.ran:
             return f"eagle3lint: ready; vLLM: {speculative.describe()}"
         if speculative.tokens != plain.tokens:
@@ -37,7 +65,7 @@ def disagreement(verdict: TargetResult, plain: Outcome, speculative: Outcome) ->
         if speculative.drafts == 0:
             return "eagle3lint: ready; vLLM ran but its drafter never proposed a token"
         return None
-    if verdict.eagle3_ready is None:
+    if ready is None:
         return "eagle3lint: unverified although the checkpoint's config was given"
     codes = ", ".join(f.code for f in errors)
     if speculative.ran:

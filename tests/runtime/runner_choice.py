@@ -15,7 +15,8 @@ questions, both answered by the installed vLLM's own code:
 - **traits** (input: `{"traits": [archs]}`): for each arch, the class vLLM's registry loads, the
   platform vLLM resolved, whether the class is a `MixtureOfExperts` subclass, and vLLM's own
   `is_hybrid` / `is_attention_free` for it (the registry's `_ModelInfo`, as `ModelConfig` reads
-  them).
+  them). A missing optional package (torchvision, left out of the oracle venvs) is stubbed as
+  the differential oracle does (`oracle.StubFinder`); `stubs_active` lists the stubs in place.
 
 The JSON comes as the first argument, else on stdin; the answer is one JSON object on stdout.
 """
@@ -26,6 +27,7 @@ import json
 import os
 import sys
 import traceback
+import types
 from typing import Any
 
 # Never let the environment choose the runner: the question is vLLM's default.
@@ -117,7 +119,7 @@ def decide(cases: list[dict[str, Any]]) -> dict[str, Any]:
         arch = case["arch"]
         try:
             answers[arch] = "v2" if _evaluate(stand_in_cls, module, case, reads) else "v1"
-        except Exception as error:  # noqa: BLE001 - reported per arch, not raised
+        except Exception as error:  # reported per arch, not raised
             tail = traceback.format_exc().strip().splitlines()[-3:]
             answers[arch] = f"error: {type(error).__name__}: {error} | {' / '.join(tail)}"
     answers["_stand_in_reads"] = sorted(reads)
@@ -214,42 +216,121 @@ def _evaluate(stand_in_cls: type, module: Any, case: dict[str, Any], reads: set[
     return bool(getattr(config, PROPERTY))
 
 
-def traits(archs: list[str]) -> dict[str, Any]:
-    from vllm.model_executor.models import interfaces
-    from vllm.model_executor.models.registry import ModelRegistry, _ModelInfo
+NEVER_STUBBED = frozenset({"vllm", "torch", "transformers"})
+MAX_STUBS = 8
 
+
+def _load_class(registry: Any, arch: str, stubs: set[str]) -> type:
+    """The class the registry names for `arch`, imported as vLLM imports it; an optional
+    third-party module that is not installed (torchvision, left out of the oracle venvs:
+    `venvs.MISMATCHED_BINARY_PACKAGES`) is served by `oracle.StubFinder` and recorded in
+    `stubs`, as the differential oracle does. The traits read here are the class's MRO, which
+    a stub for an image library does not change."""
+    import importlib
+
+    from oracle import StubFinder, missing_module
+
+    module_name, class_name = registry._VLLM_MODELS[arch]
+    full = module_name if "." in module_name else f"vllm.model_executor.models.{module_name}"
+    for _ in range(MAX_STUBS):
+        try:
+            return getattr(importlib.import_module(full), class_name)
+        except Exception as error:
+            missing = missing_module(error).split(".")[0]
+            if not missing or missing in NEVER_STUBBED or missing in stubs:
+                raise
+            stubs.add(missing)
+            sys.meta_path.insert(0, StubFinder({missing}))
+            for name in [m for m in sys.modules if m == full or m.startswith(f"{full}.")]:
+                del sys.modules[name]
+    raise ImportError(f"{full}: still failing with stubs for {sorted(stubs)}")
+
+
+def _experts(arch: str, cls: type, interfaces: Any) -> dict[str, Any]:
+    """Whether vLLM counts experts for `arch`, as `ModelConfig.is_moe` does for a checkpoint: the
+    architecture's transformers config with its defaults (the model_type found from the class
+    name in transformers' auto mappings), asked by vLLM's own `get_num_experts` where the
+    release has one taking the text config; else (`moe_source` says which) the class being a
+    `MixtureOfExperts`."""
+    try:
+        from transformers import AutoConfig
+        from transformers.models.auto import modeling_auto
+
+        model_type = next(
+            (
+                key
+                for name in dir(modeling_auto)
+                if name.endswith("_MAPPING_NAMES")
+                for key, value in getattr(modeling_auto, name).items()
+                if value == arch or (isinstance(value, tuple | list) and arch in value)
+            ),
+            None,
+        )
+        if model_type is None:
+            raise LookupError(f"no transformers model_type names {arch}")
+        config = AutoConfig.for_model(model_type)
+        text = config.get_text_config()
+        from vllm.transformers_utils import model_arch_config_convertor as convertor
+
+        base = convertor.ModelArchConfigConvertorBase
+        stand_in = types.SimpleNamespace(
+            hf_text_config=text, get_num_experts_from_block_configs=lambda: 0
+        )
+        count = base.get_num_experts(stand_in)
+        return {"moe": bool(count), "moe_source": f"{model_type} config: {count} experts"}
+    except Exception as error:  # an older release, or a config transformers lacks
+        # A Protocol with data members: issubclass() refuses it.
+        return {
+            "moe": interfaces.MixtureOfExperts in cls.__mro__,
+            "moe_source": f"class (no config count: {type(error).__name__}: {error})"[:200],
+        }
+
+
+def traits(archs: list[str]) -> dict[str, Any]:
     import vllm.platforms
+    from vllm.model_executor.models import interfaces
+    from vllm.model_executor.models import registry as registry_module
+    from vllm.model_executor.models.registry import _ModelInfo
 
     platform = type(vllm.platforms.current_platform).__name__
     answers: dict[str, Any] = {}
+    stubs: set[str] = set()
     for arch in archs:
         try:
-            cls = ModelRegistry._try_load_model_cls(arch)
-            if cls is None:
-                answers[arch] = {"ok": False, "error": "the registry could not load the class"}
-                continue
+            cls = _load_class(registry_module, arch, stubs)
             info = _ModelInfo.from_model_cls(cls)
             answers[arch] = {
                 "ok": True,
                 "module": cls.__module__,
                 "qualname": cls.__qualname__,
                 "platform": platform,
-                "moe": issubclass(cls, interfaces.MixtureOfExperts),
+                "stubs_active": sorted(stubs),
+                **_experts(arch, cls, interfaces),
                 "hybrid": bool(info.is_hybrid),
                 "attention_free": bool(info.is_attention_free),
                 "text_generation": bool(getattr(info, "is_text_generation_model", True)),
             }
-        except Exception as error:  # noqa: BLE001 - reported per arch, not raised
-            answers[arch] = {"ok": False, "error": f"{type(error).__name__}: {error}"}
+        except Exception as error:  # reported per arch, not raised
+            answers[arch] = {"ok": False, "error": f"{type(error).__name__}: {error}"[:500]}
     return answers
 
 
 def main(argv: list[str]) -> int:
     request = json.loads(argv[1] if len(argv) > 1 else sys.stdin.read())
-    if isinstance(request, dict) and "traits" in request:
-        answer = traits(request["traits"])
-    else:
-        answer = decide(request)
+    # vLLM logs (registry errors among them) to stdout: everything printed while it works goes
+    # to stderr, so that stdout carries the answer alone.
+    sys.stdout.flush()
+    answer_fd = os.dup(1)
+    os.dup2(2, 1)
+    try:
+        if isinstance(request, dict) and "traits" in request:
+            answer = traits(request["traits"])
+        else:
+            answer = decide(request)
+    finally:
+        sys.stdout.flush()
+        os.dup2(answer_fd, 1)
+        os.close(answer_fd)
     print(json.dumps(answer), flush=True)
     return 0
 

@@ -16,6 +16,8 @@ AUX_LIST = "aux_hidden_states"
 """The local list a forward collects aux hidden states into (as vLLM names it)."""
 TAP_HELPER = "_maybe_add_hidden_state"
 """`EagleModelMixin`'s tap method: `(aux, layer_idx, hidden_states, residual) -> aux`."""
+RESIDUAL = "residual"
+"""The residual stream's name in vLLM's decoder loops (None entering the first layer)."""
 SETTER = "set_aux_hidden_state_layers"
 """The protocol method the runner calls with the requested layer ids."""
 KNOWN_GETTERS = (
@@ -26,6 +28,9 @@ KNOWN_GETTERS = (
 analysed release does not call is an override nobody reads."""
 DECODER_ATTR = "model"
 """The attribute a `*ForCausalLM` class builds its decoder (the layer loop's owner) in."""
+AUTO_MODEL_BUILDER = "AutoModel.from_config"
+"""How vLLM's Transformers backend builds `self.model`: transformers' base model of the
+checkpoint's model_type (directly, or returned by a helper method)."""
 LANGUAGE_MODEL_ATTR = "language_model"
 """The attribute a multimodal wrapper builds its language model (a `*ForCausalLM`) in."""
 INTERFACES_MODULE = "vllm.model_executor.models.interfaces"

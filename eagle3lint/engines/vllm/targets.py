@@ -13,10 +13,11 @@ from functools import cached_property
 
 from eagle3lint.config_classes import ConfigFacts, config_facts
 from eagle3lint.engines import Role
-from eagle3lint.engines.vllm.contract.model import KNOWN_GETTERS, V2, Contract
+from eagle3lint.engines.vllm.contract.model import KNOWN_GETTERS, Contract
 from eagle3lint.engines.vllm.contract.reader import PP_RELAY_FLAG
 from eagle3lint.engines.vllm.names import AUX_LAYERS_ATTR, DECODER_ATTR, LANGUAGE_MODEL_ATTR
 from eagle3lint.engines.vllm.registry import class_for_arch, registered_architectures
+from eagle3lint.engines.vllm.target_paths import RunnerPaths
 from eagle3lint.index.model import ForwardSummary, InitAssign, MethodSummary
 from eagle3lint.index.project import ProjectIndex
 from eagle3lint.index.refs import ClassRef, ExternalRef
@@ -38,7 +39,7 @@ a pooling model; `VllmModelForPooling` and the pooling adapters set it."""
 
 
 @dataclass
-class Target:
+class Target(RunnerPaths):
     """One architecture as vLLM would build it."""
 
     arch: str
@@ -219,6 +220,31 @@ class Target:
         )
 
     @cached_property
+    def calls_language_model_methods(self) -> bool:
+        """The runner's aux-layer calls on this wrapper reach its language model's own methods:
+        one of them delegates (`self.language_model.<name>(...)`), or is missing with no
+        protocol default to stand in (the delegation `fix` adds). False when the wrapper's
+        methods, its own or the protocol defaults, go to the decoder directly (Qwen3-VL's
+        `self.language_model.model.aux_hidden_state_layers = layers`)."""
+        contract = self.contract
+        for name in contract.required_methods:
+            found = self.method(name)
+            if found is None:
+                if name not in contract.default_methods:
+                    return True
+                continue
+            ref, method = found
+            if method.is_stub:
+                return True
+            if ref.file.module == contract.interfaces_module and ref.cls.is_protocol:
+                continue
+            if (method.delegates_to or "").startswith(LANGUAGE_MODEL_ATTR) or (
+                "get_language_model" in method.calls_self
+            ):
+                return True
+        return False
+
+    @cached_property
     def is_candidate(self) -> bool:
         """Worth an EAGLE-3 to-do list: claims EAGLE support or owns a decoder layer loop."""
         owner = self.decoder_owner
@@ -255,10 +281,14 @@ class Target:
     @cached_property
     def has_taps(self) -> bool:
         """Its own decoder (`self.model`) collects aux hidden states somewhere in forward; a
-        wrapper's language model tapping its layers is that model's claim, not the wrapper's."""
+        wrapper's language model tapping its layers is that model's claim, not the wrapper's,
+        and a forward written in another model's file is that model's claim: vLLM 0.33's
+        Glm4Model runs LlamaModel's, Phi-4-multimodal builds a LlamaModel; Llama claims
+        EAGLE-3, they do not."""
         inner = self.inner_model
         found = self.index.forward_of(inner) if inner is not None else None
-        if found is None:
+        own_files = {e.file.module for e in self.mro if isinstance(e, ClassRef)}
+        if found is None or found[0].file.module not in own_files:
             return False
         forward = found[1]
         return bool(forward.pre_loop_taps) or any(loop.taps for loop in forward.loops)
@@ -332,41 +362,6 @@ class Target:
             if isinstance(entry, ClassRef) and PP_RELAY_FLAG in entry.cls.attrs:
                 return entry.cls.attrs[PP_RELAY_FLAG].value == "True"
         return False
-
-    @cached_property
-    def runner(self) -> str | None:
-        """The model runner vLLM runs EAGLE-3 with for this architecture by default on CUDA;
-        None when the tree has no choice to make. Experts are told by the class
-        (`MixtureOfExperts`), where vLLM counts them in the checkpoint's config."""
-        runners = self.contract.runners
-        if runners is None or len(runners.present) < 2:
-            return None
-        names = {name.rsplit(".", 1)[-1] for name in self.decoder_owner.mro_names}
-        names |= {name.rsplit(".", 1)[-1] for name in self.mro_names}
-        kinds = frozenset(kind for kind, proto in MODEL_KINDS if proto in names)
-        return runners.default_for(self.arch, moe=MOE_PROTOCOL in names, kinds=kinds)
-
-    @property
-    def runner_choices(self) -> tuple[str, ...]:
-        runners = self.contract.runners
-        return runners.present if runners else ()
-
-    def off_runner_note(self, runners: tuple[str, ...]) -> str:
-        choice = self.contract.runners
-        if choice is None or self.runner is None:
-            return ""
-        only = " and ".join(f"model runner {r.upper()}" for r in runners)
-        default = self.runner.upper()
-        if choice.default == self.runner:
-            when = choice.when_v1() if self.runner == V2 else "VLLM_USE_V2_MODEL_RUNNER=1"
-        else:
-            when = f"VLLM_USE_V2_MODEL_RUNNER={'0' if self.runner == V2 else '1'}"
-        return f"(Only under {only}, which runs instead of the default {default} with {when}.)"
-
-
-MODEL_KINDS = (("hybrid", "IsHybrid"), ("attention-free", "IsAttentionFree"))
-"""The interfaces that make vLLM's `is_hybrid` and `is_attention_free` true for a class."""
-MOE_PROTOCOL = "MixtureOfExperts"
 
 
 def resolve_callee(target: Target, owner: ClassRef, callee: str) -> ClassRef | None:

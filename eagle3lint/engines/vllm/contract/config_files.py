@@ -128,7 +128,32 @@ def read_gate(vllm_dir: Path) -> Gate | None:
         else:
             start = text.find(f"def {shape.function}") if shape.function else 0
             line = _line_of(text, f"{shape.variable} = [", max(start, 0))
-        return Gate(str(path), line, shape.variable, shape.entries, shape.methods, shape.refusal)
+        error = _gate_error(text, sum(map(len, source_lines(text)[: line - 1])))
+        return Gate(
+            str(path), line, shape.variable, shape.entries, shape.methods, shape.refusal, error
+        )
+    return None
+
+
+_ONLY_SUPPORTED = re.compile(
+    r"""raise\s+ValueError\(\s*((?:f?(?:"[^"\n]*"|'[^'\n]*')[^\S\n]*(?:\#[^\n]*)?\s*)+)\)"""
+)
+
+
+_GATE_RAISE_WITHIN = 2000
+"""How far after the allow-list's line (characters) its `raise` may start."""
+
+
+def _gate_error(text: str, start: int) -> str | None:
+    """The message of the first `raise ValueError(...)` after the gate that says what is only
+    supported: literal pieces joined, `{self.method}` kept for the caller, other fields elided."""
+    # The raise follows the test within a few lines (0.10's single config.py holds others).
+    for found in _ONLY_SUPPORTED.finditer(text, start, start + _GATE_RAISE_WITHIN):
+        pieces = re.findall(r"""f?(?:"([^"\n]*)"|'([^'\n]*)')""", found.group(1))
+        message = "".join(a or b for a, b in pieces)
+        if "only supported" in message:
+            message = message.split(" Got ")[0].rstrip(". ")
+            return re.sub(r"\{(?!self\.method\})[^}]*\}", "[...]", message)
     return None
 
 

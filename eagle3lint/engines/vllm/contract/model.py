@@ -32,6 +32,14 @@ class Gate:
     methods: tuple[str, ...]
     refusal: str | None = None
     """Why `fix` cannot add a model type to it (see `shapes.gate`); None when it can."""
+    error: str | None = None
+    """The first words of the `ValueError` it raises, as the release writes them
+    (`{self.method} is only supported for [...] models`); None when not found."""
+
+    def refused(self, method: str) -> str:
+        """The error message a user of `method` reads, with the list elided."""
+        text = self.error or "Eagle3 is only supported for [...] models"
+        return text.replace("{self.method}", method)
 
     def accepts(self, model_type: str) -> bool:
         """vLLM's test: any entry is a substring of the text config's model_type."""
@@ -92,6 +100,9 @@ class Runners:
     """A listed architecture runs V2 only without experts (0.22-0.24)."""
     v1_for_kinds: tuple[str, ...] = ()
     """Model kinds the default never runs on V2 (`hybrid`, `attention-free`)."""
+    expert_keys: tuple[str, ...] = ()
+    """The config attributes vLLM counts experts by (`get_num_experts`), where the choice
+    depends on whether the model has experts."""
     checkpoint_conditions: tuple[str, ...] = ()
     """What of the checkpoint also keeps V1 (`quantized`), unknown without its config."""
     rocm_v1_architectures: tuple[str, ...] = ()

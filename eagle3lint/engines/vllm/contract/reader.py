@@ -129,7 +129,7 @@ def _start_config_facts(index: ProjectIndex, vllm_dir: Path) -> Callable[[], Con
         # Absent files are part of the key; one that is there but unreadable raises here.
         with contextlib.suppress(SourceNotFound):
             digest.update(b"\1" + index.read_outside(path))
-    key = content_key(digest.digest(), "contract-facts-3")
+    key = content_key(digest.digest(), "contract-facts-4")
     cached = index.cache.load(key, ConfigFacts) if index.cache else None
     if cached is not None:
         return lambda: cached

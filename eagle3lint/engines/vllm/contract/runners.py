@@ -21,6 +21,8 @@ V2_RUNNER = "v1/worker/gpu/model_runner.py"
 SELECTION = "config/vllm.py"
 V2_EAGLE3 = "v1/worker/gpu/spec_decode/eagle/eagle3_utils.py"
 SPECULATIVE = "config/speculative.py"
+EXPERT_COUNT_FILES = ("transformers_utils/model_arch_config_convertor.py", "config/model.py")
+"""Where `get_num_experts` lists the config attributes that hold the number of experts."""
 SPECULATOR_CONFIGS = "v1/worker/gpu/spec_decode"
 """Where 0.34's per-method `SpeculatorConfig` classes live (`speculator_config.py` and each
 speculator's `config.py`)."""
@@ -80,6 +82,7 @@ def read_runners(vllm_dir: Path, read: Callable[[Path], str | None]) -> Runners 
             v2_for_dense=bool(re.search(r"\bor\s+not\s+model_config\.is_moe", rule)),
             v2_needs_dense=bool(re.search(r"return\s+not\s+model_config\.is_moe", rule)),
             v1_for_kinds=kinds,
+            expert_keys=_expert_keys(vllm_dir, read) if "is_moe" in rule else (),
             checkpoint_conditions=("quantized",) if ".is_quantized" in rule else (),
             **facts,  # type: ignore[arg-type]
         )
@@ -161,6 +164,17 @@ def _speculator_methods(vllm_dir: Path, read: Callable[[Path], str | None]) -> l
         for name in classes
         if resolve(name, 1) is not None and resolve(name, 2) is True
     ]
+
+
+def _expert_keys(vllm_dir: Path, read: Callable[[Path], str | None]) -> tuple[str, ...]:
+    """The string literals of the list in `get_num_experts` (`num_experts`, `n_routed_experts`,
+    ...): what `ModelConfig.is_moe` reads from the checkpoint's config."""
+    for rel in EXPERT_COUNT_FILES:
+        body = _function(read(vllm_dir / rel) or "", "get_num_experts")
+        listed = re.search(r"=\s*\[([^\]]*)\]", body)
+        if listed:
+            return tuple(_STRING.findall(listed.group(1)))
+    return ()
 
 
 def _tested_methods(test: str) -> list[str]:

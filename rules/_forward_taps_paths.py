@@ -1,0 +1,49 @@
+"""Which code path the forward-taps findings are on: a decoder the checkpoint picks, and the
+model runners that run a decoder's taps under pipeline parallelism."""
+
+from __future__ import annotations
+
+from eagle3lint.api import RuleContext, Target
+
+
+def _checkpoint_chooses(owner: Target) -> bool:
+    """`self.language_model = init_vllm_registered_model(...)` with no `architectures=`: the
+    checkpoint's text config names the language model's architecture."""
+    found = owner.init_assign("language_model")
+    if found is None:
+        return False
+    assign = found[1]
+    callee = (assign.callee or "").rsplit(".", 1)[-1]
+    return callee == "init_vllm_registered_model" and not assign.architectures
+
+
+def pp_runners(target: Target, ctx: RuleContext) -> tuple[str, ...] | None:
+    """The runners that run this decoder's taps under pipeline parallelism: () for every
+    runner; V1 alone where V2 refuses a decoder that does not relay its aux hidden states
+    (0.30 on); None where V2 is the only runner and refuses it."""
+    runners = ctx.contract.runners
+    if runners is None or not runners.v2_pp_needs_relay or target.pp_aux_relay:
+        return ()
+    return tuple(r for r in runners.present if r != "v2") or None
+
+
+def unresolved_decoder_note(owner: Target) -> tuple[str, str] | None:
+    """An info note (message, hint) for a decoder built where no vLLM class says which: by
+    transformers' `AutoModel` (the Transformers backend) or by the checkpoint's text config;
+    None when neither explains it (EAG308 then warns)."""
+    name = owner.ref.name
+    if owner.builds_auto_model:
+        return (
+            f"{name} builds its decoder with transformers' AutoModel (vLLM's Transformers "
+            "backend): the backend records the aux hidden states with transformers' output "
+            "recorders, not with taps in a layer loop of vLLM's code.",
+            "What transformers' model decides is checked by EAG412/EAG413.",
+        )
+    if _checkpoint_chooses(owner):
+        return (
+            f"{name} builds its language model with init_vllm_registered_model from the "
+            "checkpoint's text config: the decoder whose forward taps run is the one of the text "
+            "architecture the checkpoint names, checked as its own target.",
+            "Check that architecture: `--arch <text_config.architectures[0]>`.",
+        )
+    return None
