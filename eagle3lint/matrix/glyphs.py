@@ -76,3 +76,9 @@ def relay_text(relay: bool | None) -> str:
 def release_relay_text(release: Release) -> str:
     """Whether a release has the PP aux relay: `yes`, `no`, nothing if it was not checked."""
     return relay_text(release.pp_aux_relay if release.checked else None)
+
+
+def ready_text(release: Release) -> str:
+    """`ready / targets`, with the unverified ones (no error; the checkpoint's config decides)."""
+    unverified = f" (+{release.unverified} ?)" if release.unverified else ""
+    return f"{release.ready}{unverified} / {release.targets}"

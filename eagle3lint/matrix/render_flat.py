@@ -13,6 +13,7 @@ from eagle3lint.matrix.glyphs import (
     error_lines,
     gate_text,
     legend,
+    ready_text,
     relay_text,
     release_relay_text,
 )
@@ -48,13 +49,13 @@ def render_markdown(matrix: Matrix, rule_docs: str = RULE_DOCS) -> str:
         "",
         "## Per release",
         "",
-        "| release | contract | targets ready | not targets | model_types the gate accepts "
+        "| release | contract | targets ready (+ unverified) | not targets | model_types the gate accepts "
         "| PP aux relay | default model runner | methods gated |",
         "|---|---|---|---|---|---|---|---|",
     ]
     for r in matrix.releases:
         pp = release_relay_text(r)
-        counts = f"{r.ready} / {r.targets} | {r.others}"
+        counts = f"{ready_text(r)} | {r.others}"
         era = md(contract_text(r))
         out.append(
             f"| {md(r.label)} | {era} | {counts} | {md(gate_text(r))} | {pp} | {md(r.runner)} "

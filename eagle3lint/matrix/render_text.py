@@ -20,6 +20,7 @@ from eagle3lint.matrix.glyphs import (
     error_lines,
     gate_text,
     legend,
+    ready_text,
     relay_text,
     release_relay_text,
 )
@@ -142,7 +143,7 @@ def _releases(matrix: Matrix) -> Table:
         table.add_row(
             rich_text(release.label),
             rich_text(contract_text(release)),
-            f"{release.ready} / {release.targets}",
+            ready_text(release),
             rich_text(gate_text(release, limit=4)),
             release_relay_text(release),
             rich_text(release.runner),
