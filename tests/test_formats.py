@@ -148,7 +148,12 @@ def test_sarif_results_have_fingerprints_and_are_not_repeated(sarif: dict[str, A
     results = sarif["runs"][0]["results"]
     assert results
     assert all(set(r["partialFingerprints"]) == {"eagle3lint/v1"} for r in results)
-    places = [(r["ruleId"], json.dumps(r["locations"], sort_keys=True)) for r in results]
+    # Two results at one place are two findings saying different things (the setter and the
+    # getter missing): never the same one twice.
+    places = [
+        (r["ruleId"], json.dumps(r["locations"], sort_keys=True), r["message"]["text"])
+        for r in results
+    ]
     assert len(places) == len(set(places))
     prints = [r["partialFingerprints"]["eagle3lint/v1"] for r in results]
     assert len(prints) == len(set(prints))
@@ -181,7 +186,8 @@ def test_sarif_uses_file_uris_outside_the_working_directory(
 def test_github_annotations_name_file_line_column_and_rule(
     in_release: Report, checked: tuple[Path, Report]
 ) -> None:
-    lines = github_annotations(in_release)
+    # The last line may be the notice that GitHub shows at most 10 annotations of a kind.
+    lines = [line for line in github_annotations(in_release) if not line.startswith("::notice")]
     parsed = [ANNOTATION.match(line) for line in lines]
     assert all(parsed), [line for line, m in zip(lines, parsed, strict=True) if not m]
     class_line = line_of(
@@ -208,7 +214,8 @@ def test_github_unverified_asked_about_is_a_warning_and_quiet_keeps_errors(
     gate = [line for line in github_annotations(in_release) if "title=EAG502 target-gate" in line]
     assert len(gate) == 1 and gate[0].startswith("::warning ") and "--hf-config" in gate[0]
     quiet = github_annotations(in_release, quiet=True)
-    assert quiet and all(line.startswith("::error ") for line in quiet)
+    annotations = [line for line in quiet if not line.startswith("::notice title=eagle3lint::")]
+    assert annotations and all(line.startswith("::error ") for line in annotations)
 
 
 def test_github_verbose_adds_notices(checked: tuple[Path, Report]) -> None:

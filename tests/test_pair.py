@@ -5,6 +5,7 @@ formats. Draft folders are written here: a config.json and a header-only .safete
 from __future__ import annotations
 
 import json
+import re
 import struct
 from collections.abc import Callable
 from pathlib import Path
@@ -468,3 +469,23 @@ def test_pair_takes_output_format_like_check(vllm_release: Callable, tmp_path: P
         assert result.exit_code == 1, (option, result.output)
     reports = [json.loads(r.stdout) for r in spelled.values()]
     assert reports[0]["pairing"] == reports[1]["pairing"]
+
+
+def test_the_header_and_the_summary_count_the_same_errors(
+    vllm_release: Callable, tmp_path: Path
+) -> None:
+    """Issue 29: for Kimi-K2.5 on 0.16.0 the header said 9 target errors and the summary 7 (the
+    setter's and the getter's findings at one place were shown as one)."""
+    vllm_release("0.16.0")
+    folder = draft_folder(tmp_path / "head", head(hidden_size=7168), tensors())
+    args = ["pair", "--vllm", "0.16.0", "--target", str(KIMI), "--draft", str(folder)]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 1, result.output
+    header = re.search(r"verdict +blocked \(([^)]*)\)", result.output)
+    summary = re.search(r"Found (\d+) errors?", result.output)
+    assert header and summary, result.output
+    counts = dict((kind, int(n)) for n, kind in re.findall(r"(\d+) (target|pairing)", header[1]))
+    assert counts["target"] == 9
+    assert sum(counts.values()) == int(summary.group(1))
+    shown = [line for line in result.output.splitlines() if ": EAG201 " in line]
+    assert len(shown) == 2 and any("get_eagle3_aux_hidden_state_layers" in s for s in shown)

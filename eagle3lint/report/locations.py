@@ -69,11 +69,14 @@ def location_key(finding: Finding) -> tuple[str, ...]:
 
 
 def grouped_findings(report: Report) -> list[Located]:
-    """Every finding once, with the architectures it affects, by file, line and column."""
+    """Every finding once, with the architectures it affects, by file, line and column, and
+    what it says: two findings at one place that say different things (the setter and the
+    getter missing, an error for one target that is a warning off another's runner) are two."""
     groups: dict[tuple[str, ...], Located] = {}
     for target in report.targets:
         for finding in target.findings:
-            group = groups.setdefault(location_key(finding), Located(finding))
+            key = (*location_key(finding), str(finding.severity), finding.message)
+            group = groups.setdefault(key, Located(finding))
             if target.arch not in group.archs:
                 group.archs.append(target.arch)
     return sorted(
