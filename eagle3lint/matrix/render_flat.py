@@ -49,8 +49,8 @@ def render_markdown(matrix: Matrix, rule_docs: str = RULE_DOCS) -> str:
         "",
         "## Per release",
         "",
-        "| release | contract | targets ready (+ unverified) | not targets | model_types the gate accepts "
-        "| PP aux relay | default model runner | methods gated |",
+        "| release | contract | targets ready (+ unverified) | not targets "
+        "| model_types the gate accepts | PP aux relay | default model runner | methods gated |",
         "|---|---|---|---|---|---|---|---|",
     ]
     for r in matrix.releases:
