@@ -288,6 +288,8 @@ def _results(
                 role=str(target.role),
                 runner=default_runner(target) if target.role is Role.TARGET else None,
                 ready_by_runner=ready_by_runner,
+                # An optional member of the face: engines with one runner have no such choice.
+                runner_by_platform=getattr(target, "platform_runners", None) or None,
             )
         )
     return results, reported

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from typer.testing import CliRunner
@@ -23,6 +24,7 @@ from eagle3lint.engines.vllm.contract.runners import (
     read_methods,
     read_runners,
 )
+from eagle3lint.engines.vllm.target_paths import RunnerPaths
 
 runner = CliRunner()
 
@@ -349,3 +351,73 @@ def test_0_34_has_one_runner_and_no_v1_only_findings(vllm_release: Callable) -> 
         for t in report["targets"]
         if any(f["code"] == "EAG304" for f in t["findings"])
     )
+
+
+def test_platforms_whose_runner_differs_from_cudas() -> None:
+    """ROCm keeps V1 for its list (0.30-0.31); the CPU build has no Triton, which V2 needs."""
+    runners = Runners(
+        (V1, V2), V2, rocm_v1_architectures=("DeepseekV32ForCausalLM",), v1_without_triton=True
+    )
+
+    def target(arch: str, runner: str | None) -> SimpleNamespace:
+        return SimpleNamespace(arch=arch, runner=runner, contract=SimpleNamespace(runners=runners))
+
+    platform_runners = RunnerPaths.platform_runners.func  # type: ignore[attr-defined]
+    assert platform_runners(target("DeepseekV32ForCausalLM", V2)) == {"rocm": V1, "cpu": V1}
+    assert platform_runners(target("LlamaForCausalLM", V2)) == {"cpu": V1}
+    assert platform_runners(target("LlamaForCausalLM", V1)) == {}
+
+
+def test_0_33_json_names_the_cpu_builds_runner(vllm_release: Callable) -> None:
+    _, report = check("--vllm", "0.33.0", "--arch", "LlamaForCausalLM")
+    assert report["targets"][0]["runner_by_platform"] == {"cpu": V1}
+
+
+def test_0_33_eag304_is_v1_only_where_v2_refuses_pipeline_parallelism(
+    vllm_release: Callable,
+) -> None:
+    """Model runner V2 refuses EAGLE-3 with pipeline parallelism for a decoder that does not
+    relay its aux states (0.30 on): the rank-local tap indices matter under V1 only."""
+    _, report = check("--vllm", "0.33.0", "--require", "*")
+    found = [
+        (t["pp_aux_relay"], f["runners"])
+        for t in report["targets"]
+        for f in t["findings"]
+        if f["code"] == "EAG304"
+    ]
+    assert found
+    assert all(runners == [V1] for relay, runners in found if not relay), found
+
+
+def test_0_17_eag501_quotes_the_releases_own_error(vllm_release: Callable) -> None:
+    """From 0.17 the gate's error starts with the method (`eagle3 is only supported for`), where
+    0.16's said `Eagle3 is only supported for`."""
+    messages = {}
+    for version in ("0.16.0", "0.17.0"):
+        _, report = check(
+            "--vllm", version, "--arch", "DeepseekV3ForCausalLM", "--model-type", "kimi_k2"
+        )
+        [eag501] = [f for f in report["targets"][0]["findings"] if f["code"] == "EAG501"]
+        messages[version] = eag501["message"]
+    assert "'Eagle3 is only supported for [...] models'" in messages["0.16.0"]
+    assert "'eagle3 is only supported for [...] models'" in messages["0.17.0"]
+
+
+@pytest.mark.parametrize(
+    "arch",
+    [
+        "Glm4ForCausalLM",
+        "Phi4MMForCausalLM",
+        "DomynEdgeForCausalLM",
+        "DiffusionGemmaForBlockDiffusion",
+    ],
+)
+def test_0_33_a_decoder_tapped_in_another_models_file_is_no_claim(
+    arch: str, vllm_release: Callable
+) -> None:
+    """Issue 28: these build (or inherit) Llama's, Qwen2's or Gemma 4's tapped decoder without
+    declaring anything of EAGLE-3: not claims, so a whole-tree run does not fail for them."""
+    _, report = check("--vllm", "0.33.0")
+    [target] = [t for t in report["targets"] if t["arch"] == arch]
+    assert target["claims_eagle3"] is False
+    assert not [f for f in target["findings"] if f["severity"] == "error"]

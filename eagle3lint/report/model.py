@@ -43,6 +43,8 @@ class TargetResult:
     engine has several."""
     ready_by_runner: dict[str, bool | None] | None = None
     """The verdict under each runner, when they differ; None when they agree."""
+    runner_by_platform: dict[str, str] | None = None
+    """The runner on platforms whose choice differs from CUDA's (`rocm`, `cpu`); None: none."""
 
     @property
     def is_target(self) -> bool:
@@ -80,6 +82,7 @@ class TargetResult:
             "eagle3_ready": self.eagle3_ready,
             "runner": self.runner,
             "ready_by_runner": self.ready_by_runner,
+            "runner_by_platform": self.runner_by_platform,
             "unverified": [
                 f.unverified.to_json(f.code) for f in self.unverified if f.unverified is not None
             ],

@@ -10,7 +10,7 @@ from __future__ import annotations
 from functools import cached_property
 from typing import TYPE_CHECKING
 
-from eagle3lint.engines.vllm.contract.model import V2
+from eagle3lint.engines.vllm.contract.model import V1, V2
 from eagle3lint.engines.vllm.hf_models import HfDecoder, auto_mappings, hf_decoder
 from eagle3lint.engines.vllm.names import AUTO_MODEL_BUILDER, DECODER_ATTR
 from eagle3lint.index.refs import ClassRef
@@ -52,6 +52,21 @@ class RunnerPaths:
     def runner_choices(self: Target) -> tuple[str, ...]:
         runners = self.contract.runners
         return runners.present if runners else ()
+
+    @cached_property
+    def platform_runners(self: Target) -> dict[str, str]:
+        """The runner on the platforms whose choice differs from CUDA's (the verdict's): ROCm
+        keeps V1 for its own list of architectures (0.30-0.31), and vLLM's CPU build has no
+        Triton, which V2 needs."""
+        choice, default = self.contract.runners, self.runner
+        if choice is None or default != V2:
+            return {}
+        found = {}
+        if self.arch in choice.rocm_v1_architectures:
+            found["rocm"] = V1
+        if choice.v1_without_triton:
+            found["cpu"] = V1
+        return found
 
     def off_runner_note(self: Target, runners: tuple[str, ...]) -> str:
         choice = self.contract.runners
