@@ -21,6 +21,7 @@ from eagle3lint.shapes.syntax import (
     self_calls,
     statements,
     string_value,
+    super_call,
 )
 
 _NAME = re.compile(r"[A-Za-z_]\w*")
@@ -264,22 +265,12 @@ def _layer_candidates(init: cst.FunctionDef, value: cst.BaseExpression, cls: Cla
 
 def _super_init_classes(stmt: cst.BaseStatement) -> dict[str, str]:
     """`super().__init__(..., layer_type=Glm4DecoderLayer)`: keyword → class as written."""
-    if not isinstance(stmt, cst.SimpleStatementLine):
-        return {}
+    call = super_call(stmt, "__init__", returned=False)
     found = {}
-    for small in stmt.body:
-        call = small.value if isinstance(small, cst.Expr) else None
-        if (
-            isinstance(call, cst.Call)
-            and isinstance(call.func, cst.Attribute)
-            and call.func.attr.value == "__init__"
-            and isinstance(call.func.value, cst.Call)
-            and dotted(call.func.value.func) == "super"
-        ):
-            for arg in call.args:
-                name = dotted(arg.value)
-                if arg.keyword is not None and name and name.rpartition(".")[2][:1].isupper():
-                    found[arg.keyword.value] = name
+    for arg in call.args if call is not None else ():
+        name = dotted(arg.value)
+        if arg.keyword is not None and name and name.rpartition(".")[2][:1].isupper():
+            found[arg.keyword.value] = name
     return found
 
 

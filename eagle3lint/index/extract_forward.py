@@ -20,6 +20,7 @@ from eagle3lint.shapes.syntax import (
     returns_name,
     self_calls,
     statements,
+    super_call,
 )
 from eagle3lint.shapes.taps import Tap, dict_captures, taps_in
 
@@ -57,7 +58,7 @@ def forward_summary(
     if not running:
         running = loops
     if not running and not any(t.style == "helper" for s in body for t in taps_in(s)):
-        forward.returns_super = any(_returns_super_forward(s) for s in top)
+        forward.returns_super = any(super_call(s, "forward", returned=True) for s in top)
         return forward
     position = function_positions(owner, owner_line, owner_column)
     bound = _surely_bound(owner)
@@ -114,24 +115,6 @@ def _loop_helper(
         if deeper is not None:
             return deeper
     return None
-
-
-def _returns_super_forward(stmt: cst.CSTNode) -> bool:
-    """`return super().forward(...)` (or `super(Cls, self)`), as one statement of the body."""
-    if not isinstance(stmt, cst.SimpleStatementLine):
-        return False
-    for small in stmt.body:
-        value = small.value if isinstance(small, cst.Return) else None
-        if (
-            isinstance(value, cst.Call)
-            and isinstance(value.func, cst.Attribute)
-            and value.func.attr.value == "forward"
-            and isinstance(value.func.value, cst.Call)
-            and isinstance(value.func.value.func, cst.Name)
-            and value.func.value.func.value == "super"
-        ):
-            return True
-    return False
 
 
 def _surely_bound(func: cst.FunctionDef) -> Callable[[cst.BaseStatement], set[str] | None]:

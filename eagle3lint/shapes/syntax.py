@@ -132,3 +132,22 @@ def returns_name(stmt: cst.BaseStatement) -> bool:
         and isinstance(stmt.body[0], cst.Return)
         and isinstance(stmt.body[0].value, cst.Name)
     )
+
+
+def super_call(stmt: cst.BaseStatement, method: str, *, returned: bool) -> cst.Call | None:
+    """The `super().<method>(...)` call a simple statement makes: returned (`return ...`) or
+    as an expression statement; None when it makes none."""
+    if not isinstance(stmt, cst.SimpleStatementLine):
+        return None
+    for small in stmt.body:
+        kind = cst.Return if returned else cst.Expr
+        value = small.value if isinstance(small, kind) else None
+        if (
+            isinstance(value, cst.Call)
+            and isinstance(value.func, cst.Attribute)
+            and value.func.attr.value == method
+            and isinstance(value.func.value, cst.Call)
+            and dotted(value.func.value.func) == "super"
+        ):
+            return value
+    return None
