@@ -28,6 +28,23 @@ EAG601 = _explain(
     '{"architectures": ["LlamaForCausalLMEagle3"], "model_type": "llama"}\n',
 )
 
+EAG602 = _explain(
+    "`--speculative-config` may leave `method` out. Up to 0.33 `SpeculativeConfig` keeps "
+    "`eagle`, `eagle3` (and `dflash`, `dspark`) as configured and otherwise tests the model "
+    'string: `"eagle-" in model.lower()` gives EAGLE-1, then `"eagle3"` EAGLE-3, then '
+    "DFlash/DSpark/MTP clues; what matches none is `draft_model` (0.25 on) or refused "
+    "(0.16: `NotImplementedError`). From 0.34 a configured method always stands, checked "
+    "against the method the draft class declares; an unset one goes through "
+    "`_CHECKPOINT_DETECTION_ORDER` and falls back to `draft_model`. An EAGLE-3 head in a "
+    "folder named `my-head` or `EAGLE-3-llama` is therefore not run as EAGLE-3.",
+    "```text\nNotImplementedError: Unsupported speculative method: 'None'\n```\n(0.16), "
+    "`Model architectures ['EagleLlamaForCausalLMEagle3'] are not supported` (method "
+    "eagle), or a draft model run without the target's hidden states (method draft_model).",
+    "All releases; the clues and the fallback per release are in docs/pairing.md.",
+    '{"model": "/models/llama-head", "num_speculative_tokens": 3}\n',
+    '{"method": "eagle3", "model": "/models/llama-head", "num_speculative_tokens": 3}\n',
+)
+
 EAG611 = _explain(
     "The drafter sizes `fc` as `target_hidden_size x aux count` (its own `hidden_size` "
     "when `target_hidden_size` is absent) and the proposer asserts "
@@ -115,6 +132,17 @@ EAG624 = _explain(
     "All releases.",
     '{"eagle_aux_hidden_state_layer_ids": [1, 29, 57]}  // trained in SGLang\n',
     '{"eagle_aux_hidden_state_layer_ids": [2, 30, 58]}  // the same layers for vLLM\n',
+)
+
+EAG625 = _explain(
+    "Every vLLM decoder collects aux hidden states inside its layer loop "
+    "(`if idx in self.aux_hidden_state_layers: aux_hidden_states.append(...)`), so they "
+    "reach `combine_hidden_states` in layer order whatever order the ids are written in "
+    "(from 0.30 the ids are also stored sorted). `fc` then mixes them in that order.",
+    "No error: a head trained on another order drafts with permuted inputs, and acceptance drops.",
+    "All releases.",
+    '{"eagle_aux_hidden_state_layer_ids": [33, 18, 2]}\n',
+    '{"eagle_aux_hidden_state_layer_ids": [2, 18, 33]}\n',
 )
 
 EAG631 = _explain(

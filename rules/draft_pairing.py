@@ -21,7 +21,6 @@ from eagle3lint.api import (
     RuleContext,
     Severity,
     Target,
-    analyse_pairing,
 )
 
 from . import _draft_pairing_explain as explained
@@ -38,6 +37,15 @@ _CODES = (
         "speculative-decoding model (or the EAGLE-3 proposer does not accept its class).",
         Severity.ERROR,
         explain=explained.EAG601,
+    ),
+    Code(
+        "EAG602",
+        "method-not-eagle3",
+        "The speculative method this release chooses for the draft is not the one it was made "
+        "for (no `method` and a model string without `eagle3` runs it as `draft_model`, "
+        "`eagle-` in the string as EAGLE-1), or the release refuses the choice.",
+        Severity.ERROR,
+        explain=explained.EAG602,
     ),
     Code(
         "EAG611",
@@ -74,8 +82,8 @@ _CODES = (
     Code(
         "EAG622",
         "layer-ids-not-read",
-        "The layer ids are absent, or only where this release's runner does not read them: "
-        "the target's default layers are tapped instead.",
+        "The draft config holds layer ids, but only where this release's runner does not read "
+        "them: the target's default layers are tapped instead.",
         Severity.WARNING,
         explain=explained.EAG622,
     ),
@@ -94,6 +102,14 @@ _CODES = (
         "are printed.",
         Severity.WARNING,
         explain=explained.EAG624,
+    ),
+    Code(
+        "EAG625",
+        "layer-id-order",
+        "The layer ids are not in layer order: the target returns the aux states in its loop's "
+        "order, not the config's.",
+        Severity.WARNING,
+        explain=explained.EAG625,
     ),
     Code(
         "EAG631",
@@ -159,14 +175,19 @@ class DraftPairingRule(Rule):
         pairing: DraftPairing | None = ctx.pairing
         if pairing is None or not ctx.contract.root:
             return
-        analysis = analyse_pairing(pairing, target)
-        pairing.analysis = analysis
+        analysis: PairingAnalysis = pairing.analysed(target)
         draft = pairing.draft
         path = str(draft.path)
 
         def at(key: str) -> tuple[str, int]:
             return path, draft.line_of(key)
 
+        if analysis.translated.architecture is not None:
+            chosen = list(self._method(analysis, pairing, at))
+            yield from chosen
+            if chosen:
+                # The EAGLE-3 checks below assume the release runs the draft as eagle3.
+                return
         yield from self._registration(analysis, at)
         yield from self._widths(analysis, pairing, ctx, at)
         yield from self._layer_ids(analysis, pairing, target, ctx, at)
@@ -177,12 +198,56 @@ class DraftPairingRule(Rule):
         if pairing.pipeline_size > 1:
             yield from self._pipeline(pairing, target, ctx)
 
+    def _method(
+        self, analysis: PairingAnalysis, pairing: DraftPairing, at: Locate
+    ) -> Iterator[Finding]:
+        resolution = analysis.resolution
+        settings = pairing.settings
+        made_for = pairing.draft.eagle3_method()
+        where = at("method") if settings.given else at("architectures")
+        choice = analysis.facts.method_choice
+        place = f" ({choice.path}:{choice.line})" if choice else ""
+        if resolution.method is None:
+            yield self.report(
+                "EAG602",
+                f"vLLM {analysis.release} refuses the speculative config: "
+                f"{resolution.refusal}{place}.",
+                *where,
+                hint='Set "method": "eagle3" in --speculative-config.',
+            )
+            return
+        if resolution.method == "eagle3":
+            return
+        if made_for not in (None, "eagle3"):
+            yield self.report(
+                "EAG602",
+                f"vLLM {analysis.release} runs this draft with method {resolution.method} "
+                f"({resolution.how}); pair checks EAGLE-3 pairs, so its {made_for} pairing "
+                "(layer ids, vocabulary) is not checked.",
+                *where,
+                severity=Severity.WARNING,
+            )
+            return
+        outcome = {
+            "draft_model": "as an independent draft model, without the target's hidden "
+            "states: the EAGLE-3 head does not run as trained",
+            "eagle": "as an EAGLE-1 head: the architecture is renamed for EAGLE-1 and the "
+            "target's aux hidden states are never requested",
+        }.get(resolution.method, f"as {resolution.method}, not as an EAGLE-3 head")
+        yield self.report(
+            "EAG602",
+            f"vLLM {analysis.release} chooses method {resolution.method} for this EAGLE-3 "
+            f"head ({resolution.how}){place}: it runs {outcome}.",
+            *where,
+            hint='Set "method": "eagle3" in --speculative-config.',
+        )
+
     def _registration(self, analysis: PairingAnalysis, at: Locate) -> Iterator[Finding]:
         arch = analysis.translated.architecture
         facts = analysis.facts
         if arch is None:
             reason = analysis.translated.refusal or "the config names no architecture"
-            where = facts.speculators.path if facts.speculators else "the draft config"
+            where = facts.speculators_path or "the draft config"
             yield self.report(
                 "EAG601",
                 f"vLLM {analysis.release} cannot build this drafter: {reason} ({where}).",
@@ -293,14 +358,15 @@ class DraftPairingRule(Rule):
         ctx: RuleContext,
         at: Locate,
     ) -> Iterator[Finding]:
-        tapped = analysis.tapped_ids
         default = (
             f"{tuple(analysis.default_ids)} ({analysis.default_source})"
             if analysis.default_ids is not None
             else "its default layers"
         )
         places = ", ".join(f"{k}={v}" for k, v in analysis.id_places.items()) or "nowhere"
-        missing = [r for r in analysis.requests if r.ids is None]
+        # A head with no ids anywhere was trained on the target's defaults (the standard
+        # EAGLE-3 heads are): only ids the runner overlooks are a trap.
+        missing = [r for r in analysis.requests if r.ids is None] if analysis.id_places else []
         if missing:
             reads = "; ".join(
                 f"{r.runner.runner} reads {', '.join(s.text() for s in r.runner.sources)} "
@@ -316,8 +382,36 @@ class DraftPairingRule(Rule):
                 *at(next(iter(analysis.id_places), DRAFT_IDS_KEY).rsplit(".", 1)[-1]),
                 hint="Put the ids at the top level as eagle_aux_hidden_state_layer_ids.",
             )
-        requested = analysis.requests[0].ids if analysis.requests else None
-        ids_key = analysis.requests[0].source if requested is not None else ""
+        for runners, request in self._id_groups(analysis):
+            yield from self._requested_ids(analysis, request, runners, target, at)
+
+    @staticmethod
+    def _id_groups(analysis: PairingAnalysis) -> list[tuple[tuple[str, ...], Any]]:
+        """The runners' requests, one per distinct list of ids (and its key), each with the
+        runners it holds for: () when it holds for every runner."""
+        groups: dict[tuple[str, str], list[Any]] = {}
+        for request in analysis.requests:
+            ids = analysis.ids_of(request)
+            groups.setdefault((repr(ids), request.source), []).append(request)
+        if len(groups) <= 1:
+            return [((), members[0]) for members in groups.values()]
+        return [
+            (tuple(r.runner.runner.rsplit(" ", 1)[-1] for r in members), members[0])
+            for members in groups.values()
+        ]
+
+    def _requested_ids(
+        self,
+        analysis: PairingAnalysis,
+        request: Any,
+        runners: tuple[str, ...],
+        target: Target,
+        at: Locate,
+    ) -> Iterator[Finding]:
+        requested = request.ids
+        ids_key = request.source if requested is not None else ""
+        where = at(ids_key.rsplit(".", 1)[-1] or DRAFT_IDS_KEY)
+        who = f"model runner {'/'.join(r.upper() for r in runners)}" if runners else "the runner"
         layers = analysis.target_layers
         if requested is not None and layers is not None:
             for k in requested:
@@ -336,7 +430,8 @@ class DraftPairingRule(Rule):
                         "EAG623",
                         f"Layer id {k!r} {problem}: the target returns fewer aux states than "
                         f"fc expects.",
-                        *at(ids_key.rsplit(".", 1)[-1] or "eagle_aux_hidden_state_layer_ids"),
+                        *where,
+                        runners=runners,
                     )
             if requested and requested[0] == 1 and all(isinstance(k, int) for k in requested):
                 # SGLang's convention: id k is the output of layer k, i.e. vLLM's index k + 1.
@@ -347,23 +442,40 @@ class DraftPairingRule(Rule):
                     f"them: vLLM taps {analysis.physical(requested)}; if they mean 'output of "
                     f"layer k' the head was trained on the outputs of layers "
                     f"{', '.join(map(str, requested))} (vLLM ids {shifted}).",
-                    *at(ids_key.rsplit(".", 1)[-1]),
+                    *where,
                     hint="Check which convention the head was trained with; vLLM never shifts.",
+                    runners=runners,
                 )
-        expected, provided = analysis.aux_expected, analysis.aux_provided
-        counted = analysis.uses_aux and expected is not None and tapped is not None
-        if counted and expected != provided:
-            requested = f"the runner requests {len(tapped)} layers {list(tapped)}"
-            if provided != len(tapped):
-                requested += (
-                    f", which the target captures as {provided} states (each layer is tapped "
+        ids = analysis.ids_of(request)
+        if ids is None:
+            return
+        captured = analysis.captured(ids)
+        count = analysis.states_for(ids)
+        unique = list(dict.fromkeys(ids))
+        if requested is not None and unique != captured and len(unique) == len(ids):
+            yield self.report(
+                "EAG625",
+                f"The ids {list(ids)} are not in layer order: the target appends aux states as "
+                f"its layer loop reaches them, so fc receives layers {captured} in that order. "
+                "A head trained on the config's order sees its inputs permuted.",
+                *where,
+                hint=f"Write the ids as {captured} if that is the order the head was trained on.",
+                runners=runners,
+            )
+        expected = analysis.aux_expected
+        if analysis.uses_aux and expected is not None and expected != count:
+            asked = f"{who} requests {len(ids)} layers {list(ids)}"
+            if count != len(ids):
+                asked += (
+                    f", which the target captures as {count} states (each layer is tapped "
                     "once, however often its id repeats)"
                 )
             yield self.report(
                 "EAG621",
                 f"The drafter sizes fc for {expected} aux states ({analysis.aux_source}) but "
-                f"{requested}.",
-                *at(ids_key.rsplit(".", 1)[-1] or "architectures"),
+                f"{asked}.",
+                *(where if requested is not None else at("architectures")),
+                runners=runners,
             )
 
     def _vocabulary(

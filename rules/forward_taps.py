@@ -314,7 +314,7 @@ class StreamForCausalLM(nn.Module, SupportsEagle3):
                 line,
             )
             return
-        yield from self._taps(owner, inner, *found, ctx)
+        yield from self._taps(owner, inner, *found, ctx, target)
 
     def _taps(
         self,
@@ -323,6 +323,7 @@ class StreamForCausalLM(nn.Module, SupportsEagle3):
         where: ClassRef,
         forward: ForwardSummary,
         ctx: RuleContext,
+        target: Target,
     ) -> Iterator[Finding]:
         path = ctx.path(where)
         taps = [
@@ -404,6 +405,10 @@ class StreamForCausalLM(nn.Module, SupportsEagle3):
                 hint="Return (hidden_states, aux_hidden_states) when the list is non-empty.",
             )
         on_runners = pp_runners(owner, ctx)
+        # Under `pair`, the deployment is known: one pipeline rank makes every index global.
+        pairing = ctx.pairing
+        if pairing is not None and pairing.pipeline_size == 1:
+            on_runners = None
         for each in forward.loops if on_runners is not None else ():
             if each.shape.slices_layers and each.shape.enumerate_start is None and each.taps:
                 yield self.report(
@@ -419,6 +424,10 @@ class StreamForCausalLM(nn.Module, SupportsEagle3):
                     runners=on_runners or (),
                 )
         requested = self.options.get("aux-layers")
+        if requested is None and pairing is not None:
+            tapped = pairing.analysed(target).tapped_ids
+            if tapped is not None and all(isinstance(k, int) for k in tapped):
+                requested = tapped
         # Known requested ids settle EAG305: without layer 0 the None residual is never added,
         # with it the TypeError is certain.
         if requested is None or 0 in requested:

@@ -321,7 +321,7 @@ def test_llama_target_text_table(vllm_release: Callable, tmp_path: Path) -> None
         app, ["pair", "--vllm", "0.18.0", "--target", str(LLAMA), "--draft", str(folder)]
     )
     assert result.exit_code == 0, result.output
-    first = result.stdout.splitlines()[:8]
+    first = result.stdout.splitlines()[:10]
     assert first[0].split() == ["target", "LlamaForCausalLM", "(32", "layers)"]
     taps = "2→out of layer 1, 16→out of layer 15, 29→out of layer 28"
     assert any(taps in line for line in first)
@@ -335,8 +335,8 @@ def test_default_layers_are_printed_when_ids_are_absent(
     config = head(eagle_aux_hidden_state_layer_ids=None)
     _, report = pair(vllm_release, "0.18.0", LLAMA, draft_folder(tmp_path, config, tensors()))
     assert report["pairing"]["tapped_ids"] == [2, 16, 29]
-    finding = next(f for t in report["targets"] for f in t["findings"] if f["code"] == "EAG622")
-    assert "(2, 16, 29)" in finding["message"]
+    # The standard head carries no ids and was trained on the defaults: nothing to warn about.
+    assert pairing_codes(report) == []
 
 
 @pytest.mark.parametrize(

@@ -29,12 +29,10 @@ from eagle3lint.commands.options import (
 from eagle3lint.report.terminal import Terminal
 
 if TYPE_CHECKING:
-    from eagle3lint.drafts.analysis import Analysis
+    from eagle3lint.drafts.analysis import Analysis, RunnerRequest
     from eagle3lint.drafts.draft import DraftPairing
     from eagle3lint.engine import CheckOptions
     from eagle3lint.report.model import Report
-
-TAPS_RULE = "forward-taps"
 
 
 @takes("paths", "vllm", "select", "ignore", "jobs", "no_cache", "debug")
@@ -43,9 +41,22 @@ def pair(
     target: Annotated[
         Path, typer.Option("--target", help="The target's config.json (or its folder).")
     ] = ...,  # type: ignore[assignment]
+    speculative_config: Annotated[
+        str | None,
+        typer.Option(
+            "--speculative-config",
+            help="The JSON vllm serve takes (or a file holding it); its model is a folder or a "
+            "model id in the local Hugging Face cache.",
+        ),
+    ] = None,
     draft: Annotated[
-        Path, typer.Option("--draft", help="The drafter's config.json (or its folder).")
-    ] = ...,  # type: ignore[assignment]
+        Path | None,
+        typer.Option(
+            "--draft",
+            help="The drafter's config.json (or its folder); without --speculative-config the "
+            "method is taken as eagle3.",
+        ),
+    ] = None,
     draft_weights: Annotated[
         list[Path] | None,
         typer.Option(
@@ -61,9 +72,10 @@ def pair(
 ) -> None:
     """Check an EAGLE-3 drafter against its target for one release (exit codes as check)."""
     with guard(args.debug):
-        from eagle3lint.drafts.draft import DraftPairing
+        from eagle3lint.drafts.draft import DraftPairing, SpeculativeConfig
 
-        pairing = DraftPairing.load(draft, list(draft_weights or []), target, pp)
+        settings = SpeculativeConfig.parse(speculative_config) if speculative_config else None
+        pairing = DraftPairing.load(draft, list(draft_weights or []), target, pp, settings)
         options = replace(args, hf_config=target).check_options(progress=False)
         view = View(output_format, quiet, verbose, exit_zero, False, Terminal.of(sys.stdout))
         output, code = run_pair(
@@ -88,10 +100,6 @@ def run_pair(
     options.archs = [pairing.target_architecture()]
     options.hf_config = pairing.target_path
     options.pairing = pairing
-    ids = pairing.draft_layer_ids()
-    if ids is not None and TAPS_RULE not in options.rule_options:
-        # The taps rule reports a None residual at layer 0 only when layer 0 is requested.
-        options.rule_options = {**options.rule_options, TAPS_RULE: {"aux-layers": ids}}
     run = run_check(options)
     report = run.report
     analysis: Analysis | None = pairing.analysis
@@ -127,6 +135,18 @@ def _verdict(report: Report) -> str:
     return f"blocked ({', '.join(parts)} error{'s' if len(errors) > 1 else ''})"
 
 
+def _taps(analysis: Analysis, request: RunnerRequest | None) -> str:
+    """`[33, 18, 2] → 2→out of layer 1, …  (from <key>, in layer order)` for one runner."""
+    ids = analysis.ids_of(request)
+    if ids is None:
+        return "unknown (no ids, default not readable)"
+    captured = analysis.captured(ids)
+    where = f"from {request.source}" if request is not None and request.ids else "target default"
+    raw = f"{list(ids)} → " if captured != list(ids) else ""
+    order = ", in layer order" if raw else ""
+    return f"{raw}{analysis.physical(captured)}  ({where}{order})"
+
+
 def summary_table(analysis: Analysis, pairing: DraftPairing, verdict: str) -> str:
     """The short table `pair`'s text output leads with."""
     from rich.console import Console
@@ -155,21 +175,23 @@ def summary_table(analysis: Analysis, pairing: DraftPairing, verdict: str) -> st
 
     row("target", f"{analysis.target_arch} ({analysis.target_layers} layers)")
     row("release", f"vLLM {analysis.release}")
-    row("drafter", f"{drafter} ({analysis.draft_format} config)")
-    tapped = analysis.tapped_ids
-    first = analysis.requests[0] if analysis.requests else None
-    if tapped is None:
-        layers = "unknown (no ids, default not readable)"
-    elif first is not None and first.ids is not None:
-        layers = f"{analysis.physical(tapped)}  (from {first.source})"
+    resolution = analysis.resolution
+    if resolution.method is None:
+        row("method", f"refused: {resolution.refusal}")
     else:
-        layers = f"{analysis.physical(tapped)}  (target default)"
-    row("taps", layers)
-    for request in analysis.requests[1:]:
-        if request.ids != (first.ids if first else None):
-            other = request.ids if request.ids is not None else analysis.default_ids
-            how = f"from {request.source}" if request.ids is not None else "target default"
-            row("", f"{request.runner.runner}: {other} ({how})")
+        row("method", f"{resolution.method} ({resolution.how})")
+    row("drafter", f"{drafter} ({analysis.draft_format} config)")
+    if analysis.runner is not None:
+        row("runner", f"model runner {analysis.runner.upper()} ({analysis.runner_why})")
+    chosen = analysis.chosen
+    for request in analysis.requests:
+        if request is not chosen and analysis.ids_of(request) == analysis.ids_of(chosen):
+            continue
+        label = "taps" if request is chosen else ""
+        prefix = "" if request is chosen else f"{request.runner.runner}: "
+        row(label, prefix + _taps(analysis, request))
+    if not analysis.requests:
+        row("taps", _taps(analysis, None))
     expected = analysis.aux_expected if analysis.uses_aux else None
     provided = analysis.aux_provided if analysis.aux_provided is not None else "?"
     aux = (

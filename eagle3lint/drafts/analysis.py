@@ -12,14 +12,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from eagle3lint.drafts.draft import SUB_CONFIG, DraftPairing, Translated, translate
+from eagle3lint.drafts.draft import (
+    SPECULATORS,
+    SUB_CONFIG,
+    DraftPairing,
+    Translated,
+    translate,
+)
 from eagle3lint.engines.vllm.contract.drafter import (
     DrafterClassFacts,
     DrafterContract,
     RunnerIds,
     read_drafter_contract,
 )
-from eagle3lint.engines.vllm.contract.model import REGISTRY
+from eagle3lint.engines.vllm.contract.method_choice import DraftSeen, Resolution
+from eagle3lint.engines.vllm.contract.model import REGISTRY, V1
 from eagle3lint.engines.vllm.contract.source_text import function_named
 from eagle3lint.engines.vllm.names import LANGUAGE_MODEL_ATTR
 from eagle3lint.engines.vllm.targets import Target
@@ -66,21 +73,49 @@ class Analysis:
     aux_source: str = ""
     id_places: dict[str, list[Any]] = field(default_factory=dict)
     """Every place in the draft config holding a list named like layer ids."""
+    resolution: Resolution = field(default_factory=lambda: Resolution("eagle3", "configured"))
+    """The method the release runs the draft with, and why."""
+    runner: str | None = None
+    """The model runner that runs the pair (`v1`, `v2`); None when the tree has one choice."""
+    runner_why: str = ""
+
+    @property
+    def chosen(self) -> RunnerRequest | None:
+        """The request of the runner that runs the pair (the first one when the tree has no
+        choice to make)."""
+        for request in self.requests:
+            if self.runner is not None and request.runner.runner.endswith(f" {self.runner}"):
+                return request
+        return self.requests[0] if self.requests else None
+
+    def ids_of(self, request: RunnerRequest | None) -> list[Any] | None:
+        """The ids `request`'s runner asks for: the config's, else the target's default."""
+        ids = request.ids if request is not None else None
+        return ids if ids is not None else self.default_ids
 
     @property
     def tapped_ids(self) -> list[Any] | None:
-        """The ids the default runner (the first) requests, or the target's default."""
-        first = self.requests[0].ids if self.requests else None
-        return first if first is not None else self.default_ids
+        """The ids the runner that runs the pair requests, or the target's default."""
+        return self.ids_of(self.chosen)
 
     @property
     def aux_provided(self) -> int | None:
-        """How many aux states the target returns for `tapped_ids`: every vLLM decoder taps by
+        """How many aux states the target returns for `tapped_ids`."""
+        return self.states_for(self.tapped_ids)
+
+    @staticmethod
+    def states_for(ids: list[Any] | None) -> int | None:
+        """How many aux states the target returns for `ids`: every vLLM decoder taps by
         membership (`idx in aux_hidden_state_layers`), so a repeated id is captured once."""
-        tapped = self.tapped_ids
-        if tapped is None:
+        if ids is None:
             return None
-        return len({k if _is_int(k) else repr(k) for k in tapped})
+        return len({k if _is_int(k) else repr(k) for k in ids})
+
+    @staticmethod
+    def captured(ids: list[Any]) -> list[Any]:
+        """The order the aux states arrive in: the decoder's loop order, each layer once."""
+        ints = sorted({k for k in ids if _is_int(k)})
+        return ints + [k for k in ids if not _is_int(k)]
 
     @property
     def draft_vocab(self) -> int | None:
@@ -138,6 +173,7 @@ class Analysis:
                     "runner": r.runner.runner,
                     "ids": r.ids,
                     "source": r.source or None,
+                    "captured": self.captured(ids) if (ids := self.ids_of(r)) is not None else None,
                 }
                 for r in self.requests
             ],
@@ -148,6 +184,14 @@ class Analysis:
             "vocab": {"draft": self.draft_vocab, "target": self.target_vocab},
             "vocab_mapping": self.vocab_mapping(pairing),
             "pipeline_parallel_size": pairing.pipeline_size,
+            "method": {
+                "name": self.resolution.method,
+                "how": self.resolution.how or None,
+                "refusal": self.resolution.refusal or None,
+                "configured": pairing.settings.method if pairing.settings.given else None,
+                "model": pairing.settings.model if pairing.settings.given else None,
+            },
+            "runner": self.runner,
             "verdict": verdict,
         }
 
@@ -173,8 +217,9 @@ def analyse(pairing: DraftPairing, target: Target) -> Analysis:
     index, contract = target.index, target.contract
     entries = speculative_entries(index)
     modules = sorted({e.module.rsplit(".", 1)[-1] for k, e in entries.items() if "Eagle3" in k})
-    facts = read_drafter_contract(Path(contract.root), modules, index.cache)
-    translated = translate(pairing.draft, facts)
+    every = sorted({e.module.rsplit(".", 1)[-1] for e in entries.values()})
+    facts = read_drafter_contract(Path(contract.root), modules, every, index.cache)
+    resolution, translated = _method_and_translation(pairing, facts, entries)
     drafter = entries.get(translated.architecture or "")
     text = pairing.target_text
     analysis = Analysis(
@@ -189,7 +234,9 @@ def analyse(pairing: DraftPairing, target: Target) -> Analysis:
         target_hidden=_int(text.get("hidden_size")),
         target_layers=_int(text.get("num_hidden_layers")),
         target_vocab=_int(text.get("vocab_size")),
+        resolution=resolution,
     )
+    analysis.runner, analysis.runner_why = _runner(pairing, target)
     for runner in facts.runners:
         analysis.requests.append(_request(runner, translated))
     analysis.id_places = _id_places(translated.config)
@@ -200,6 +247,56 @@ def analyse(pairing: DraftPairing, target: Target) -> Analysis:
     analysis.pre_layer_taps = _pre_layer_taps(target, index)
     _aux_count(analysis)
     return analysis
+
+
+def _method_and_translation(
+    pairing: DraftPairing, facts: DrafterContract, entries: dict[str, DictEntry]
+) -> tuple[Resolution, Translated]:
+    """The method the release chooses for the draft, and the draft config as that method's
+    drafter reads it. A speculators config is translated first (its loading picks the
+    architecture the method choice then looks at); an EAGLE-style one is renamed for the
+    method chosen."""
+    draft, settings = pairing.draft, pairing.settings
+    translated = translate(draft, facts, None) if draft.format == SPECULATORS else None
+    if translated is not None:
+        archs = (translated.architecture,) if translated.architecture else ()
+        model_type: Any = "speculators"
+    else:
+        declared = draft.data.get("architectures")
+        archs = (
+            tuple(a for a in declared if isinstance(a, str)) if isinstance(declared, list) else ()
+        )
+        model_type = draft.data.get("model_type")
+    entry = next((entries[a] for a in archs if a in entries), None)
+    seen = DraftSeen(
+        settings.model,
+        archs,
+        model_type if isinstance(model_type, str) else None,
+        entry.cls if entry else None,
+    )
+    if facts.method_choice is None:
+        resolution = Resolution(settings.method or "eagle3", "configured (not read)")
+    else:
+        resolution = facts.method_choice.resolve(settings.method, seen)
+    if not settings.given:
+        resolution.how = "assumed: pair got --draft, not --speculative-config"
+    return resolution, translated or translate(draft, facts, resolution.method)
+
+
+def _runner(pairing: DraftPairing, target: Target) -> tuple[str | None, str]:
+    """The runner the pair runs on by default on CUDA: the target's, unless the speculative
+    config asks for what V2 lacks (parallel drafting for EAGLE before 0.34)."""
+    runners = target.contract.runners
+    if runners is None:
+        return None, ""
+    if len(runners.present) == 1:
+        return runners.present[0], "the only runner"
+    options = pairing.settings.options
+    if options.get("parallel_drafting") is True:
+        lacks = [f for f in runners.v1_features if "parallel drafting" in f]
+        if lacks:
+            return V1, f"V2 lacks {lacks[0]}"
+    return target.runner, "the target's default"
 
 
 def _int(value: Any) -> int | None:

@@ -4,6 +4,7 @@ release translates it, and its checkpoint's tensor headers."""
 from __future__ import annotations
 
 import json
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,6 +17,7 @@ from eagle3lint.hf_config import read_config_json, text_config
 
 EAGLE_STYLE = "eagle"
 SPECULATORS = "speculators"
+IDS_KEY = "eagle_aux_hidden_state_layer_ids"
 SUB_CONFIG = "eagle_config"
 """The sub-dict EAGLE-style checkpoints keep their EAGLE-3 settings in."""
 MAX_LAYER_IDS = 1024
@@ -47,6 +49,18 @@ class DraftConfig:
             return archs[0]
         return None
 
+    def eagle3_method(self) -> str | None:
+        """The method the checkpoint itself was made for, as far as it says: its speculators
+        type, else eagle3 for an EAGLE-3 architecture or EAGLE-3 settings; None when it does
+        not say."""
+        kind = self.data.get("speculators_model_type")
+        if isinstance(kind, str):
+            return kind
+        declared = self.declared_architecture() or ""
+        if "Eagle3" in declared or IDS_KEY in self.data or SUB_CONFIG in self.data:
+            return "eagle3"
+        return None
+
     def layer_config(self) -> dict[str, Any]:
         """A speculators config's `transformer_layer_config` (empty when absent or not a dict)."""
         found = self.data.get("transformer_layer_config")
@@ -70,19 +84,29 @@ class Translated:
         return holder.get(key.key) if isinstance(holder, dict) else None
 
 
-def translate(draft: DraftConfig, facts: DrafterContract) -> Translated:
-    """What the release turns `draft` into: EAGLEConfig's renaming for an EAGLE-style config,
-    the speculators translation (`update_eagle3`) for a speculators one."""
+def translate(draft: DraftConfig, facts: DrafterContract, method: str | None) -> Translated:
+    """What the release turns `draft` into: for an EAGLE-style config, EAGLEConfig's renaming
+    for `method` (none for a method EAGLEConfig does not wrap); for a speculators one, the
+    function registered for its `speculators_model_type` (`update_eagle3`)."""
     if draft.format == EAGLE_STYLE:
         declared = draft.declared_architecture()
         arch = declared
-        if declared is not None and facts.renaming is not None:
-            arch = facts.renaming.apply(declared)
+        renaming = facts.renamings.get(method or "")
+        if declared is not None and renaming is not None:
+            arch = renaming.apply(declared)
         return Translated(dict(draft.data), arch)
-    translation = facts.speculators
+    kind = draft.data.get("speculators_model_type")
+    translation = facts.speculators.get(kind) if isinstance(kind, str) else None
     layer = draft.layer_config()
     if translation is None:
-        return Translated(layer, None, "this release has no speculators translation for eagle3")
+        known = ", ".join(repr(k) for k in facts.speculators) or "none"
+        return Translated(
+            layer,
+            None,
+            f"speculators_model_type {kind!r} is not one this release loads (it loads {known})",
+        )
+    if translation.refusal:
+        return Translated(layer, None, translation.refusal)
     config = dict(layer)
     passed: set[str] = set()
     for rule in translation.passthrough:
@@ -95,7 +119,9 @@ def translate(draft: DraftConfig, facts: DrafterContract) -> Translated:
     arch = translation.architecture(model_type if isinstance(model_type, str) else None)
     refusal = ""
     if arch is None:
-        refusal = f"Unsupported model_type {model_type} for Eagle3 speculator"
+        refusal = (translation.unmapped or "Unsupported model_type {model_type}").replace(
+            "{model_type}", str(model_type)
+        )
     return Translated(config, arch, refusal, passed)
 
 
@@ -124,9 +150,83 @@ def _literal(text: str) -> Any:
         return text
 
 
+@dataclass(frozen=True, slots=True)
+class SpeculativeConfig:
+    """The `--speculative-config` JSON `vllm serve` takes, as far as `pair` reads it."""
+
+    method: str | None
+    """None: unset, so the release chooses one from the draft (`draft_model` when nothing
+    names one)."""
+    model: str
+    """The draft as typed: a folder or a model id; the method choice tests this string."""
+    options: dict[str, Any] = field(default_factory=dict)
+    given: bool = True
+    """False when `pair` got only `--draft`: the method is then taken as eagle3."""
+
+    @classmethod
+    def parse(cls, text: str) -> SpeculativeConfig:
+        """The JSON object of `--speculative-config`: inline, or a file holding it."""
+        raw = text.strip()
+        if not raw.startswith("{"):
+            file = Path(raw).expanduser()
+            if not file.is_file():
+                raise UsageError(
+                    f"--speculative-config: {raw!r} is neither a JSON object nor a file"
+                )
+            raw = file.read_text(encoding="utf-8", errors="replace")
+        try:
+            data = json.loads(raw)
+        except ValueError as exc:
+            raise UsageError(f"--speculative-config: not valid JSON ({exc})") from exc
+        if not isinstance(data, dict):
+            raise UsageError("--speculative-config: must be a JSON object")
+        method, model = data.get("method"), data.get("model")
+        if method is not None and not isinstance(method, str):
+            raise UsageError(f"--speculative-config: method must be a string, not {method!r}")
+        if not isinstance(model, str) or not model:
+            raise UsageError(
+                '--speculative-config: "model" must name the draft (a folder or a model id); '
+                "pair checks drafts, not methods without one (ngram, suffix)"
+            )
+        return cls(method, model, data)
+
+
+def locate_draft(model: str) -> Path:
+    """The folder holding the draft's config.json: `model` itself, or its snapshot in the local
+    Hugging Face cache (`HF_HUB_CACHE`, `HF_HOME/hub`, ~/.cache/huggingface/hub). Nothing is
+    downloaded."""
+    path = Path(model).expanduser()
+    if path.exists():
+        return path
+    if re.fullmatch(r"[\w.-]+/[\w.-]+", model) is None:
+        raise UsageError(f"--speculative-config: model {model!r} is not a folder or a model id")
+    roots = [os.environ.get("HF_HUB_CACHE")]
+    if os.environ.get("HF_HOME"):
+        roots.append(os.path.join(os.environ["HF_HOME"], "hub"))
+    roots.append(str(Path.home() / ".cache" / "huggingface" / "hub"))
+    repo = "models--" + model.replace("/", "--")
+    for root in filter(None, roots):
+        snapshots = Path(root) / repo / "snapshots"
+        ref = Path(root) / repo / "refs" / "main"
+        try:
+            chosen = snapshots / ref.read_text().strip() if ref.is_file() else None
+            if chosen is None or not (chosen / "config.json").is_file():
+                found = sorted(snapshots.glob("*/config.json"), key=lambda p: p.stat().st_mtime)
+                chosen = found[-1].parent if found else None
+        except OSError:
+            chosen = None
+        if chosen is not None:
+            return chosen
+    raise UsageError(
+        f"--speculative-config: {model} is not in the local Hugging Face cache; fetch its "
+        f"config and weights first (`hf download {model}`), or give --draft FOLDER"
+    )
+
+
 @dataclass
 class DraftPairing:
-    """What `pair` was given: both configs, the draft's checkpoint and the pipeline size.
+    """What `pair` was given: both configs, the draft's checkpoint, the speculative config and
+    the pipeline size.
 
     The draft-pairing rule fills `analysis` when it runs; the command reads it back for its
     summary table."""
@@ -136,7 +236,24 @@ class DraftPairing:
     target: dict[str, Any]
     checkpoint: Checkpoint | None
     pipeline_size: int = 1
+    speculative: SpeculativeConfig | None = None
     analysis: Any = None
+
+    def analysed(self, target: Any) -> Any:
+        """The pair's analysis for `target` (a `Target`), made once and shared by the rules that
+        need it: the draft-pairing rule, and the taps rule for the ids and pipeline size."""
+        from eagle3lint.drafts.analysis import analyse
+
+        if self.analysis is None or self.analysis.target_arch != target.arch:
+            self.analysis = analyse(self, target)
+        return self.analysis
+
+    @property
+    def settings(self) -> SpeculativeConfig:
+        """The speculative config; with `--draft` alone, method eagle3 for that draft."""
+        if self.speculative is not None:
+            return self.speculative
+        return SpeculativeConfig("eagle3", str(self.draft.path.parent), given=False)
 
     @property
     def target_text(self) -> dict[str, Any]:
@@ -144,8 +261,17 @@ class DraftPairing:
 
     @classmethod
     def load(
-        cls, draft: Path, weights: list[Path], target: Path, pipeline_size: int
+        cls,
+        draft: Path | None,
+        weights: list[Path],
+        target: Path,
+        pipeline_size: int,
+        speculative: SpeculativeConfig | None = None,
     ) -> DraftPairing:
+        if draft is None:
+            if speculative is None:
+                raise UsageError("give the draft: --speculative-config JSON or --draft FOLDER")
+            draft = locate_draft(speculative.model)
         data, file, text = read_config_json(draft, "--draft")
         _check_id_lists(data, file)
         target_data, target_file, _ = read_config_json(target, "--target")
@@ -156,20 +282,13 @@ class DraftPairing:
             raise UsageError(f"--draft-weights: {missing[0]} does not exist")
         checkpoint = read_checkpoint(weights) if weights else None
         return cls(
-            DraftConfig(file, data, text), target_file, target_data, checkpoint, pipeline_size
+            DraftConfig(file, data, text),
+            target_file,
+            target_data,
+            checkpoint,
+            pipeline_size,
+            speculative,
         )
-
-    def draft_layer_ids(self) -> list[int] | None:
-        """The ids the draft config holds (top level, else `eagle_config`), when they are
-        non-negative integers: what the target's taps rule may assume is requested."""
-        for holder in (self.draft.data, self.draft.data.get(SUB_CONFIG)):
-            ids = (
-                holder.get("eagle_aux_hidden_state_layer_ids") if isinstance(holder, dict) else None
-            )
-            if isinstance(ids, list) and ids:
-                valid = all(isinstance(k, int) and not isinstance(k, bool) and k >= 0 for k in ids)
-                return ids if valid else None
-        return None
 
     def target_architecture(self) -> str:
         """The target config's `architectures[0]`: the architecture `pair` checks."""

@@ -17,6 +17,13 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from eagle3lint.engines.vllm.contract.method_choice import (
+    SPEC_DECODE,
+    SPECULATIVE,
+    SPECULATOR_CONFIG,
+    MethodChoice,
+    read_method_choice,
+)
 from eagle3lint.engines.vllm.contract.model import PROPOSER_FILES
 from eagle3lint.engines.vllm.contract.source_text import (
     function_around,
@@ -69,10 +76,13 @@ class Renaming:
     prefix: str
     keep_prefixes: list[str] = field(default_factory=list)
     keep_suffixes: list[str] = field(default_factory=list)
+    keep_names: list[str] = field(default_factory=list)
 
     def apply(self, arch: str) -> str:
-        if any(arch.startswith(p) for p in self.keep_prefixes) or any(
-            arch.endswith(s) for s in self.keep_suffixes
+        if (
+            any(arch.startswith(p) for p in self.keep_prefixes)
+            or any(arch.endswith(s) for s in self.keep_suffixes)
+            or arch in self.keep_names
         ):
             return arch
         return f"{self.prefix}{arch}"
@@ -90,10 +100,15 @@ class PassThrough:
 
 @dataclass(slots=True)
 class SpeculatorsTranslation:
-    """How `update_eagle3` turns a speculators config into the drafter's config."""
+    """How one registered function (`update_eagle3` for `speculators_model_type: eagle3`)
+    turns a speculators config into the drafter's config."""
 
     path: str
     line: int
+    refusal: str = ""
+    """The error the function raises for every config of its type (P-EAGLE in 0.34)."""
+    unmapped: str = ""
+    """The error for a `model_type` the map lacks, `{model_type}` left in."""
     forced_arch: str | None = None
     arch_by_model_type: dict[str, str] = field(default_factory=dict)
     default_model_type: str | None = None
@@ -141,8 +156,12 @@ class DrafterClassFacts:
 class DrafterContract:
     """Everything `pair` reads from the release, apart from the registry (read by the index)."""
 
-    renaming: Renaming | None = None
-    speculators: SpeculatorsTranslation | None = None
+    renamings: dict[str, Renaming] = field(default_factory=dict)
+    """By method (`eagle`, `eagle3`, `dflash`): the methods whose drafts EAGLEConfig wraps."""
+    speculators: dict[str, SpeculatorsTranslation] = field(default_factory=dict)
+    """By `speculators_model_type`: the types the release loads."""
+    speculators_path: str = ""
+    method_choice: MethodChoice | None = None
     runners: list[RunnerIds] = field(default_factory=list)
     proposer_path: str | None = None
     proposer_line: int = 0
@@ -155,32 +174,48 @@ class DrafterContract:
 
 
 def read_drafter_contract(
-    vllm_dir: Path, drafter_modules: list[str], cache: SummaryCache | None
+    vllm_dir: Path,
+    drafter_modules: list[str],
+    speculative_modules: list[str],
+    cache: SummaryCache | None,
 ) -> DrafterContract:
-    """The drafter facts of the tree at `vllm_dir`, for the given drafter modules."""
+    """The drafter facts of the tree at `vllm_dir`, for the given EAGLE-3 drafter modules;
+    `speculative_modules` are every speculative-decoding module of the registry (the draft
+    classes that declare their method)."""
     rels = [
         EAGLE_CONFIG,
         SPECULATORS_ALGOS,
+        SPECULATIVE,
+        SPECULATOR_CONFIG,
         *(rel for _, rel in ID_RUNNERS),
         *PROPOSER_FILES,
-        *(f"{MODELS_DIR}/{m}.py" for m in drafter_modules),
+        *(f"{MODELS_DIR}/{m}.py" for m in sorted({*drafter_modules, *speculative_modules})),
+        *_speculator_config_files(vllm_dir),
     ]
     texts: dict[str, str] = {}
     digest = hashlib.blake2b(digest_size=20)
     for rel in rels:
         digest.update(f"{vllm_dir / rel}\0".encode())
         with contextlib.suppress(UnreadableSource):
-            # Read as text, never parsed: the parser's nesting guard is not needed here.
             data = read_source_bytes(vllm_dir / rel)
             digest.update(data)
             texts[rel] = data.decode("utf-8", errors="replace")
-    key = content_key(digest.digest(), "drafter-contract")
+    key = content_key(digest.digest(), "drafter-contract-2")
     cached = cache.load(key, DrafterContract) if cache else None
     if cached is not None:
         return cached
+
+    def read(path: Path) -> str | None:
+        try:
+            return texts.get(path.relative_to(vllm_dir).as_posix())
+        except ValueError:
+            return None
+
     facts = DrafterContract(
-        renaming=_renaming(texts.get(EAGLE_CONFIG), str(vllm_dir / EAGLE_CONFIG)),
+        renamings=_renamings(texts.get(EAGLE_CONFIG), str(vllm_dir / EAGLE_CONFIG)),
         speculators=_speculators(texts.get(SPECULATORS_ALGOS), str(vllm_dir / SPECULATORS_ALGOS)),
+        speculators_path=str(vllm_dir / SPECULATORS_ALGOS),
+        method_choice=read_method_choice(vllm_dir, read),
         runners=[
             found
             for runner, rel in ID_RUNNERS
@@ -203,26 +238,36 @@ def read_drafter_contract(
     return facts
 
 
-def _renaming(text: str | None, path: str) -> Renaming | None:
-    """`arch if arch.startswith("Eagle3") or arch.endswith("Eagle3") else f"Eagle3{arch}"`, in
-    the branch taken for method eagle3."""
-    if text is None:
-        return None
-    branch = re.search(r"method\s*==\s*[\"']eagle3[\"']", text)
-    if branch is None:
-        return None
-    end = re.search(r"\n[ \t]*(?:elif\b|else:)", text[branch.end() :])
-    body = text[branch.end() : branch.end() + end.start()] if end else text[branch.end() :]
-    prefix = re.search(r"f[\"'](\w*)\{arch\}[\"']", body)
-    if prefix is None:
-        return None
-    return Renaming(
-        path,
-        line_at(text, branch.start()),
-        prefix.group(1),
-        re.findall(r"\.startswith\([\"'](\w+)[\"']\)", body),
-        re.findall(r"\.endswith\([\"'](\w+)[\"']\)", body),
-    )
+def _speculator_config_files(vllm_dir: Path) -> list[str]:
+    """0.34's per-speculator `config.py` files (the method choice reads their `matches`)."""
+    folder = vllm_dir / SPEC_DECODE
+    try:
+        found = [*folder.glob("*config.py"), *folder.glob("*/config.py")]
+    except OSError:
+        return []
+    return sorted(p.relative_to(vllm_dir).as_posix() for p in found)
+
+
+def _renamings(text: str | None, path: str) -> dict[str, Renaming]:
+    """Each `method == "<m>"` branch of EAGLEConfig: `arch if arch.startswith("Eagle3") or
+    arch.endswith("Eagle3") else f"Eagle3{arch}"` and its kin."""
+    found: dict[str, Renaming] = {}
+    for branch in re.finditer(r"method\s*==\s*[\"'](\w+)[\"']", text or ""):
+        assert text is not None
+        end = re.search(r"\n[ \t]*(?:elif\b|else:)", text[branch.end() :])
+        body = text[branch.end() : branch.end() + end.start()] if end else text[branch.end() :]
+        prefix = re.search(r"f[\"'](\w*)\{arch\}[\"']", body)
+        if prefix is None or branch.group(1) in found:
+            continue
+        found[branch.group(1)] = Renaming(
+            path,
+            line_at(text, branch.start()),
+            prefix.group(1),
+            re.findall(r"\.startswith\([\"'](\w+)[\"']\)", body),
+            re.findall(r"\.endswith\([\"'](\w+)[\"']\)", body),
+            re.findall(r"\barch\s*==\s*[\"'](\w+)[\"']", body),
+        )
+    return found
 
 
 # The patterns below run on text of the analysed tree, so none may backtrack more than a
@@ -236,26 +281,48 @@ _PASS = re.compile(
 )
 
 
-def _speculators(text: str | None, path: str) -> SpeculatorsTranslation | None:
-    """The function registered for `eagle3` in the speculators translation."""
-    if text is None:
-        return None
-    registered = re.search(r"@\w+\(\s*[\"']eagle3[\"']\s*\)[ \t]*\n\s*def\s+(\w+)", text)
-    if registered is None:
-        return None
-    found = function_named(text, registered.group(1))
+def _speculators(text: str | None, path: str) -> dict[str, SpeculatorsTranslation]:
+    """The function registered for each `speculators_model_type`."""
+    found: dict[str, SpeculatorsTranslation] = {}
+    for registered in re.finditer(
+        r"@\w+\(\s*[\"'](\w+)[\"']\s*\)[ \t]*\n\s*def\s+(\w+)", text or ""
+    ):
+        assert text is not None
+        translation = _translation(text, registered.group(2), path)
+        if translation is not None:
+            found.setdefault(registered.group(1), translation)
+    return found
+
+
+def _translation(text: str, function: str, path: str) -> SpeculatorsTranslation | None:
+    found = function_named(text, function)
     if found is None:
         return None
     body, line = found
     body = strip_comments(body)
     facts = SpeculatorsTranslation(path, line)
+    lines = [line for line in body.split("\n")[1:] if line.strip()]
+    indent = min((len(line) - len(line.lstrip()) for line in lines), default=0)
+    # A raise at the body's own indentation is unconditional: every config of the type fails.
+    refused = re.search(
+        rf"^[ \t]{{{indent}}}raise\s+\w+\(\s*[\"']([^\"'\n]+)[\"']", "\n".join(lines), re.MULTILINE
+    )
+    if refused is not None:
+        facts.refusal = refused.group(1)
+        return facts
     for match in _PASS.finditer(body):
         target, source, default, indexed = match.groups()
         if target == "architectures":
             continue
         default = default.rstrip() if default is not None else None
         facts.passthrough.append(PassThrough(target, source or indexed, default))
-    forced = re.search(r"pre_trained_config\[[\"']architectures[\"']\]\s*=\s*\[[\"'](\w+)", body)
+    # `= ["X"]`, or `= selected or ["X"]` (DSpark keeps a listed architecture it supports; the
+    # default is what a head of another name gets).
+    forced = re.search(
+        r"pre_trained_config\[[\"']architectures[\"']\]\s*="
+        r"[ \t]*(?:\w+[ \t]+or[ \t]+)?\[[\"'](\w+)",
+        body,
+    )
     if forced is not None:
         facts.forced_arch = forced.group(1)
         return facts
@@ -266,6 +333,8 @@ def _speculators(text: str | None, path: str) -> SpeculatorsTranslation | None:
             facts.arch_by_model_type = dict(
                 re.findall(r"[\"'](\w+)[\"']\s*:\s*[\"'](\w+)[\"']", literal.group(1))
             )
+        unmapped = re.search(r"raise\s+\w+\(\s*f[\"'](Unsupported model_type[^\"'\n]*)", body)
+        facts.unmapped = unmapped.group(1) if unmapped else ""
         default = re.search(r"\.get\(\s*[\"']model_type[\"']\s*,\s*[\"'](\w+)[\"']", body)
         facts.default_model_type = default.group(1) if default else None
     return facts
