@@ -228,16 +228,24 @@ class DraftPairingRule(Rule):
                 severity=Severity.WARNING,
             )
             return
-        outcome = {
-            "draft_model": "as an independent draft model, without the target's hidden "
-            "states: the EAGLE-3 head does not run as trained",
-            "eagle": "as an EAGLE-1 head: the architecture is renamed for EAGLE-1 and the "
-            "target's aux hidden states are never requested",
-        }.get(resolution.method, f"as {resolution.method}, not as an EAGLE-3 head")
+        arch = analysis.translated.architecture
+        if resolution.method in analysis.facts.renamings and analysis.drafter is None:
+            # EAGLEConfig renames the head for that method; the name is then looked up.
+            outcome = (
+                f"EAGLEConfig renames its architecture to {arch}, which is not registered: "
+                f"'Model architectures ['{arch}'] are not supported for now'"
+            )
+        else:
+            outcome = {
+                "draft_model": "it runs as an independent draft model, without the target's "
+                "hidden states: the EAGLE-3 head does not run as trained",
+                "eagle": "it runs as an EAGLE-1 head, and the target's aux hidden states are "
+                "never requested",
+            }.get(resolution.method, f"it runs as {resolution.method}, not as an EAGLE-3 head")
         yield self.report(
             "EAG602",
             f"vLLM {analysis.release} chooses method {resolution.method} for this EAGLE-3 "
-            f"head ({resolution.how}){place}: it runs {outcome}.",
+            f"head ({resolution.how}){place}: {outcome}.",
             *where,
             hint='Set "method": "eagle3" in --speculative-config.',
         )
