@@ -173,6 +173,19 @@ EAG633 = _explain(
     "// ship lm_head.weight [32000, hidden] with the head\n",
 )
 
+EAG634 = _explain(
+    "A drafter with a reduced vocabulary computes `targets = arange(draft_vocab_size) + "
+    "draft_id_to_target_id` (the checkpoint's `d2t`) and scatters its logits there: "
+    "`logits_new[:, targets] = logits`. vLLM checks `d2t`'s shape, never its values; `t2d` is "
+    "skipped at load.",
+    "`IndexError: index 128302 is out of bounds for dimension 0 with size 128256` (a device "
+    "assert on GPU) at the first draft, after the weights loaded; negative or repeated "
+    "targets, or an all-zero map, raise nothing and lower acceptance.",
+    "All releases that read `d2t` (every release with EAGLE-3).",
+    "d2t = [0, 5, 128300, ...]  // draft id 2 → 2 + 128300, beyond a 128256-token target\n",
+    "d2t = [0, 5, 9, ...]  // i + d2t[i] strictly increasing, below the target vocabulary\n",
+)
+
 EAG641 = _explain(
     "The drafter reads a fixed set of norm flags (`norm_before_residual`; "
     "`norm_before_fc` from 0.18; `fc_norm`, `norm_output` from 0.22). A speculators "

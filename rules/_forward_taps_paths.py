@@ -3,7 +3,9 @@ model runners that run a decoder's taps under pipeline parallelism."""
 
 from __future__ import annotations
 
-from eagle3lint.api import RuleContext, Target
+from typing import Any
+
+from eagle3lint.api import RuleContext, Target, analyse_pairing
 
 
 def _checkpoint_chooses(owner: Target) -> bool:
@@ -20,11 +22,23 @@ def _checkpoint_chooses(owner: Target) -> bool:
 def pp_runners(target: Target, ctx: RuleContext) -> tuple[str, ...] | None:
     """The runners that run this decoder's taps under pipeline parallelism: () for every
     runner; V1 alone where V2 refuses a decoder that does not relay its aux hidden states
-    (0.30 on); None where V2 is the only runner and refuses it."""
+    (0.30 on); None where V2 is the only runner and refuses it, or where `pair` was told of
+    one pipeline rank (every index is then global)."""
+    if ctx.pairing is not None and ctx.pairing.pipeline_size == 1:
+        return None
     runners = ctx.contract.runners
     if runners is None or not runners.v2_pp_needs_relay or target.pp_aux_relay:
         return ()
     return tuple(r for r in runners.present if r != "v2") or None
+
+
+def requested_ids(target: Target, ctx: RuleContext, option: Any) -> list[int] | None:
+    """The layer ids the drafter requests: the rule's `aux-layers` option, else under `pair`
+    the ids its runner takes from the draft config (or the target's default)."""
+    if option is not None or ctx.pairing is None:
+        return option
+    tapped = analyse_pairing(ctx.pairing, target).tapped_ids
+    return tapped if tapped is not None and all(isinstance(k, int) for k in tapped) else None
 
 
 def unresolved_decoder_note(owner: Target) -> tuple[str, str] | None:

@@ -25,7 +25,7 @@ from eagle3lint.api import (
 )
 
 from . import _forward_taps_explain as explained
-from ._forward_taps_paths import pp_runners, unresolved_decoder_note
+from ._forward_taps_paths import pp_runners, requested_ids, unresolved_decoder_note
 
 AUX_ATTR = AUX_LAYERS_ATTR
 
@@ -405,10 +405,6 @@ class StreamForCausalLM(nn.Module, SupportsEagle3):
                 hint="Return (hidden_states, aux_hidden_states) when the list is non-empty.",
             )
         on_runners = pp_runners(owner, ctx)
-        # Under `pair`, the deployment is known: one pipeline rank makes every index global.
-        pairing = ctx.pairing
-        if pairing is not None and pairing.pipeline_size == 1:
-            on_runners = None
         for each in forward.loops if on_runners is not None else ():
             if each.shape.slices_layers and each.shape.enumerate_start is None and each.taps:
                 yield self.report(
@@ -423,11 +419,7 @@ class StreamForCausalLM(nn.Module, SupportsEagle3):
                     "start=self.start_layer).",
                     runners=on_runners or (),
                 )
-        requested = self.options.get("aux-layers")
-        if requested is None and pairing is not None:
-            tapped = pairing.analysed(target).tapped_ids
-            if tapped is not None and all(isinstance(k, int) for k in tapped):
-                requested = tapped
+        requested = requested_ids(target, ctx, self.options.get("aux-layers"))
         # Known requested ids settle EAG305: without layer 0 the None residual is never added,
         # with it the TypeError is certain.
         if requested is None or 0 in requested:
@@ -445,7 +437,8 @@ class StreamForCausalLM(nn.Module, SupportsEagle3):
                         "hidden_states`.",
                         severity=severity,
                     )
-        if all(t.before_layer for t in taps):
+        # Under `pair` the requested ids are known: EAG623 reports the one id this concerns.
+        if all(t.before_layer for t in taps) and ctx.pairing is None:
             yield self.report(
                 "EAG306",
                 f"{where.name}.forward taps before each layer, so the last layer's output "

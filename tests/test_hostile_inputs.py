@@ -219,6 +219,16 @@ REGISTERED = '@register("eagle3")\ndef f():\n    '
             id="blanks-in-a-get",
         ),
         pytest.param(RUNNER, READS + "    for v in (\n" * (N // 15), id="open-loops"),
+        pytest.param(
+            drafter.SPECULATIVE,
+            "def f():\n    x = draft_model_config.model.lower()\n    y = " + "(" * N,
+            id="method-choice-nesting",
+        ),
+        pytest.param(
+            drafter.SPECULATOR_CONFIG,
+            "x.matches(\nif method is None:\n" + "    # c\n" * (N // 8) + "q",
+            id="detection-order-comments",
+        ),
         pytest.param(RUNNER, READS + "    " + "a" * N + "\n", id="runner-identifier"),
         pytest.param(
             drafter.SPECULATORS_ALGOS,
@@ -232,7 +242,7 @@ def test_the_drafter_facts_are_read_in_linear_time(tmp_path: Path, rel: str, tex
     (tmp_path / rel).parent.mkdir(parents=True)
     (tmp_path / rel).write_text(text)
     with no_hang():
-        drafter.read_drafter_contract(tmp_path, ["llama_eagle3"], None)
+        drafter.read_drafter_contract(tmp_path, ["llama_eagle3"], ["llama_eagle3"], None)
 
 
 @pytest.mark.parametrize("holder", ["", "eagle_config"])

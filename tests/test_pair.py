@@ -489,3 +489,179 @@ def test_the_header_and_the_summary_count_the_same_errors(
     assert sum(counts.values()) == int(summary.group(1))
     shown = [line for line in result.output.splitlines() if ": EAG201 " in line]
     assert len(shown) == 2 and any("get_eagle3_aux_hidden_state_layers" in s for s in shown)
+
+
+def write_d2t(folder: Path, offsets: list[int], vocab: int = 128256) -> None:
+    """A safetensors file whose d2t holds `offsets` as int64 values (every other tensor is
+    header-only), as a head trained on a reduced vocabulary ships it."""
+    data = struct.pack(f"<{len(offsets)}q", *offsets)
+    header: dict[str, Any] = {
+        "d2t": {"dtype": "I64", "shape": [len(offsets)], "data_offsets": [0, len(data)]},
+        **{
+            name: {"dtype": "BF16", "shape": shape, "data_offsets": [len(data), len(data)]}
+            for name, shape in {**LLAMA_TENSORS, "t2d": [vocab]}.items()
+            if name != "d2t"
+        },
+    }
+    raw = json.dumps(header).encode()
+    (folder / "model.safetensors").write_bytes(struct.pack("<Q", len(raw)) + raw + data)
+
+
+@pytest.mark.parametrize(
+    ("name", "offsets", "severity"),
+    [
+        ("beyond-the-target", [0] * 31999 + [128256 - 31999 + 1], "error"),
+        ("negative", [-1] + [0] * 31999, "error"),
+        ("all-zeros", [0] * 32000, "warning"),
+        ("two-onto-one", [1, 0] + [0] * 31998, "warning"),
+        ("valid", [3 * i for i in range(32000)], None),
+    ],
+)
+def test_d2t_values_are_read(
+    vllm_release: Callable, tmp_path: Path, name: str, offsets: list[int], severity: str | None
+) -> None:
+    """Issue 29: d2t's values, not only its shape: vLLM scatters the draft's logits to
+    `arange(draft_vocab) + d2t`, so a target id beyond the vocabulary raises at the first draft."""
+    folder = draft_folder(tmp_path, head())
+    write_d2t(folder, offsets)
+    _, report = pair(vllm_release, "0.33.0", LLAMA, folder)
+    found = [f for t in report["targets"] for f in t["findings"] if f["code"] == "EAG634"]
+    if severity is None:
+        assert not found
+        return
+    assert [f["severity"] for f in found] == [severity], found
+
+
+def spec_config(model: Path | str, method: str | None = "eagle3") -> str:
+    settings: dict[str, Any] = {"model": str(model), "num_speculative_tokens": 3}
+    if method is not None:
+        settings["method"] = method
+    return json.dumps(settings)
+
+
+def pair_spec(
+    vllm_release: Callable[[str], Path], version: str, settings: str, *extra: str
+) -> tuple[int, dict[str, Any]]:
+    vllm_release(version)
+    args = ["pair", "--vllm", version, "--target", str(LLAMA), "--speculative-config", settings]
+    result = CliRunner().invoke(app, [*args, "--format", "json", *extra])
+    assert result.exit_code in (0, 1), result.output
+    return result.exit_code, json.loads(result.stdout)
+
+
+@pytest.mark.parametrize(
+    ("version", "folder", "method", "chosen", "code"),
+    [
+        # 0.16: an unset method that no clue names is refused.
+        ("0.16.0", "llama-head", None, None, "EAG602"),
+        ("0.16.0", "llama-eagle3-head", None, "eagle3", None),
+        # 0.25-0.33: draft_model is what an unset method becomes.
+        ("0.25.0", "llama-head", None, "draft_model", "EAG602"),
+        ("0.33.0", "llama-head", "eagle3", "eagle3", None),
+        # "eagle-" is tested before "eagle3": EAGLE-1, whose renamed class does not exist.
+        ("0.33.0", "Llama-EAGLE-3-head", None, "eagle", "EAG602"),
+        # 0.34: the detection order, then draft_model.
+        ("0.34.0", "llama-head", None, "draft_model", "EAG602"),
+        ("0.34.0", "llama-head", "eagle", "eagle", "EAG602"),
+        ("0.34.0", "llama-eagle3-head", None, "eagle3", None),
+    ],
+)
+def test_speculative_config_method_as_the_release_chooses(
+    vllm_release: Callable,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    version: str,
+    folder: str,
+    method: str | None,
+    chosen: str | None,
+    code: str | None,
+) -> None:
+    """Issue 29: `--speculative-config` as `vllm serve` takes it; the model string is tested as
+    typed (a relative folder here: pytest's own folder names could hold a clue)."""
+    draft_folder(tmp_path, head(), tensors()).rename(tmp_path / folder)
+    monkeypatch.chdir(tmp_path)
+    code_, report = pair_spec(vllm_release, version, spec_config(folder, method))
+    assert report["pairing"]["method"]["name"] == chosen, report["pairing"]["method"]
+    assert [c for c in pairing_codes(report) if c == "EAG602"] == ([code] if code else [])
+    assert code_ == (1 if code else 0)
+
+
+def test_speculators_types_per_release(vllm_release: Callable, tmp_path: Path) -> None:
+    """Issue 29: a P-EAGLE speculators head maps to PeagleLlamaForCausalLM on 0.33.0 and is
+    refused at config load on 0.34.0; an unknown type is refused on both."""
+    peagle = speculators_head("llama", "LlamaForCausalLM", mask_token_id=5)
+    peagle["speculators_model_type"] = "peagle"
+    folder = draft_folder(tmp_path / "peagle", peagle)
+    _, report = pair_spec(vllm_release, "0.33.0", spec_config(folder))
+    assert report["pairing"]["draft"]["arch"] == "PeagleLlamaForCausalLM"
+    _, report = pair_spec(vllm_release, "0.34.0", spec_config(folder))
+    message = next(f["message"] for t in report["targets"] for f in t["findings"])
+    assert "P-EAGLE (parallel drafting EAGLE-3) is not supported" in message
+    unknown = {**peagle, "speculators_model_type": "medusa2"}
+    folder = draft_folder(tmp_path / "unknown", unknown)
+    for version in ("0.33.0", "0.34.0"):
+        code, report = pair_spec(vllm_release, version, spec_config(folder))
+        assert code == 1 and "EAG601" in pairing_codes(report)
+
+
+def test_unsorted_ids_warn_per_runner(vllm_release: Callable, tmp_path: Path) -> None:
+    """Issue 29: taps arrive in layer order; ids written otherwise are shown both ways."""
+    folder = draft_folder(tmp_path, head(eagle_aux_hidden_state_layer_ids=[29, 16, 2]), tensors())
+    code, report = pair_spec(vllm_release, "0.25.0", spec_config(folder))
+    assert code == 0 and pairing_codes(report) == ["EAG625"]
+    assert {tuple(r["captured"]) for r in report["pairing"]["layer_ids"]} == {(2, 16, 29)}
+
+
+def test_a_standard_head_is_quiet(vllm_release: Callable, tmp_path: Path) -> None:
+    """Issue 29: the standard head (no ids, trained on the target's defaults) with --pp 1 gets
+    no pairing warning and none of the target's pipeline or layer-0 notes."""
+    folder = draft_folder(tmp_path, head(eagle_aux_hidden_state_layer_ids=None), tensors())
+    for version in ("0.16.0", "0.25.0", "0.33.0", "0.34.0"):
+        code, report = pair_spec(vllm_release, version, spec_config(folder))
+        codes = [f["code"] for t in report["targets"] for f in t["findings"]]
+        assert code == 0 and codes == [], (version, codes)
+
+
+def test_a_model_id_is_found_in_the_hugging_face_cache(
+    vllm_release: Callable, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 29: `"model": "org/name"` is read from the local cache, never downloaded."""
+    cache = tmp_path / "hub"
+    snapshot = cache / "models--acme--Llama-EAGLE3-head" / "snapshots" / "abc123"
+    snapshot.parent.mkdir(parents=True)
+    draft_folder(tmp_path, head(), tensors()).rename(snapshot)
+    (cache / "models--acme--Llama-EAGLE3-head" / "refs").mkdir()
+    (cache / "models--acme--Llama-EAGLE3-head" / "refs" / "main").write_text("abc123")
+    monkeypatch.setenv("HF_HUB_CACHE", str(cache))
+    code, report = pair_spec(vllm_release, "0.33.0", spec_config("acme/Llama-EAGLE3-head", None))
+    assert code == 0 and report["pairing"]["method"]["name"] == "eagle3"
+    assert "the model string contains 'eagle3'" in report["pairing"]["method"]["how"]
+    missing = CliRunner().invoke(
+        app,
+        [
+            *("pair", "--vllm", "0.33.0", "--target", str(LLAMA)),
+            *("--speculative-config", spec_config("acme/absent-head")),
+        ],
+    )
+    assert missing.exit_code == 2
+    assert "not in the local Hugging Face cache" in missing.output
+
+
+@pytest.mark.parametrize(
+    ("settings", "message"),
+    [
+        ("{not json", "not valid JSON"),
+        ('["eagle3"]', "must be a JSON object"),
+        ('{"method": "ngram", "num_speculative_tokens": 3}', '"model" must name the draft'),
+        ('{"method": 3, "model": "x"}', "method must be a string"),
+        ("no-such-file.json", "neither a JSON object nor a file"),
+    ],
+)
+def test_bad_speculative_configs_exit_2(
+    vllm_release: Callable, tmp_path: Path, settings: str, message: str
+) -> None:
+    vllm_release("0.33.0")
+    args = ["pair", "--vllm", "0.33.0", "--target", str(LLAMA), "--speculative-config", settings]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 2, result.output
+    assert message in result.output

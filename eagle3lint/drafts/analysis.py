@@ -213,7 +213,17 @@ def speculative_entries(index: ProjectIndex) -> dict[str, DictEntry]:
 
 
 def analyse(pairing: DraftPairing, target: Target) -> Analysis:
-    """The pair as the target's release builds it."""
+    """The pair as the target's release builds it; made once per target and kept on the
+    pairing, for the rules that need it (the draft-pairing rule, and the taps rule for the ids
+    and the pipeline size)."""
+    kept = pairing.analysis
+    if isinstance(kept, Analysis) and kept.target_arch == target.arch:
+        return kept
+    pairing.analysis = _analyse(pairing, target)
+    return pairing.analysis
+
+
+def _analyse(pairing: DraftPairing, target: Target) -> Analysis:
     index, contract = target.index, target.contract
     entries = speculative_entries(index)
     modules = sorted({e.module.rsplit(".", 1)[-1] for k, e in entries.items() if "Eagle3" in k})

@@ -2,14 +2,17 @@
 
 A `.safetensors` file starts with an 8-byte little-endian header length and a JSON header
 mapping each tensor name to `{dtype, shape, data_offsets}`; `model.safetensors.index.json`
-maps tensor names to shard files. Those are all `pair` needs: no tensor data is read and no
-torch is imported.
+maps tensor names to shard files. Those are nearly all `pair` needs: the one tensor whose
+values are read is `d2t` (a few hundred KiB of integers, with the standard library); no torch is
+imported.
 """
 
 from __future__ import annotations
 
+import array
 import os
 import struct
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
@@ -27,12 +30,44 @@ link to, the same large-header file many times)."""
 INDEX_FILE = "model.safetensors.index.json"
 
 
+MAX_VALUE_BYTES = 16 * 2**20
+"""Largest tensor whose values are read (`d2t`: 8 bytes per draft token, 256 KiB for 32,000)."""
+INTEGER_DTYPES = {"I64": ("q", 8), "I32": ("i", 4)}
+
+
 @dataclass(frozen=True, slots=True)
 class Tensor:
     name: str
     dtype: str
     shape: tuple[int, ...]
     file: str
+    start: int = 0
+    """Where its bytes start in the file (after the 8-byte length and the header)."""
+    end: int = 0
+
+    def integers(self) -> list[int] | None:
+        """Its values, for an integer vector of at most `MAX_VALUE_BYTES`; None when the file
+        holds no such data (a header-only file, another dtype, a short file)."""
+        kind = INTEGER_DTYPES.get(self.dtype)
+        count = self.shape[0] if len(self.shape) == 1 else -1
+        if kind is None or count < 0 or self.end - self.start != count * kind[1]:
+            return None
+        if self.end - self.start > MAX_VALUE_BYTES:
+            return None
+        try:
+            fd, _ = open_regular(Path(self.file))
+            with os.fdopen(fd, "rb") as handle:
+                handle.seek(self.start)
+                data = handle.read(self.end - self.start)
+        except (UnreadableSource, OSError):
+            return None
+        if len(data) != self.end - self.start:
+            return None
+        values = array.array(kind[0])
+        values.frombytes(data)
+        if sys.byteorder == "big":  # safetensors stores little-endian
+            values.byteswap()
+        return values.tolist()
 
 
 @dataclass
@@ -98,7 +133,18 @@ def _read_header(path: Path) -> tuple[dict[str, Tensor], int]:
             isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in shape
         ):
             raise UsageError(f"--draft-weights: {path}: tensor {name!r} has no valid shape")
-        tensors[name] = Tensor(name, str(info.get("dtype", "?")), tuple(shape), str(path))
+        offsets = info.get("data_offsets")
+        start = end = 0
+        if (
+            isinstance(offsets, list)
+            and len(offsets) == 2
+            and all(isinstance(o, int) and not isinstance(o, bool) and o >= 0 for o in offsets)
+            and offsets[0] <= offsets[1]
+        ):
+            start, end = 8 + size + offsets[0], 8 + size + offsets[1]
+        tensors[name] = Tensor(
+            name, str(info.get("dtype", "?")), tuple(shape), str(path), start, end
+        )
     return tensors, size
 
 

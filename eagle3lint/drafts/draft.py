@@ -167,7 +167,7 @@ class SpeculativeConfig:
     def parse(cls, text: str) -> SpeculativeConfig:
         """The JSON object of `--speculative-config`: inline, or a file holding it."""
         raw = text.strip()
-        if not raw.startswith("{"):
+        if not raw.startswith(("{", "[")):
             file = Path(raw).expanduser()
             if not file.is_file():
                 raise UsageError(
@@ -238,15 +238,6 @@ class DraftPairing:
     pipeline_size: int = 1
     speculative: SpeculativeConfig | None = None
     analysis: Any = None
-
-    def analysed(self, target: Any) -> Any:
-        """The pair's analysis for `target` (a `Target`), made once and shared by the rules that
-        need it: the draft-pairing rule, and the taps rule for the ids and pipeline size."""
-        from eagle3lint.drafts.analysis import analyse
-
-        if self.analysis is None or self.analysis.target_arch != target.arch:
-            self.analysis = analyse(self, target)
-        return self.analysis
 
     @property
     def settings(self) -> SpeculativeConfig:

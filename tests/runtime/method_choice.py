@@ -52,7 +52,7 @@ def main() -> None:
             draft = spec.draft_model_config
             answer["chosen"] = spec.method
             answer["architectures"] = list(getattr(draft, "architectures", None) or [])
-        except Exception as exc:  # noqa: BLE001 - every refusal is an answer
+        except Exception as exc:  # every refusal is an answer
             answer["error"] = _first_line(exc)
         print(json.dumps(answer), flush=True)
 

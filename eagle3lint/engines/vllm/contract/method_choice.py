@@ -137,13 +137,11 @@ def read_method_choice(vllm_dir: Path, read: Any) -> MethodChoice | None:
     """The tree's method choice; None when neither shape is found. `read` returns a file's
     text, or None when it is not there."""
     speculative = read(vllm_dir / SPECULATIVE)
-    if speculative is None:
-        return None
-    constants = _constants(speculative, SPECULATIVE)
+    constants = _constants(speculative, SPECULATIVE) if speculative is not None else {}
     registry_style = read(vllm_dir / SPECULATOR_CONFIG)
     if registry_style is not None and ".matches(" in registry_style:
         return _read_detection_order(vllm_dir, registry_style, constants, read)
-    return _read_elif_chain(vllm_dir, speculative, constants)
+    return _read_elif_chain(vllm_dir, speculative, constants) if speculative else None
 
 
 def _parse(text: str, name: str) -> ast.Module | None:

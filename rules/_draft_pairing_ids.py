@@ -1,0 +1,151 @@
+"""The draft-pairing checks of the layer ids each model runner requests (EAG622-EAG625, EAG621)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from eagle3lint.api import (
+    DRAFT_IDS_KEY,
+    DraftPairing,
+    Finding,
+    PairingAnalysis,
+    Rule,
+    RuleContext,
+    Target,
+)
+
+Locate = Callable[[str], tuple[str, int]]
+"""A key of the draft config → where a finding about it is reported (its config.json line)."""
+
+
+class LayerIdChecks(Rule):
+    """The layer-id half of the draft-pairing rule (mixed into it)."""
+
+    def _layer_ids(
+        self,
+        analysis: PairingAnalysis,
+        pairing: DraftPairing,
+        target: Target,
+        ctx: RuleContext,
+        at: Locate,
+    ) -> Iterator[Finding]:
+        default = (
+            f"{tuple(analysis.default_ids)} ({analysis.default_source})"
+            if analysis.default_ids is not None
+            else "its default layers"
+        )
+        places = ", ".join(f"{k}={v}" for k, v in analysis.id_places.items()) or "nowhere"
+        # A head with no ids anywhere was trained on the target's defaults (the standard
+        # EAGLE-3 heads are): only ids the runner overlooks are a trap.
+        missing = [r for r in analysis.requests if r.ids is None] if analysis.id_places else []
+        if missing:
+            reads = "; ".join(
+                f"{r.runner.runner} reads {', '.join(s.text() for s in r.runner.sources)} "
+                f"({r.runner.path}:{r.runner.line})"
+                for r in missing
+            )
+            first = missing[0] is analysis.requests[0]
+            yield self.report(
+                "EAG622",
+                f"The draft config holds layer ids {places}, but {reads}: "
+                f"{'the target' if first else 'with that runner the target'} taps {default} "
+                "instead, with only an info log.",
+                *at(next(iter(analysis.id_places), DRAFT_IDS_KEY).rsplit(".", 1)[-1]),
+                hint="Put the ids at the top level as eagle_aux_hidden_state_layer_ids.",
+            )
+        for runners, request in self._id_groups(analysis):
+            yield from self._requested_ids(analysis, request, runners, target, at)
+
+    @staticmethod
+    def _id_groups(analysis: PairingAnalysis) -> list[tuple[tuple[str, ...], Any]]:
+        """The runners' requests, one per distinct list of ids (and its key), each with the
+        runners it holds for: () when it holds for every runner."""
+        groups: dict[tuple[str, str], list[Any]] = {}
+        for request in analysis.requests:
+            ids = analysis.ids_of(request)
+            groups.setdefault((repr(ids), request.source), []).append(request)
+        if len(groups) <= 1:
+            return [((), members[0]) for members in groups.values()]
+        return [
+            (tuple(r.runner.runner.rsplit(" ", 1)[-1] for r in members), members[0])
+            for members in groups.values()
+        ]
+
+    def _requested_ids(
+        self,
+        analysis: PairingAnalysis,
+        request: Any,
+        runners: tuple[str, ...],
+        target: Target,
+        at: Locate,
+    ) -> Iterator[Finding]:
+        requested = request.ids
+        ids_key = request.source if requested is not None else ""
+        where = at(ids_key.rsplit(".", 1)[-1] or DRAFT_IDS_KEY)
+        who = f"model runner {'/'.join(r.upper() for r in runners)}" if runners else "the runner"
+        layers = analysis.target_layers
+        if requested is not None and layers is not None:
+            for k in requested:
+                problem = ""
+                if not isinstance(k, int) or isinstance(k, bool):
+                    problem = "is not an integer"
+                elif k < 0 or k > layers:
+                    problem = f"is outside 0..{layers} ({layers} layers)"
+                elif k == layers and analysis.pre_layer_taps:
+                    problem = (
+                        f"equals num_hidden_layers ({layers}) and {target.arch} taps before each "
+                        "layer, so the last layer's output is never captured"
+                    )
+                if problem:
+                    yield self.report(
+                        "EAG623",
+                        f"Layer id {k!r} {problem}: the target returns fewer aux states than "
+                        f"fc expects.",
+                        *where,
+                        runners=runners,
+                    )
+            if requested and requested[0] == 1 and all(isinstance(k, int) for k in requested):
+                # SGLang's convention: id k is the output of layer k, i.e. vLLM's index k + 1.
+                shifted = [k + 1 for k in requested]
+                yield self.report(
+                    "EAG624",
+                    f"The ids start at 1, as heads trained under SGLang's +1 convention write "
+                    f"them: vLLM taps {analysis.physical(requested)}; if they mean 'output of "
+                    f"layer k' the head was trained on the outputs of layers "
+                    f"{', '.join(map(str, requested))} (vLLM ids {shifted}).",
+                    *where,
+                    hint="Check which convention the head was trained with; vLLM never shifts.",
+                    runners=runners,
+                )
+        ids = analysis.ids_of(request)
+        if ids is None:
+            return
+        captured = analysis.captured(ids)
+        count = analysis.states_for(ids)
+        unique = list(dict.fromkeys(ids))
+        if requested is not None and unique != captured and len(unique) == len(ids):
+            yield self.report(
+                "EAG625",
+                f"The ids {list(ids)} are not in layer order: the target appends aux states as "
+                f"its layer loop reaches them, so fc receives layers {captured} in that order. "
+                "A head trained on the config's order sees its inputs permuted.",
+                *where,
+                hint=f"Write the ids as {captured} if that is the order the head was trained on.",
+                runners=runners,
+            )
+        expected = analysis.aux_expected
+        if analysis.uses_aux and expected is not None and expected != count:
+            asked = f"{who} requests {len(ids)} layers {list(ids)}"
+            if count != len(ids):
+                asked += (
+                    f", which the target captures as {count} states (each layer is tapped "
+                    "once, however often its id repeats)"
+                )
+            yield self.report(
+                "EAG621",
+                f"The drafter sizes fc for {expected} aux states ({analysis.aux_source}) but "
+                f"{asked}.",
+                *(where if requested is not None else at("architectures")),
+                runners=runners,
+            )
