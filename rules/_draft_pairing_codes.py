@@ -128,6 +128,22 @@ CODES = (
         explain=explained.EAG641,
     ),
     Code(
+        "EAG642",
+        "lm-head-quantization",
+        "`draft_lm_head_quantization` is set but the checkpoint ships its own `lm_head`, which "
+        "model runner V2 keeps: the release raises at load.",
+        Severity.ERROR,
+        explain=explained.EAG642,
+    ),
+    Code(
+        "EAG643",
+        "sliding-window-ignored",
+        "The draft config gives its layers a sliding window that this release's drafter class "
+        "never reads: the head runs full attention.",
+        Severity.WARNING,
+        explain=explained.EAG643,
+    ),
+    Code(
         "EAG651",
         "verifier-mismatch",
         "A speculators config's `verifier.architectures` does not name the target's architecture.",

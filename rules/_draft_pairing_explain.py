@@ -201,6 +201,31 @@ EAG641 = _explain(
     "// use a release that reads the flag (eagle3lint pair --vllm 0.22.0)\n",
 )
 
+EAG642 = _explain(
+    "Model runner V2 shares the target's `lm_head` with the drafter unless the drafter loaded "
+    "its own (`has_own_lm_head`, set by any `lm_head` weight) that differs from the target's. "
+    "`draft_lm_head_quantization` quantizes the shared head; a drafter that keeps its own gets "
+    "`ValueError`. A reduced draft vocabulary always keeps its own head.",
+    "```text\nValueError: draft_lm_head_quantization needs a drafter that shares the target "
+    "lm_head.\n```\nafter the weights loaded.",
+    "0.33.0 and later, model runner V2 (V1 ignores the option).",
+    '{"method": "eagle3", "model": "head-with-32k-lm_head", "draft_lm_head_quantization": "fp8"}\n',
+    '{"method": "eagle3", "model": "head-with-32k-lm_head"}\n',
+)
+
+EAG643 = _explain(
+    "The drafter's decoder layer takes its attention window from the config "
+    '(`layer_types[i] == "sliding_attention"` then `sliding_window`) only where its code, '
+    "or the target decoder layer it builds on, reads them: `Eagle3Qwen3ForCausalLM` does "
+    "from 0.27.0, `Eagle3LlamaForCausalLM` through llama.py's layer, the DeepSeek drafter "
+    "never.",
+    "No error: the head attends over the whole context it was trained to window, and "
+    "acceptance moves (reports range from -31 % to +42 %).",
+    "Per drafter class and release, read from its module (docs/pairing.md).",
+    '{"layer_types": ["sliding_attention"], "sliding_window": 4096}  // Qwen3 head, 0.25.0\n',
+    '{"layer_types": ["full_attention"]}\n',
+)
+
 EAG651 = _explain(
     "A speculators checkpoint records the model it was trained against under "
     "`speculators_config.verifier`; vLLM never compares it with the target it is "

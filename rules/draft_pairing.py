@@ -60,6 +60,8 @@ class DraftPairingRule(LayerIdChecks, VocabularyChecks):
         yield from self._layer_ids(analysis, pairing, target, ctx, at)
         yield from self._vocabulary(analysis, pairing, at)
         yield from self._norm_flags(analysis, pairing, at)
+        yield from self._head_quantization(analysis, pairing, ctx, at)
+        yield from self._sliding_window(analysis, at)
         if draft.format == SPECULATORS_FORMAT:
             yield from self._verifier(pairing, target, at)
         if pairing.pipeline_size > 1:
@@ -266,6 +268,58 @@ class DraftPairingRule(LayerIdChecks, VocabularyChecks):
                 "without the norm it was trained with.",
                 *at(name),
             )
+
+    def _head_quantization(
+        self, analysis: PairingAnalysis, pairing: DraftPairing, ctx: RuleContext, at: Locate
+    ) -> Iterator[Finding]:
+        asked = pairing.settings.options.get("draft_lm_head_quantization")
+        refusal = analysis.facts.head_quantization_refusal
+        checkpoint = pairing.checkpoint
+        if asked is None or not refusal or checkpoint is None:
+            return
+        own = checkpoint.weight("lm_head")
+        if own is None:
+            return
+        differs = analysis.draft_vocab != analysis.target_vocab
+        runners = ctx.contract.runners
+        yield self.report(
+            "EAG642",
+            f'"draft_lm_head_quantization": {asked!r} with a checkpoint that ships its own '
+            f"lm_head ({list(own.shape)} in {own.file}): model runner V2 keeps a head that "
+            + (
+                "differs from the target's (another vocabulary)"
+                if differs
+                else "differs from the target's, unless it holds the target's very weights"
+            )
+            + f", and raises '{refusal}' ({analysis.facts.head_quantization_path}).",
+            *at("method" if pairing.settings.given else "architectures"),
+            severity=Severity.ERROR if differs else Severity.WARNING,
+            runners=("v2",) if runners is not None and "v1" in runners.present else (),
+            hint="Drop draft_lm_head_quantization for a head with its own lm_head.",
+        )
+
+    def _sliding_window(self, analysis: PairingAnalysis, at: Locate) -> Iterator[Finding]:
+        facts, config = analysis.drafter_facts, analysis.translated.config
+        if facts is None or facts.window_read:
+            return
+        layers = config.get("num_hidden_layers")
+        types = config.get("layer_types")
+        count = layers if isinstance(layers, int) and layers > 0 else 1
+        windowed = isinstance(types, list) and "sliding_attention" in types[:count]
+        if config.get("use_sliding_window") is True:
+            windowed = True
+        window = config.get("sliding_window")
+        if not windowed or not isinstance(window, int) or isinstance(window, bool):
+            return
+        cls = analysis.drafter.cls if analysis.drafter else "the drafter"
+        yield self.report(
+            "EAG643",
+            f"The draft config gives its layers a sliding window of {window} tokens, but "
+            f"vLLM {analysis.release}'s {cls} never reads layer_types or sliding_window "
+            f"({facts.path}): the head runs full attention, not the window it was trained with.",
+            *at("layer_types" if "layer_types" in config else "sliding_window"),
+            hint="Use a release whose drafter class reads the window (docs/pairing.md).",
+        )
 
     def _verifier(self, pairing: DraftPairing, target: Target, at: Locate) -> Iterator[Finding]:
         spec = pairing.draft.data.get("speculators_config")

@@ -665,3 +665,41 @@ def test_bad_speculative_configs_exit_2(
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 2, result.output
     assert message in result.output
+
+
+@pytest.mark.parametrize(
+    ("version", "expected"), [("0.25.0", ["EAG643"]), ("0.27.0", []), ("0.33.0", [])]
+)
+def test_sliding_window_per_drafter_class_and_release(
+    vllm_release: Callable, tmp_path: Path, version: str, expected: list[str]
+) -> None:
+    """Issue 29: Eagle3Qwen3ForCausalLM reads the config's window from 0.27.0; before, the
+    head runs full attention."""
+    config = speculators_head("qwen3", "Qwen3ForCausalLM")
+    config["transformer_layer_config"] |= {
+        "layer_types": ["sliding_attention"],
+        "sliding_window": 4096,
+        "use_sliding_window": True,
+    }
+    folder = draft_folder(tmp_path, config, QWEN_TENSORS)
+    _, report = pair(vllm_release, version, QWEN3, folder)
+    assert [c for c in pairing_codes(report) if c == "EAG643"] == expected
+
+
+@pytest.mark.parametrize(
+    ("version", "draft_vocab", "severity"),
+    [("0.25.0", 32000, None), ("0.33.0", 32000, "error"), ("0.34.0", 128256, "warning")],
+)
+def test_head_quantization_with_an_own_lm_head(
+    vllm_release: Callable, tmp_path: Path, version: str, draft_vocab: int, severity: str | None
+) -> None:
+    """Issue 29: V2 keeps a head's own lm_head, and then refuses to quantize it (0.33 on)."""
+    folder = draft_folder(
+        tmp_path,
+        head(draft_vocab_size=draft_vocab),
+        tensors(**{"lm_head.weight": [draft_vocab, 4096], "d2t": [draft_vocab]}),
+    )
+    settings = json.loads(spec_config(folder)) | {"draft_lm_head_quantization": "fp8"}
+    _, report = pair_spec(vllm_release, version, json.dumps(settings))
+    found = [f for t in report["targets"] for f in t["findings"] if f["code"] == "EAG642"]
+    assert [f["severity"] for f in found] == ([severity] if severity else []), found

@@ -39,6 +39,8 @@ SPECULATORS_ALGOS = "transformers_utils/configs/speculators/algos.py"
 MODELS_DIR = "model_executor/models"
 IDS_KEY = "eagle_aux_hidden_state_layer_ids"
 """The key EAGLE-3 checkpoints carry their layer ids under (top level or in `eagle_config`)."""
+V2_EAGLE_UTILS = "v1/worker/gpu/spec_decode/eagle/utils.py"
+"""Where model runner V2 shares the target's lm_head with the drafter (and quantizes it)."""
 ID_RUNNERS = (
     ("model runner v1", "v1/worker/gpu_model_runner.py"),
     ("model runner v2", "v1/worker/gpu/spec_decode/eagle/eagle3_utils.py"),
@@ -147,6 +149,10 @@ class DrafterClassFacts:
     """Else the length of the ids found here."""
     default_aux: int = 3
     flags: list[FlagRead] = field(default_factory=list)
+    window_read: bool = False
+    """The drafter's layers (its module, or the decoder layer it builds on) read the config's
+    sliding window (`layer_types`, `sliding_window`)."""
+    window_source: str = ""
 
     def flag_sources(self, name: str) -> list[str]:
         return [f.container for f in self.flags if f.name == name]
@@ -171,6 +177,10 @@ class DrafterContract:
     """The proposer keeps the draft's own embedding when its width differs from the target's."""
     drafters: dict[str, DrafterClassFacts] = field(default_factory=dict)
     """By module name (`llama_eagle3`)."""
+    head_quantization_refusal: str = ""
+    """Model runner V2's error for `draft_lm_head_quantization` with a drafter that keeps its own
+    lm_head; empty where the release has no such refusal."""
+    head_quantization_path: str = ""
 
 
 def read_drafter_contract(
@@ -192,14 +202,22 @@ def read_drafter_contract(
         *(f"{MODELS_DIR}/{m}.py" for m in sorted({*drafter_modules, *speculative_modules})),
         *_speculator_config_files(vllm_dir),
     ]
+    rels.append(V2_EAGLE_UTILS)
     texts: dict[str, str] = {}
     digest = hashlib.blake2b(digest_size=20)
-    for rel in rels:
+
+    def take(rel: str) -> None:
         digest.update(f"{vllm_dir / rel}\0".encode())
         with contextlib.suppress(UnreadableSource):
             data = read_source_bytes(vllm_dir / rel)
             digest.update(data)
             texts[rel] = data.decode("utf-8", errors="replace")
+
+    for rel in rels:
+        take(rel)
+    # The decoder layers the drafters build on: whether they read a sliding window.
+    for base in sorted({b for m in drafter_modules for b in _layer_bases(texts, m)} - set(rels)):
+        take(base)
     key = content_key(digest.digest(), "drafter-contract-2")
     cached = cache.load(key, DrafterContract) if cache else None
     if cached is not None:
@@ -226,13 +244,24 @@ def read_drafter_contract(
             for module in drafter_modules
             if (
                 found := _drafter_class(
-                    module, texts.get(f"{MODELS_DIR}/{module}.py"), vllm_dir / MODELS_DIR
+                    module,
+                    texts.get(f"{MODELS_DIR}/{module}.py"),
+                    vllm_dir / MODELS_DIR,
+                    {b: texts.get(b, "") for b in _layer_bases(texts, module)},
                 )
             )
             is not None
         },
     )
     _read_proposer(facts, vllm_dir, texts)
+    refusal = re.search(
+        r"raise\s+ValueError\(\s*[\"'](draft_lm_head_quantization needs[^\"'\n]*)[\"']"
+        r"(?:\s*[\"']([^\"'\n]*)[\"'])?",
+        texts.get(V2_EAGLE_UTILS, ""),
+    )
+    if refusal is not None:
+        facts.head_quantization_refusal = refusal.group(1) + (refusal.group(2) or "")
+        facts.head_quantization_path = str(vllm_dir / V2_EAGLE_UTILS)
     if cache:
         cache.store(key, facts)
     return facts
@@ -395,9 +424,31 @@ def _add(sources: list[ConfigKey], key: ConfigKey) -> None:
         sources.append(key)
 
 
-def _drafter_class(module: str, text: str | None, models_dir: Path) -> DrafterClassFacts | None:
+_IMPORTS = re.compile(
+    r"^from[ \t]+(?:\.|vllm\.model_executor\.models\.)(\w+)[ \t]+import[ \t]+(\([^()]*\)|[^\n]*)",
+    re.MULTILINE,
+)
+_WINDOW_READ = re.compile(r"getattr\(\s*[\w.]+\s*,\s*[\"'](?:layer_types|sliding_window)[\"']")
+
+
+def _layer_bases(texts: dict[str, str], module: str) -> list[str]:
+    """The model files a drafter module imports a decoder layer from (`from .qwen3 import
+    Qwen3DecoderLayer`, `from vllm.model_executor.models.llama import (LlamaDecoderLayer as
+    BaseLlamaDecoderLayer, ...)`)."""
+    text = texts.get(f"{MODELS_DIR}/{module}.py", "")
+    return [
+        f"{MODELS_DIR}/{base}.py"
+        for base, names in _IMPORTS.findall(text)
+        if "DecoderLayer" in names
+    ]
+
+
+def _drafter_class(
+    module: str, text: str | None, models_dir: Path, bases: dict[str, str]
+) -> DrafterClassFacts | None:
     """How the drafter module sizes `fc`: `target_hidden_size * <count>`, where the count is a
-    literal or read from config keys, else the length of the ids, else a default."""
+    literal or read from config keys, else the length of the ids, else a default; and whether
+    its layers read a sliding window."""
     if text is None:
         return None
     clean = strip_comments(text)
@@ -437,6 +488,10 @@ def _drafter_class(module: str, text: str | None, models_dir: Path) -> DrafterCl
             facts.default_aux = int(default.group(1))
     for container, name, default in _flag_reads(clean):
         facts.flags.append(FlagRead(name, container, default))
+    for rel, source in ((f"{MODELS_DIR}/{module}.py", clean), *bases.items()):
+        if _WINDOW_READ.search(strip_comments(source)):
+            facts.window_read, facts.window_source = True, rel
+            break
     return facts
 
 
