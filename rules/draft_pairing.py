@@ -72,7 +72,7 @@ class DraftPairingRule(LayerIdChecks, VocabularyChecks):
     ) -> Iterator[Finding]:
         resolution = analysis.resolution
         settings = pairing.settings
-        made_for = pairing.draft.eagle3_method()
+        made_for = pairing.draft.made_for()
         where = at("method") if settings.given else at("architectures")
         choice = analysis.facts.method_choice
         place = f" ({choice.path}:{choice.line})" if choice else ""

@@ -29,6 +29,9 @@ from eagle3lint.commands.options import (
 from eagle3lint.report.terminal import Terminal
 
 if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.table import Table
+
     from eagle3lint.drafts.analysis import Analysis, RunnerRequest
     from eagle3lint.drafts.draft import DraftPairing
     from eagle3lint.engine import CheckOptions
@@ -110,7 +113,7 @@ def run_pair(
             "pair needs a vLLM tree (PATH, --vllm X.Y.Z or an installed vLLM): the drafter "
             "contract is read from the release's sources"
         )
-    verdict = _verdict(report)
+    verdict = _verdict(report, analysis.resolution.method)
     if output_format == "json":
         data = report.to_json()
         data["pairing"] = analysis.to_json(pairing, verdict)
@@ -121,12 +124,14 @@ def run_pair(
     return summary_table(analysis, pairing, verdict) + body, report.exit_code(exit_zero)
 
 
-def _verdict(report: Report) -> str:
+def _verdict(report: Report, method: str | None) -> str:
     from eagle3lint.findings import Severity
 
     if report.errors:
         return "incomplete (input errors)"
     errors = [f for f in report.findings if f.severity is Severity.ERROR]
+    if not errors and method not in (None, "eagle3"):
+        return f"target ready; the {method} pairing is not checked"
     if not errors:
         return "ok"
     pairing = sum(f.rule == "draft-pairing" for f in errors)
@@ -183,6 +188,10 @@ def summary_table(analysis: Analysis, pairing: DraftPairing, verdict: str) -> st
     row("drafter", f"{drafter} ({analysis.draft_format} config)")
     if analysis.runner is not None:
         row("runner", f"model runner {analysis.runner.upper()} ({analysis.runner_why})")
+    if resolution.method != "eagle3" or analysis.translated.architecture is None:
+        # The taps, the aux count and the vocabulary map are EAGLE-3's: not what runs here.
+        row("verdict", verdict)
+        return _printed(console, buffer, table, tty)
     chosen = analysis.chosen
     for request in analysis.requests:
         if request is not chosen and analysis.ids_of(request) == analysis.ids_of(chosen):
@@ -205,6 +214,10 @@ def summary_table(analysis: Analysis, pairing: DraftPairing, verdict: str) -> st
     if pairing.pipeline_size > 1:
         row("pipeline", f"{pairing.pipeline_size} ranks")
     row("verdict", verdict)
+    return _printed(console, buffer, table, tty)
+
+
+def _printed(console: Console, buffer: io.StringIO, table: Table, tty: bool) -> str:
     console.print(table)
     console.print()
     if tty:

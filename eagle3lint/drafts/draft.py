@@ -49,14 +49,18 @@ class DraftConfig:
             return archs[0]
         return None
 
-    def eagle3_method(self) -> str | None:
+    def made_for(self) -> str | None:
         """The method the checkpoint itself was made for, as far as it says: its speculators
-        type, else eagle3 for an EAGLE-3 architecture or EAGLE-3 settings; None when it does
-        not say."""
+        type, a DFlash/DSpark architecture or `dflash_config`, else eagle3 for an EAGLE-3
+        architecture or EAGLE-3 settings; None when it does not say."""
         kind = self.data.get("speculators_model_type")
         if isinstance(kind, str):
-            return kind
+            return "dflash" if kind.startswith("dflash") else kind
         declared = self.declared_architecture() or ""
+        if "DSpark" in declared:
+            return "dspark"
+        if "DFlash" in declared or "dflash_config" in self.data:
+            return "dflash"
         if "Eagle3" in declared or IDS_KEY in self.data or SUB_CONFIG in self.data:
             return "eagle3"
         return None
