@@ -217,7 +217,7 @@ EAG643 = _explain(
     "The drafter's decoder layer takes its attention window from the config "
     '(`layer_types[i] == "sliding_attention"` then `sliding_window`) only where its code, '
     "or the target decoder layer it builds on, reads them: `Eagle3Qwen3ForCausalLM` does "
-    "from 0.27.0, `Eagle3LlamaForCausalLM` through llama.py's layer, the DeepSeek drafter "
+    "from 0.26.0, `Eagle3LlamaForCausalLM` through llama.py's layer, the DeepSeek drafter "
     "never.",
     "No error: the head attends over the whole context it was trained to window, and "
     "acceptance moves (reports range from -31 % to +42 %).",
