@@ -39,7 +39,9 @@ EAG602 = _explain(
     "folder named `my-head` or `EAGLE-3-llama` is therefore not run as EAGLE-3.",
     "```text\nNotImplementedError: Unsupported speculative method: 'None'\n```\n(0.16), "
     "`Model architectures ['EagleLlamaForCausalLMEagle3'] are not supported` (method "
-    "eagle), or a draft model run without the target's hidden states (method draft_model).",
+    "eagle), or, method draft_model, `TypeError: Eagle3LlamaForCausalLM.forward() missing 1 "
+    "required positional argument: 'hidden_states'` at the first draft (seen on vLLM's CPU "
+    "build 0.32.0).",
     "All releases; the clues and the fallback per release are in docs/pairing.md.",
     '{"model": "/models/llama-head", "num_speculative_tokens": 3}\n',
     '{"method": "eagle3", "model": "/models/llama-head", "num_speculative_tokens": 3}\n',

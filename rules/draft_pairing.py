@@ -105,9 +105,11 @@ class DraftPairingRule(LayerIdChecks, VocabularyChecks):
                 f"'Model architectures ['{arch}'] are not supported for now'"
             )
         else:
+            cls = analysis.drafter.cls if analysis.drafter else "the head's class"
             outcome = {
-                "draft_model": "it runs as an independent draft model, without the target's "
-                "hidden states: the EAGLE-3 head does not run as trained",
+                "draft_model": "it loads the head as an independent draft model and calls its "
+                "forward without the target's hidden states (vLLM's CPU build: 'TypeError: "
+                f"{cls}.forward() missing 1 required positional argument: 'hidden_states'')",
                 "eagle": "it runs as an EAGLE-1 head, and the target's aux hidden states are "
                 "never requested",
             }.get(resolution.method, f"it runs as {resolution.method}, not as an EAGLE-3 head")

@@ -89,33 +89,44 @@ class Workbench:
         layer_ids: list[int] | None = None,
         draft_vocab: int | None = None,
         config: dict[str, Any] | None = None,
+        d2t_shift: int = 0,
     ) -> Path:
         """A tiny random EAGLE-3 head for `target`, its config changed by `config` (merged over
-        the top level; null removes a key) with the weights left as the recipe makes them."""
+        the top level; null removes a key) with the weights left as the recipe makes them; a
+        reduced vocabulary maps draft id i to target id i + `d2t_shift`."""
         changes = json.dumps(config or {}, sort_keys=True)
         name = "-".join(map(str, layer_ids)) if layer_ids is not None else "default"
         recipe = hashlib.sha256(changes.encode()).hexdigest()[:8] if config else "plain"
-        folder = self.scratch / f"head-{target.name}-{name}-{draft_vocab or 'full'}-{recipe}"
+        vocab = f"{draft_vocab}+{d2t_shift}" if d2t_shift else str(draft_vocab or "full")
+        folder = self.scratch / f"head-{target.name}-{name}-{vocab}-{recipe}"
         if not (folder / "config.json").is_file():
             args = ["head", str(target), str(folder), "--config", changes]
             if layer_ids is not None:
                 args += ["--layer-ids", *map(str, layer_ids)]
             if draft_vocab is not None:
                 args += ["--draft-vocab", str(draft_vocab)]
+            if d2t_shift:
+                args += ["--d2t-shift", str(d2t_shift)]
             self._tiny(args, BUILD_TIMEOUT)
         return folder
 
     def generate(
-        self, target: Path, head: Path | None = None, overlay: Path | None = None
+        self,
+        target: Path,
+        head: Path | None = None,
+        overlay: Path | None = None,
+        method: str | None = "eagle3",
     ) -> Outcome:
-        """Greedy generation of `target` (with EAGLE-3 from `head`; with the installed `vllm`
-        package's modules replaced by those under `overlay`, laid out as `vllm/...`), from the
-        cache when the same run was made before."""
-        key = self._key(target, head, overlay)
+        """Greedy generation of `target` (with speculation from `head`, by `method`, None for
+        vLLM's own choice; with the installed `vllm` package's modules replaced by those under
+        `overlay`, laid out as `vllm/...`), from the cache when the same run was made before."""
+        key = self._key(target, head, overlay, method)
         cached = results_dir() / f"{key}.json"
         if cached.is_file():
             return Outcome(**json.loads(cached.read_text()))
         args = ["generate", str(target)] + (["--head", str(head)] if head else [])
+        if method is None:
+            args.append("--no-method")
         env = {}
         if overlay is not None:
             env = {
@@ -139,9 +150,13 @@ class Workbench:
         partial.replace(cached)
         return outcome
 
-    def _key(self, target: Path, head: Path | None, overlay: Path | None) -> str:
+    def _key(
+        self, target: Path, head: Path | None, overlay: Path | None, method: str | None
+    ) -> str:
         digest = hashlib.sha256()
-        for part in (self.version, self._marker, GENERATION.read_bytes()):
+        # The head's folder name is part of the run: vLLM chooses an unset method from it.
+        chosen = f"method={method}\0{head.name if method is None and head else ''}"
+        for part in (self.version, self._marker, GENERATION.read_bytes(), chosen):
             digest.update(part if isinstance(part, bytes) else part.encode())
         for folder in (target, head):
             if folder is not None:

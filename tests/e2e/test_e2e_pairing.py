@@ -2,7 +2,9 @@
 
 Each case is a tiny Llama target and a random EAGLE-3 head built to one pairing situation (the
 default layer ids, ids at either level, repeated or unsorted ids, ids that collapse or lie beyond
-the target, a reduced vocabulary, a `target_hidden_size` its weights do not have). `pair`'s
+the target, a reduced vocabulary, `d2t` values within and beyond the target vocabulary, a
+`target_hidden_size` its weights do not have, a speculative config without `method` for a
+folder whose name holds no clue). `pair`'s
 verdict (no error: ok) must agree with the run: ok ⇔ the head runs and, greedy decoding being
 lossless, gives exactly the plain run's tokens. A disagreement eagle3lint has not fixed yet is in
 `KNOWN_DISAGREEMENTS` with the error vLLM raises; the test checks that evidence still holds and
@@ -32,6 +34,10 @@ class Pairing:
     draft_vocab: int | None = None
     config: tuple[tuple[str, Any], ...] = ()
     """Top-level keys of the head's config changed after it is written (weights unchanged)."""
+    d2t_shift: int = 0
+    """A reduced vocabulary maps draft id i to target id i + this."""
+    method: str | None = "eagle3"
+    """None: the speculative config leaves the method to vLLM (`pair --speculative-config`)."""
 
 
 PAIRINGS = (
@@ -48,6 +54,12 @@ PAIRINGS = (
     Pairing("reduced-vocabulary", draft_vocab=256),
     # fc is built from target_hidden_size: the checkpoint's fc (3 x 128 wide) no longer loads.
     Pairing("wrong-target-hidden-size", config=(("target_hidden_size", 256),)),
+    # d2t's values: 256 draft ids onto target ids 768-1023, then onto 769-1024 (1024 is beyond a
+    # 1024-token target: the drafter's logit scatter raises).
+    Pairing("d2t-shifted", draft_vocab=256, d2t_shift=768),
+    Pairing("d2t-beyond-the-target", draft_vocab=256, d2t_shift=769),
+    # No method, and a folder name without "eagle3": vLLM runs the head as draft_model.
+    Pairing("method-unset", method=None),
 )
 
 PAIR_RELEASES = ("0.25.0", "0.32.0")
@@ -75,8 +87,13 @@ def test_pair_says_what_the_cpu_build_does(release: Release, case: Pairing) -> N
     bench = release.bench
     target = bench.target("LlamaForCausalLM", case.layers)
     ids = list(case.layer_ids) if case.layer_ids is not None else None
-    head = bench.head(target, ids, case.draft_vocab, dict(case.config))
-    command = ["pair", str(release.tree), "--target", str(target), "--draft", str(head)]
+    head = bench.head(target, ids, case.draft_vocab, dict(case.config), case.d2t_shift)
+    command = ["pair", str(release.tree), "--target", str(target)]
+    if case.method is None:
+        settings = {"model": str(head), "num_speculative_tokens": 2}
+        command += ["--speculative-config", json.dumps(settings)]
+    else:
+        command += ["--draft", str(head)]
     paired = subprocess.run(
         [sys.executable, "-m", "eagle3lint", *command, "--format", "json"],
         capture_output=True,
@@ -89,7 +106,7 @@ def test_pair_says_what_the_cpu_build_does(release: Release, case: Pairing) -> N
 
     plain = bench.generate(target)
     assert plain.ran, plain.describe()
-    speculative = bench.generate(target, head)
+    speculative = bench.generate(target, head, method=case.method)
     runs = speculative.ran and speculative.tokens == plain.tokens
     said = f"pair: {pairing['pairing']['verdict']}; vLLM: {speculative.describe()}"
     known = KNOWN_DISAGREEMENTS.get((release.version, case.name))

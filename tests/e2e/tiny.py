@@ -195,10 +195,12 @@ def write_head(
     layer_ids: list[int] | None,
     draft_vocab: int | None,
     changes: dict[str, Any],
+    d2t_shift: int = 0,
 ) -> dict[str, Any]:
     """A random EAGLE-3 head for `target` in vLLM's `LlamaForCausalLMEagle3` layout: fc over three
     target hidden states, one decoder layer over [embedding, hidden], its own norm and lm_head
-    (and `d2t` when its vocabulary is reduced). `changes` is merged over the config's top level
+    (and `d2t` when its vocabulary is reduced: every draft id i mapped to target id
+    i + `d2t_shift`). `changes` is merged over the config's top level
     (a null value removes the key) and leaves the weights as they are: a config that no longer
     describes them is the point of such a head."""
     import torch
@@ -254,7 +256,7 @@ def write_head(
         "lm_head.weight": rand(draft, hidden),
     }
     if draft != vocab:
-        weights["d2t"] = torch.zeros(draft, dtype=torch.long)
+        weights["d2t"] = torch.full((draft,), d2t_shift, dtype=torch.long)
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "config.json").write_text(json.dumps(config, indent=1))
     save_file(weights, str(folder / "model.safetensors"))
@@ -274,16 +276,20 @@ def main(argv: list[str]) -> int:
     head.add_argument("--layer-ids", type=int, nargs="*")
     head.add_argument("--draft-vocab", type=int)
     head.add_argument("--config", type=json.loads, default={}, help="JSON merged over the config")
+    head.add_argument("--d2t-shift", type=int, default=0)
     run = commands.add_parser("generate")
     run.add_argument("target", type=Path)
     run.add_argument("--head", type=Path)
+    run.add_argument("--no-method", action="store_true", help="leave the method to vLLM")
     args = parser.parse_args(argv)
     if args.command == "target":
         result = write_target(args.arch, args.folder, args.layers)
     elif args.command == "head":
-        result = write_head(args.target, args.folder, args.layer_ids, args.draft_vocab, args.config)
+        result = write_head(
+            args.target, args.folder, args.layer_ids, args.draft_vocab, args.config, args.d2t_shift
+        )
     else:
-        result = generate(args.target, args.head)
+        result = generate(args.target, args.head, None if args.no_method else "eagle3")
     print(RESULT_PREFIX + json.dumps(result), flush=True)
     return 0
 

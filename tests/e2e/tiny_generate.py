@@ -17,8 +17,9 @@ PROMPTS = ([1, 17, 230, 5, 911, 42, 3, 77], [600, 12, 12, 480, 9, 1000, 250, 31,
 MAX_TOKENS = 12
 
 
-def generate(target: Path, head: Path | None) -> dict[str, Any]:
-    """Greedy tokens for `PROMPTS`, with EAGLE-3 speculation from `head` when given; or the
+def generate(target: Path, head: Path | None, method: str | None = "eagle3") -> dict[str, Any]:
+    """Greedy tokens for `PROMPTS`, with speculation from `head` when given (`method` None
+    leaves the method to vLLM's choice, as a `--speculative-config` without one does); or the
     exception vLLM raised (its type, first line, and the innermost vLLM frame). A target folder
     without weights (a config alone) is run with vLLM's dummy loader, the head then too."""
     from vllm import LLM, SamplingParams
@@ -26,9 +27,11 @@ def generate(target: Path, head: Path | None) -> dict[str, Any]:
     weights = any(target.glob("*.safetensors"))
 
     _strict_linear_widths()
-    speculative = (
-        {"method": "eagle3", "model": str(head), "num_speculative_tokens": 2} if head else None
-    )
+    speculative: dict[str, Any] | None = None
+    if head is not None:
+        speculative = {"model": str(head), "num_speculative_tokens": 2}
+        if method is not None:
+            speculative["method"] = method
     try:
         llm = LLM(
             model=str(target),
