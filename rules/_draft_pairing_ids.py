@@ -81,8 +81,7 @@ class LayerIdChecks(Rule):
         at: Locate,
     ) -> Iterator[Finding]:
         requested = request.ids
-        ids_key = request.source if requested is not None else ""
-        where = at(ids_key.rsplit(".", 1)[-1] or DRAFT_IDS_KEY)
+        where = at(request.key if requested is not None else DRAFT_IDS_KEY)
         who = f"model runner {'/'.join(r.upper() for r in runners)}" if runners else "the runner"
         layers = analysis.target_layers
         if requested is not None and layers is not None:

@@ -25,6 +25,8 @@ from ._draft_pairing_codes import CODES
 from ._draft_pairing_ids import LayerIdChecks, Locate
 from ._draft_pairing_vocab import VocabularyChecks
 
+_HEADS = {"eagle3": "EAGLE-3", "dflash": "DFlash", "dspark": "DSpark", "peagle": "P-EAGLE"}
+
 
 class DraftPairingRule(LayerIdChecks, VocabularyChecks):
     slug = "draft-pairing"
@@ -72,7 +74,7 @@ class DraftPairingRule(LayerIdChecks, VocabularyChecks):
     ) -> Iterator[Finding]:
         resolution = analysis.resolution
         settings = pairing.settings
-        made_for = pairing.draft.made_for()
+        made_for = pairing.draft.made_for() or "eagle3"
         where = at("method") if settings.given else at("architectures")
         choice = analysis.facts.method_choice
         place = f" ({choice.path}:{choice.line})" if choice else ""
@@ -85,18 +87,20 @@ class DraftPairingRule(LayerIdChecks, VocabularyChecks):
                 hint='Set "method": "eagle3" in --speculative-config.',
             )
             return
-        if resolution.method == "eagle3":
+        method = resolution.method
+        if method == made_for:
+            if not analysis.checked:
+                yield self.report(
+                    "EAG602",
+                    f"vLLM {analysis.release} runs this draft with method {method} "
+                    f"({resolution.how}); pair checks EAGLE-3 and DFlash pairs, so its {method} "
+                    "pairing (layer ids, vocabulary) is not checked.",
+                    *where,
+                    severity=Severity.WARNING,
+                )
             return
-        if made_for not in (None, "eagle3"):
-            yield self.report(
-                "EAG602",
-                f"vLLM {analysis.release} runs this draft with method {resolution.method} "
-                f"({resolution.how}); pair checks EAGLE-3 pairs, so its {made_for} pairing "
-                "(layer ids, vocabulary) is not checked.",
-                *where,
-                severity=Severity.WARNING,
-            )
-            return
+        if method == "eagle3":
+            return  # another head renamed for EAGLE-3: EAG601 says whether it exists
         arch = analysis.translated.architecture
         if resolution.method in analysis.facts.renamings and analysis.drafter is None:
             # EAGLEConfig renames the head for that method; the name is then looked up.
@@ -115,8 +119,8 @@ class DraftPairingRule(LayerIdChecks, VocabularyChecks):
             }.get(resolution.method, f"it runs as {resolution.method}, not as an EAGLE-3 head")
         yield self.report(
             "EAG602",
-            f"vLLM {analysis.release} chooses method {resolution.method} for this EAGLE-3 "
-            f"head ({resolution.how}){place}: {outcome}.",
+            f"vLLM {analysis.release} chooses method {method} for this "
+            f"{_HEADS.get(made_for, made_for)} head ({resolution.how}){place}: {outcome}.",
             *where,
             hint='Set "method": "eagle3" in --speculative-config.',
         )
@@ -146,7 +150,7 @@ class DraftPairingRule(LayerIdChecks, VocabularyChecks):
                 hint="Use a release that registers it, or a head of a registered architecture.",
             )
             return
-        accepts = facts.proposer_accepts
+        accepts = facts.proposer_accepts if analysis.resolution.method == "eagle3" else None
         if accepts is not None and analysis.drafter.cls not in accepts:
             yield self.report(
                 "EAG601",
@@ -191,7 +195,7 @@ class DraftPairingRule(LayerIdChecks, VocabularyChecks):
                     *at("target_hidden_size" if "target_hidden_size" in config else "hidden_size"),
                 )
         draft_hidden = config.get("hidden_size")
-        if (
+        if analysis.resolution.method == "eagle3" and (
             isinstance(draft_hidden, int)
             and draft_hidden != hidden
             and checkpoint.find("embed_tokens") is None

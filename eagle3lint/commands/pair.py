@@ -113,7 +113,7 @@ def run_pair(
             "pair needs a vLLM tree (PATH, --vllm X.Y.Z or an installed vLLM): the drafter "
             "contract is read from the release's sources"
         )
-    verdict = _verdict(report, analysis.resolution.method)
+    verdict = _verdict(report, None if analysis.checked else analysis.resolution.method)
     if output_format == "json":
         data = report.to_json()
         data["pairing"] = analysis.to_json(pairing, verdict)
@@ -124,14 +124,15 @@ def run_pair(
     return summary_table(analysis, pairing, verdict) + body, report.exit_code(exit_zero)
 
 
-def _verdict(report: Report, method: str | None) -> str:
+def _verdict(report: Report, unchecked: str | None) -> str:
+    """`unchecked`: the method of a pair `pair` does not check (None when it does)."""
     from eagle3lint.findings import Severity
 
     if report.errors:
         return "incomplete (input errors)"
     errors = [f for f in report.findings if f.severity is Severity.ERROR]
-    if not errors and method not in (None, "eagle3"):
-        return f"target ready; the {method} pairing is not checked"
+    if not errors and unchecked is not None:
+        return f"target ready; the {unchecked} pairing is not checked"
     if not errors:
         return "ok"
     pairing = sum(f.rule == "draft-pairing" for f in errors)
@@ -188,8 +189,8 @@ def summary_table(analysis: Analysis, pairing: DraftPairing, verdict: str) -> st
     row("drafter", f"{drafter} ({analysis.draft_format} config)")
     if analysis.runner is not None:
         row("runner", f"model runner {analysis.runner.upper()} ({analysis.runner_why})")
-    if resolution.method != "eagle3" or analysis.translated.architecture is None:
-        # The taps, the aux count and the vocabulary map are EAGLE-3's: not what runs here.
+    if not analysis.checked or analysis.translated.architecture is None:
+        # The taps, the aux count and the vocabulary map are not what runs here.
         row("verdict", verdict)
         return _printed(console, buffer, table, tty)
     chosen = analysis.chosen

@@ -45,6 +45,8 @@ class RunnerRequest:
     ids: list[Any] | None
     """None: the config holds none where this runner looks, so the target's default is used."""
     source: str = ""
+    key: str = ""
+    """The config key the ids were read from (`eagle_aux_hidden_state_layer_ids`)."""
 
 
 @dataclass
@@ -78,6 +80,13 @@ class Analysis:
     runner: str | None = None
     """The model runner that runs the pair (`v1`, `v2`); None when the tree has one choice."""
     runner_why: str = ""
+
+    @property
+    def checked(self) -> bool:
+        """Whether `pair` checks this pair: run as EAGLE-3, or as DFlash where the release's
+        DFlash drafter class was read."""
+        method = self.resolution.method
+        return method == "eagle3" or (method == "dflash" and self.drafter_facts is not None)
 
     @property
     def chosen(self) -> RunnerRequest | None:
@@ -226,7 +235,9 @@ def analyse(pairing: DraftPairing, target: Target) -> Analysis:
 def _analyse(pairing: DraftPairing, target: Target) -> Analysis:
     index, contract = target.index, target.contract
     entries = speculative_entries(index)
-    modules = sorted({e.module.rsplit(".", 1)[-1] for k, e in entries.items() if "Eagle3" in k})
+    modules = sorted(
+        {e.module.rsplit(".", 1)[-1] for k, e in entries.items() if "Eagle3" in k or "DFlash" in k}
+    )
     every = sorted({e.module.rsplit(".", 1)[-1] for e in entries.values()})
     facts = read_drafter_contract(Path(contract.root), modules, every, index.cache)
     resolution, translated = _method_and_translation(pairing, facts, entries)
@@ -317,7 +328,8 @@ def _request(runner: RunnerIds, translated: Translated) -> RunnerRequest:
     for source in runner.sources:
         value = translated.value(source)
         if value and isinstance(value, list | tuple):
-            return RunnerRequest(runner, list(value), source.text())
+            ids = [k + source.shift if _is_int(k) else k for k in value]
+            return RunnerRequest(runner, ids, source.text(), source.key)
     return RunnerRequest(runner, None)
 
 
@@ -345,6 +357,13 @@ def _aux_count(analysis: Analysis) -> None:
         analysis.aux_expected = facts.fixed_aux
         analysis.aux_source = f"fixed in {Path(facts.path).name}"
         return
+    if facts.count_runner_ids:
+        # The reader is model runner V2's (`get_eagle3_aux_layers_from_config`).
+        reader = next((r for r in analysis.requests if r.runner.runner.endswith(" v2")), None)
+        ids = (reader or analysis.chosen).ids if (reader or analysis.chosen) else None
+        if ids:
+            analysis.aux_expected, analysis.aux_source = len(ids), "one per id the runner reads"
+            return
     for key in facts.count_keys:
         value = analysis.translated.config.get(key)
         if _is_int(value):
@@ -356,6 +375,10 @@ def _aux_count(analysis: Analysis) -> None:
             analysis.aux_expected = len(value)
             analysis.aux_source = f"len({source.text()})"
             return
+    default = analysis.translated.config.get(facts.default_count_key)
+    if facts.default_count_key and _is_int(default):
+        analysis.aux_expected, analysis.aux_source = default, facts.default_count_key
+        return
     analysis.aux_expected, analysis.aux_source = facts.default_aux, "default"
 
 

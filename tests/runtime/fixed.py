@@ -8,8 +8,6 @@ outputs, and once with the changed modules loaded from the fixed copy, comparing
 
 from __future__ import annotations
 
-import json
-import os
 import re
 import subprocess
 import sys
@@ -17,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from runtime import installed_tree
+from runtime import in_venv, installed_tree
 from venvs import copy_python_files, install, overlay
 
 from eagle3lint.engine import CheckOptions, run_check
@@ -173,18 +171,4 @@ def _ask(
     python: Path, request: dict[str, Any], packages: Path | None, script: Path = PROOF
 ) -> list[dict[str, Any]]:
     """Run `script` (the proof, or another script of this folder) in the venv of `python`."""
-    env = dict(os.environ, PYTHONHASHSEED="0")
-    if packages is not None:
-        env["PYTHONPATH"] = str(packages)
-    done = subprocess.run(
-        [str(python), str(script)],
-        input=json.dumps(request),
-        capture_output=True,
-        text=True,
-        timeout=PROOF_TIMEOUT,
-        check=False,
-        env=env,
-    )
-    if done.returncode != 0:
-        raise RuntimeError(f"{script.name} failed ({done.returncode}):\n{done.stderr[-3000:]}")
-    return [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+    return in_venv(python, script, request, timeout=PROOF_TIMEOUT, packages=packages)

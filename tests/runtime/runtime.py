@@ -101,6 +101,36 @@ def ask_vllm(version: str) -> dict[str, dict[str, Any]]:
     return answers
 
 
+def in_venv(
+    python: Path,
+    script: Path,
+    request: Any,
+    *,
+    timeout: float,
+    packages: Path | None = None,
+    cwd: Path | None = None,
+) -> list[dict[str, Any]]:
+    """Run `script` (one of this folder's) with a release venv's `python`, `request` as JSON on
+    its stdin (`packages` first on its path); the JSON objects it prints, one a line. A script
+    that fails raises, with the end of its stderr."""
+    env = dict(os.environ, PYTHONHASHSEED="0")
+    if packages is not None:
+        env["PYTHONPATH"] = str(packages)
+    done = subprocess.run(
+        [str(python), str(script)],
+        input=json.dumps(request),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+        env=env,
+        cwd=cwd,
+    )
+    if done.returncode != 0:
+        raise RuntimeError(f"{script.name} failed ({done.returncode}):\n{done.stderr[-3000:]}")
+    return [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+
+
 def installed_tree(version: str) -> Path:
     """The `vllm` package the oracle imports: the tree eagle3lint analyses for the comparison."""
     return installed_package(version)

@@ -14,14 +14,12 @@ their own: vLLM tests the whole model string, and pytest's folder names could ho
 from __future__ import annotations
 
 import json
-import os
 import re
-import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
-from runtime import installed_tree
+from runtime import in_venv, installed_tree
 from typer.testing import CliRunner
 from venvs import install
 
@@ -107,19 +105,8 @@ def _write_folders(root: Path) -> None:
 
 def _vllm(python: Path, root: Path) -> dict[tuple[str, str | None], dict[str, Any]]:
     request = {"target": "target", "cases": CASES}
-    done = subprocess.run(
-        [str(python), str(METHOD_CHOICE)],
-        input=json.dumps(request),
-        capture_output=True,
-        text=True,
-        timeout=TIMEOUT,
-        check=False,
-        cwd=root,
-        env=dict(os.environ, PYTHONHASHSEED="0"),
-    )
-    answers = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
-    if len(answers) != len(CASES):
-        raise RuntimeError(f"method_choice.py failed ({done.returncode}):\n{done.stderr[-3000:]}")
+    answers = in_venv(python, METHOD_CHOICE, request, timeout=TIMEOUT, cwd=root)
+    assert len(answers) == len(CASES), answers
     return {(a["model"], a["method"]): a for a in answers}
 
 

@@ -27,7 +27,6 @@ class. The decision itself is taken with a CUDA platform stand-in.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -35,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from runtime import installed_tree
+from runtime import in_venv, installed_tree
 from venvs import install
 
 RUNNER_CHOICE = Path(__file__).resolve().parent / "runner_choice.py"
@@ -119,18 +118,7 @@ class Choice:
 
 
 def _in_venv(python: Path, request: Any) -> dict[str, Any]:
-    done = subprocess.run(
-        [str(python), str(RUNNER_CHOICE)],
-        input=json.dumps(request),
-        capture_output=True,
-        text=True,
-        timeout=TIMEOUT,
-        check=False,
-        env=dict(os.environ, PYTHONHASHSEED="0"),
-    )
-    if done.returncode != 0 or not done.stdout.strip():
-        raise RuntimeError(f"runner_choice.py failed ({done.returncode}):\n{done.stderr[-3000:]}")
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    return in_venv(python, RUNNER_CHOICE, request, timeout=TIMEOUT)[-1]
 
 
 def _eagle3lint(tree: Path) -> dict[str, Any]:

@@ -54,9 +54,13 @@ class ConfigKey:
 
     container: str
     key: str
+    shift: int = 0
+    """What the runner adds to each id (DFlash's `target_layer_ids` mean "output of layer k",
+    vLLM's index k + 1)."""
 
     def text(self) -> str:
-        return f"{self.container}.{self.key}" if self.container else self.key
+        name = f"{self.container}.{self.key}" if self.container else self.key
+        return f"{name} (+{self.shift})" if self.shift else name
 
 
 @dataclass(slots=True)
@@ -148,6 +152,10 @@ class DrafterClassFacts:
     count_id_sources: list[ConfigKey] = field(default_factory=list)
     """Else the length of the ids found here."""
     default_aux: int = 3
+    count_runner_ids: bool = False
+    """`fc` counts the ids model runner V2's reader returns (DFlash, 0.30 on)."""
+    default_count_key: str = ""
+    """The draft config key counted when no ids are found (DFlash: `num_hidden_layers`)."""
     flags: list[FlagRead] = field(default_factory=list)
     window_read: bool = False
     """The drafter's layers (its module, or the decoder layer it builds on) read the config's
@@ -218,7 +226,7 @@ def read_drafter_contract(
     # The decoder layers the drafters build on: whether they read a sliding window.
     for base in sorted({b for m in drafter_modules for b in _layer_bases(texts, m)} - set(rels)):
         take(base)
-    key = content_key(digest.digest(), "drafter-contract-2")
+    key = content_key(digest.digest(), "drafter-contract-3")
     cached = cache.load(key, DrafterContract) if cache else None
     if cached is not None:
         return cached
@@ -370,11 +378,9 @@ def _translation(text: str, function: str, path: str) -> SpeculatorsTranslation 
 
 
 def _runner_ids(runner: str, text: str | None, path: str) -> RunnerIds | None:
-    """The ids sources of the function reading `eagle_aux_hidden_state_layer_ids`, in order.
-
-    Only sources taken as they are count: `[i + 1 for i in ...]` conversions belong to other
-    drafters (DFlash, DSpark) whose keys an EAGLE-3 config does not carry.
-    """
+    """The ids sources of the function reading `eagle_aux_hidden_state_layer_ids`, in order:
+    `getattr(cfg, k)`, `<sub>.get(k)` and `for name in (...)` lookups, and the `[i + 1 for i in
+    ...]` conversions of DFlash and DSpark keys (with their shift)."""
     if text is None:
         return None
     found = function_around(text, f'"{IDS_KEY}"')
@@ -392,10 +398,20 @@ def _runner_ids(runner: str, text: str | None, path: str) -> RunnerIds | None:
     statement = re.compile(
         r"(?:\blayer_ids\s*=\s*getattr\(\s*\w+,\s*[\"'](\w+)[\"']"
         r"|hasattr\(\s*\w+,\s*[\"'](\w+)[\"']\)"
-        r"|\blayer_ids\s*=\s*(\w+)\.get\(\s*[\"'](\w+)[\"']\s*\))"
+        r"|\blayer_ids\s*=\s*(\w+)\.get\(\s*[\"'](\w+)[\"']\s*\)"
+        # `[i + 1 for i in (sub.get("k") or [])]`, `[i + 1 for i in name]`
+        r"|\blayer_ids\s*=\s*\[\s*\w+[ \t]*\+[ \t]*(\d+)\s+for\s+\w+\s+in\s+"
+        r"(?:\([ \t]*(\w+)\.get\([ \t]*[\"'](\w+)[\"'][ \t]*\)|(\w+)\s*\]))"
     )
     for match in statement.finditer(body):
-        top, checked, holder, key = match.groups()
+        top, checked, holder, key, shift, sub, sub_key, name = match.groups()
+        if shift is not None:
+            if sub is not None and sub in containers:
+                _add(sources, ConfigKey(containers[sub], sub_key, int(shift)))
+            elif name is not None and name in containers:
+                # `name = getattr(cfg, "k")`: a top-level key.
+                _add(sources, ConfigKey("", containers[name], int(shift)))
+            continue
         if top or checked:
             _add(sources, ConfigKey("", top or checked))
             continue
@@ -459,7 +475,9 @@ def _drafter_class(
     fc_line = start + body[: body.find("self.fc = ")].count("\n")
     facts = DrafterClassFacts(module, str(models_dir / f"{module}.py"), fc_line)
     fixed = re.search(r"hidden_size\s*\*\s*(\d+)\b", body)
-    if fixed is not None:
+    if _dflash_count(facts, body, clean):
+        pass
+    elif fixed is not None:
         facts.fixed_aux = int(fixed.group(1))
     else:
         multiplier = re.search(r"target_hidden_size\s*\*\s*(?:self\.)?(\w+)", body)
@@ -493,6 +511,28 @@ def _drafter_class(
             facts.window_read, facts.window_source = True, rel
             break
     return facts
+
+
+def _dflash_count(facts: DrafterClassFacts, body: str, clean: str) -> bool:
+    """How a DFlash drafter counts its aux states: the ids the runner's reader returns (`fc`'s
+    `input_size=_get_dflash_fc_input_size(...)`, whose count falls back to `config.<key>`), or
+    `len(drafter_config["target_layer_ids"])` of its `eagle_config`/`dflash_config` merge (the
+    later `update` wins), else `self.config.<key>`. False for any other drafter."""
+    helper = re.search(r"input_size\s*=\s*(\w+)\(", body)
+    found = function_named(clean, helper.group(1)) if helper else None
+    if found is not None and "aux_layers_from_config(" in found[0]:
+        facts.count_runner_ids = True
+        default = re.search(r"\belse\s+\w+\.(\w+)", found[0])
+        facts.default_count_key = default.group(1) if default else ""
+        return True
+    if "num_features_to_use" not in body:
+        return False
+    holders = re.findall(r"getattr\(\s*self\.config,\s*[\"'](\w+_config)[\"']", body)[::-1]
+    keys = re.findall(r"len\(\s*\w+\[\s*[\"'](\w+)[\"']\s*\]\s*\)", body)
+    facts.count_id_sources = [ConfigKey(h, k) for k in keys for h in holders]
+    default = re.search(r"num_features_to_use\s*=\s*self\.config\.(\w+)", body)
+    facts.default_count_key = default.group(1) if default else ""
+    return True
 
 
 def _flag_reads(text: str) -> list[tuple[str, str, str]]:
