@@ -20,7 +20,8 @@ CODES = (
         "method-not-eagle3",
         "The speculative method this release chooses for the draft is not the one it was made "
         "for (no `method` and a model string without `eagle3` runs it as `draft_model`, "
-        "`eagle-` in the string as EAGLE-1), or the release refuses the choice.",
+        "`eagle-` in the string as EAGLE-1), or the release refuses the choice; a warning for "
+        "a DSpark head, whose pairing is not checked.",
         Severity.ERROR,
         explain=explained.EAG602,
     ),

@@ -51,6 +51,16 @@ class DraftPairingRule(LayerIdChecks, VocabularyChecks):
         def at(key: str) -> tuple[str, int]:
             return path, draft.line_of(key)
 
+        if analysis.unregistered is not None:
+            yield self.report(
+                "EAG601",
+                f"The draft's architecture {analysis.unregistered} is not registered in vLLM "
+                f"{analysis.release}: its model config fails before a method is chosen "
+                f"('Model architectures ['{analysis.unregistered}'] are not supported for now').",
+                *at("architectures"),
+                hint="Use a release that registers it.",
+            )
+            return
         if analysis.translated.architecture is not None:
             chosen = list(self._method(analysis, pairing, at))
             yield from chosen

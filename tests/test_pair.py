@@ -703,3 +703,55 @@ def test_head_quantization_with_an_own_lm_head(
     _, report = pair_spec(vllm_release, version, json.dumps(settings))
     found = [f for t in report["targets"] for f in t["findings"] if f["code"] == "EAG642"]
     assert [f["severity"] for f in found] == ([severity] if severity else []), found
+
+
+DFLASH_HEAD: dict[str, Any] = {
+    "architectures": ["DFlashDraftModel"],
+    "model_type": "qwen3",
+    "hidden_size": 4096,
+    "num_hidden_layers": 5,
+    "vocab_size": 151936,
+    "block_size": 16,
+    "dflash_config": {"target_layer_ids": [1, 9, 17, 25, 33], "mask_token_id": 151669},
+}
+
+
+@pytest.mark.parametrize(
+    ("version", "target_ids", "fc_states", "codes"),
+    [
+        # DFlash's ids mean "output of layer k": the runner asks for k + 1.
+        ("0.25.0", [1, 9, 17, 25, 33], 5, []),
+        ("0.33.0", [1, 9, 17, 25, 33], 5, []),
+        ("0.34.0", [1, 9, 17, 25, 33], 5, []),
+        # A repeated id is captured once, where fc counts every id.
+        ("0.34.0", [1, 9, 17, 17, 33], 5, ["EAG621"]),
+        ("0.33.0", [1, 9, 17, 25, 33], 4, ["EAG612"]),
+        # 0.16.0 registers no DFlash drafter: the draft's config fails before any method.
+        ("0.16.0", [1, 9, 17, 25, 33], 5, ["EAG601"]),
+    ],
+)
+def test_dflash_pairs(
+    vllm_release: Callable,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    version: str,
+    target_ids: list[int],
+    fc_states: int,
+    codes: list[str],
+) -> None:
+    """Issue 29: DFlash heads on the same machinery as EAGLE-3 ones."""
+    config = {**DFLASH_HEAD, "dflash_config": {"target_layer_ids": target_ids}}
+    draft_folder(tmp_path, config, {"fc.weight": [4096, fc_states * 4096]}).rename(
+        tmp_path / "qwen3-dflash"
+    )
+    monkeypatch.chdir(tmp_path)
+    settings = json.dumps({"model": "qwen3-dflash", "num_speculative_tokens": 15})
+    vllm_release(version)
+    args = ["pair", "--vllm", version, "--target", str(QWEN3), "--speculative-config", settings]
+    result = CliRunner().invoke(app, [*args, "--format", "json"])
+    report = json.loads(result.stdout)
+    assert pairing_codes(report) == codes, report["pairing"]
+    if not codes:
+        assert report["pairing"]["method"]["name"] == "dflash"
+        assert report["pairing"]["tapped_ids"] == [k + 1 for k in target_ids]
+        assert report["pairing"]["verdict"] == "ok"

@@ -80,6 +80,9 @@ class Analysis:
     runner: str | None = None
     """The model runner that runs the pair (`v1`, `v2`); None when the tree has one choice."""
     runner_why: str = ""
+    unregistered: str | None = None
+    """The draft's own architecture (EAGLE-style config) when no registry dict names it: vLLM
+    refuses the draft before it chooses a method."""
 
     @property
     def checked(self) -> bool:
@@ -221,6 +224,15 @@ def speculative_entries(index: ProjectIndex) -> dict[str, DictEntry]:
     return {}
 
 
+def registered_architectures(index: ProjectIndex) -> set[str]:
+    """Every architecture the registry's dicts name (the draft's own `architectures` must be
+    one: vLLM builds the draft's model config before it chooses the method)."""
+    summary = index.summary(REGISTRY)
+    if summary is None:
+        return set()
+    return {e.key for literal in summary.registry_dicts.values() for e in literal.entries}
+
+
 def analyse(pairing: DraftPairing, target: Target) -> Analysis:
     """The pair as the target's release builds it; made once per target and kept on the
     pairing, for the rules that need it (the draft-pairing rule, and the taps rule for the ids
@@ -258,6 +270,11 @@ def _analyse(pairing: DraftPairing, target: Target) -> Analysis:
         resolution=resolution,
     )
     analysis.runner, analysis.runner_why = _runner(pairing, target)
+    declared = analysis.declared_arch
+    if pairing.draft.format != SPECULATORS and declared is not None:
+        known = registered_architectures(index)
+        if known and declared not in known:
+            analysis.unregistered = declared
     for runner in facts.runners:
         analysis.requests.append(_request(runner, translated))
     analysis.id_places = _id_places(translated.config)

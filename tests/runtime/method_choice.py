@@ -8,8 +8,12 @@ holding a config.json only. For each case it builds vLLM's own `SpeculativeConfi
 speculators translation, EAGLEConfig's renaming and the registry lookup of the draft's
 architecture. No weights are read; nothing is downloaded (`HF_HUB_OFFLINE`).
 
-Output: one JSON line per case, `{"model", "method", "chosen", "architectures"}` or, when vLLM
-refuses the config, `{"model", "method", "error"}` (exception type and first line).
+Output: one JSON line per case, `{"model", "method", "chosen", "architectures", "layer_ids"}`
+or, when vLLM refuses the config, `{"model", "method", "error"}` (exception type and first
+line). `layer_ids` holds, for each model runner of the release, the aux layer ids its own reader
+returns for that config (`GPUModelRunner._get_eagle3_aux_layers_from_config` for V1, called
+with a stand-in `self` holding the speculative config; `get_eagle3_aux_layers_from_config` of
+V2's `eagle3_utils`): null when it finds none, or "error: ..." when the reader raised.
 """
 
 from __future__ import annotations
@@ -34,11 +38,43 @@ def _first_line(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {shown[:300]}"
 
 
+def _readers() -> dict[str, Any]:
+    """Each runner's own reader of the layer ids, by runner (`v1`, `v2`)."""
+    import importlib
+    import types
+
+    readers: dict[str, Any] = {}
+    try:
+        runner = importlib.import_module("vllm.v1.worker.gpu_model_runner").GPUModelRunner
+        method = runner._get_eagle3_aux_layers_from_config
+        readers["v1"] = lambda spec: method(types.SimpleNamespace(speculative_config=spec))
+    except (ImportError, AttributeError):
+        pass
+    try:
+        utils = importlib.import_module("vllm.v1.worker.gpu.spec_decode.eagle.eagle3_utils")
+        readers["v2"] = utils.get_eagle3_aux_layers_from_config
+    except (ImportError, AttributeError):
+        pass
+    return readers
+
+
+def _layer_ids(readers: dict[str, Any], spec: Any) -> dict[str, Any]:
+    found: dict[str, Any] = {}
+    for name, read in readers.items():
+        try:
+            ids = read(spec)
+            found[name] = list(ids) if ids is not None else None
+        except Exception as exc:  # the reader's failure is the answer
+            found[name] = f"error: {_first_line(exc)}"
+    return found
+
+
 def main() -> None:
     from vllm.config import ModelConfig, ParallelConfig, SpeculativeConfig
 
     request = json.loads(sys.stdin.read())
     target = ModelConfig(model=request["target"], skip_tokenizer_init=True)
+    readers = _readers()
     for model, method in request["cases"]:
         answer: dict[str, Any] = {"model": model, "method": method}
         try:
@@ -52,6 +88,7 @@ def main() -> None:
             draft = spec.draft_model_config
             answer["chosen"] = spec.method
             answer["architectures"] = list(getattr(draft, "architectures", None) or [])
+            answer["layer_ids"] = _layer_ids(readers, spec)
         except Exception as exc:  # every refusal is an answer
             answer["error"] = _first_line(exc)
         print(json.dumps(answer), flush=True)

@@ -1,5 +1,6 @@
 """The speculative method `pair` says a release runs a draft with is the one vLLM's own
-`SpeculativeConfig` chooses, and every config vLLM refuses is an error finding of `pair`.
+`SpeculativeConfig` chooses, every config vLLM refuses is an error finding of `pair`, and the
+layer ids `pair` says each model runner requests are the ones that runner's own reader returns.
 
 For each release of `RELEASES` (its venv installed once, `venvs.py`), the cases below are draft
 folders (config.json only) named so that the model string does or does not hold vLLM's clues
@@ -45,6 +46,15 @@ TARGET = {
 }
 LAYER = {**TARGET, "num_hidden_layers": 1}
 EAGLE_HEAD = {**LAYER, "architectures": ["LlamaForCausalLMEagle3"]}
+DFLASH_HEAD = {
+    **LAYER,
+    "architectures": ["DFlashDraftModel"],
+    "model_type": "qwen3",
+    "num_hidden_layers": 2,
+    "head_dim": 32,
+    "block_size": 4,
+    "dflash_config": {"target_layer_ids": [0, 3, 6], "mask_token_id": 5},
+}
 
 
 def speculators(kind: str, model_type: str = "llama", **top: Any) -> dict[str, Any]:
@@ -77,6 +87,11 @@ FOLDERS: dict[str, dict[str, Any]] = {
     "peagle-eagle3-head": speculators("peagle", mask_token_id=5),
     "unknown-eagle3-head": speculators("medusa2"),
     "qwen2-eagle3-head": speculators("eagle3", "qwen2"),
+    # Where the ids are: each runner reads its own places (0.25: V2 only the top level).
+    "ids-top-head": {**EAGLE_HEAD, "eagle_aux_hidden_state_layer_ids": [1, 3, 5]},
+    "ids-sub-head": {**EAGLE_HEAD, "eagle_config": {"eagle_aux_hidden_state_layer_ids": [1, 3, 5]}},
+    "ids-sub-layer-ids-head": {**EAGLE_HEAD, "eagle_config": {"layer_ids": [1, 3, 5]}},
+    "dflash-head": DFLASH_HEAD,
 }
 CASES: list[tuple[str, str | None]] = [
     ("my-head", None),
@@ -92,6 +107,10 @@ CASES: list[tuple[str, str | None]] = [
     ("peagle-eagle3-head", None),
     ("unknown-eagle3-head", None),
     ("qwen2-eagle3-head", "eagle3"),
+    ("ids-top-head", "eagle3"),
+    ("ids-sub-head", "eagle3"),
+    ("ids-sub-layer-ids-head", "eagle3"),
+    ("dflash-head", None),
 ]
 
 
@@ -132,7 +151,13 @@ def _disagreement(answer: dict[str, Any], report: dict[str, Any]) -> str | None:
         if ours["name"] != answer["chosen"]:
             return f"vLLM chooses {answer['chosen']}, eagle3lint {ours}"
         unregistered = [m for m in refusals if "EAG601" in m or "not registered" in m]
-        return f"vLLM accepts it, eagle3lint: {unregistered}" if unregistered else None
+        if unregistered:
+            return f"vLLM accepts it, eagle3lint: {unregistered}"
+        said = {r["runner"].rsplit(" ", 1)[-1]: r["ids"] for r in report["pairing"]["layer_ids"]}
+        for runner, ids in (answer.get("layer_ids") or {}).items():
+            if said.get(runner, "not read") != ids:
+                return f"model runner {runner} reads {ids}, eagle3lint says {said.get(runner)}"
+        return None
     error = answer["error"]
     if not refusals:
         return f"vLLM refuses it ({error}), eagle3lint reports no EAG601/EAG602 error"
