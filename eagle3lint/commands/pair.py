@@ -64,7 +64,8 @@ def pair(
         list[Path] | None,
         typer.Option(
             "--draft-weights",
-            help="Drafter .safetensors files (headers only; default: those in the --draft folder).",
+            help="Drafter .safetensors files (headers, and d2t's values; default: those in the "
+            "--draft folder).",
         ),
     ] = None,
     pp: Annotated[int, typer.Option("--pp", min=1, help="Pipeline-parallel size.")] = 1,

@@ -1,4 +1,4 @@
-"""A drafter checkpoint's tensor names and shapes, read from safetensors headers only.
+"""A drafter checkpoint's tensor names and shapes, read from safetensors headers.
 
 A `.safetensors` file starts with an 8-byte little-endian header length and a JSON header
 mapping each tensor name to `{dtype, shape, data_offsets}`; `model.safetensors.index.json`
