@@ -85,6 +85,8 @@ class DraftPairingRule(LayerIdChecks, VocabularyChecks):
         resolution = analysis.resolution
         settings = pairing.settings
         made_for = pairing.draft.made_for() or "eagle3"
+        # P-EAGLE heads run under method eagle3.
+        suggest = made_for if made_for in ("dflash", "dspark") else "eagle3"
         where = at("method") if settings.given else at("architectures")
         choice = analysis.facts.method_choice
         place = f" ({choice.path}:{choice.line})" if choice else ""
@@ -92,7 +94,7 @@ class DraftPairingRule(LayerIdChecks, VocabularyChecks):
             yield self.report(
                 "EAG602",
                 f"vLLM {analysis.release} refuses the speculative config: "
-                f"{resolution.refusal}{place}.",
+                f'{resolution.refusal}{place}. Set "method": "{suggest}".',
                 *where,
                 hint='Set "method": "eagle3" in --speculative-config.',
             )
@@ -130,7 +132,8 @@ class DraftPairingRule(LayerIdChecks, VocabularyChecks):
         yield self.report(
             "EAG602",
             f"vLLM {analysis.release} chooses method {method} for this "
-            f"{_HEADS.get(made_for, made_for)} head ({resolution.how}){place}: {outcome}.",
+            f"{_HEADS.get(made_for, made_for)} head ({resolution.how}){place}: {outcome}. "
+            f'Set "method": "{suggest}".',
             *where,
             hint='Set "method": "eagle3" in --speculative-config.',
         )
