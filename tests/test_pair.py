@@ -491,6 +491,10 @@ def test_the_header_and_the_summary_count_the_same_errors(
     assert len(shown) == 2 and any("get_eagle3_aux_hidden_state_layers" in s for s in shown)
 
 
+RELEASES_OF_ISSUE_29 = ("0.16.0", "0.25.0", "0.33.0", "0.34.0")
+"""Before the runner choice, 0.22-0.25's lists, V2 by default, V2 alone."""
+
+
 def write_d2t(folder: Path, offsets: list[int], vocab: int = 128256) -> None:
     """A safetensors file whose d2t holds `offsets` as int64 values (every other tensor is
     header-only), as a head trained on a reduced vocabulary ships it."""
@@ -517,14 +521,20 @@ def write_d2t(folder: Path, offsets: list[int], vocab: int = 128256) -> None:
         ("valid", [3 * i for i in range(32000)], None),
     ],
 )
+@pytest.mark.parametrize("version", RELEASES_OF_ISSUE_29)
 def test_d2t_values_are_read(
-    vllm_release: Callable, tmp_path: Path, name: str, offsets: list[int], severity: str | None
+    vllm_release: Callable,
+    tmp_path: Path,
+    name: str,
+    offsets: list[int],
+    severity: str | None,
+    version: str,
 ) -> None:
     """Issue 29: d2t's values, not only its shape: vLLM scatters the draft's logits to
     `arange(draft_vocab) + d2t`, so a target id beyond the vocabulary raises at the first draft."""
     folder = draft_folder(tmp_path, head())
     write_d2t(folder, offsets)
-    _, report = pair(vllm_release, "0.33.0", LLAMA, folder)
+    _, report = pair(vllm_release, version, LLAMA, folder)
     found = [f for t in report["targets"] for f in t["findings"] if f["code"] == "EAG634"]
     if severity is None:
         assert not found
@@ -604,10 +614,11 @@ def test_speculators_types_per_release(vllm_release: Callable, tmp_path: Path) -
         assert code == 1 and "EAG601" in pairing_codes(report)
 
 
-def test_unsorted_ids_warn_per_runner(vllm_release: Callable, tmp_path: Path) -> None:
+@pytest.mark.parametrize("version", RELEASES_OF_ISSUE_29)
+def test_unsorted_ids_warn_per_runner(vllm_release: Callable, tmp_path: Path, version: str) -> None:
     """Issue 29: taps arrive in layer order; ids written otherwise are shown both ways."""
     folder = draft_folder(tmp_path, head(eagle_aux_hidden_state_layer_ids=[29, 16, 2]), tensors())
-    code, report = pair_spec(vllm_release, "0.25.0", spec_config(folder))
+    code, report = pair_spec(vllm_release, version, spec_config(folder))
     assert code == 0 and pairing_codes(report) == ["EAG625"]
     assert {tuple(r["captured"]) for r in report["pairing"]["layer_ids"]} == {(2, 16, 29)}
 
@@ -616,7 +627,7 @@ def test_a_standard_head_is_quiet(vllm_release: Callable, tmp_path: Path) -> Non
     """Issue 29: the standard head (no ids, trained on the target's defaults) with --pp 1 gets
     no pairing warning and none of the target's pipeline or layer-0 notes."""
     folder = draft_folder(tmp_path, head(eagle_aux_hidden_state_layer_ids=None), tensors())
-    for version in ("0.16.0", "0.25.0", "0.33.0", "0.34.0"):
+    for version in RELEASES_OF_ISSUE_29:
         code, report = pair_spec(vllm_release, version, spec_config(folder))
         codes = [f["code"] for t in report["targets"] for f in t["findings"]]
         assert code == 0 and codes == [], (version, codes)
