@@ -395,6 +395,9 @@ def test_bad_inputs_exit_2(tmp_path: Path, vllm_release: Callable) -> None:
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 2
     assert "names no architecture" in result.output
+    result = CliRunner().invoke(app, ["pair", "--vllm", "0.18.0", "--target", str(LLAMA)])
+    assert result.exit_code == 2
+    assert "--speculative-config JSON or --draft FOLDER" in result.output
 
 
 def test_sharded_checkpoint_headers(tmp_path: Path) -> None:
