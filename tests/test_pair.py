@@ -669,6 +669,8 @@ def test_a_model_id_is_found_in_the_hugging_face_cache(
         ('{"method": "ngram", "num_speculative_tokens": 3}', '"model" must name the draft'),
         ('{"method": 3, "model": "x"}', "method must be a string"),
         ("no-such-file.json", "neither a JSON object nor a file"),
+        ("[" * 100_000, "nests too deeply"),
+        ("/dev/zero", "neither a JSON object nor a file"),
     ],
 )
 def test_bad_speculative_configs_exit_2(

@@ -13,7 +13,9 @@ from typing import Any
 from eagle3lint.drafts.checkpoint import Checkpoint, read_checkpoint, weight_files
 from eagle3lint.engines.vllm.contract.drafter import ConfigKey, DrafterContract
 from eagle3lint.errors import UsageError
-from eagle3lint.hf_config import read_config_json, text_config
+from eagle3lint.hf_config import MAX_CONFIG_BYTES, read_config_json, text_config
+from eagle3lint.sources.documents import parse_json
+from eagle3lint.sources.files import UnreadableSource, read_regular
 
 EAGLE_STYLE = "eagle"
 SPECULATORS = "speculators"
@@ -171,17 +173,18 @@ class SpeculativeConfig:
     def parse(cls, text: str) -> SpeculativeConfig:
         """The JSON object of `--speculative-config`: inline, or a file holding it."""
         raw = text.strip()
-        if not raw.startswith(("{", "[")):
-            file = Path(raw).expanduser()
-            if not file.is_file():
-                raise UsageError(
-                    f"--speculative-config: {raw!r} is neither a JSON object nor a file"
-                )
-            raw = file.read_text(encoding="utf-8", errors="replace")
         try:
-            data = json.loads(raw)
-        except ValueError as exc:
-            raise UsageError(f"--speculative-config: not valid JSON ({exc})") from exc
+            if raw.startswith(("{", "[")):
+                data = parse_json(raw.encode("utf-8", errors="replace"))
+            else:
+                file = Path(raw).expanduser()
+                if not file.is_file():
+                    raise UsageError(
+                        f"--speculative-config: {raw!r} is neither a JSON object nor a file"
+                    )
+                data = parse_json(read_regular(file, MAX_CONFIG_BYTES, "speculative config"))
+        except UnreadableSource as exc:
+            raise UsageError(f"--speculative-config: {exc}") from exc
         if not isinstance(data, dict):
             raise UsageError("--speculative-config: must be a JSON object")
         method, model = data.get("method"), data.get("model")
