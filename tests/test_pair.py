@@ -672,6 +672,7 @@ def test_a_model_id_is_found_in_the_hugging_face_cache(
         ("[" * 100_000, "nests too deeply"),
         ("/dev/zero", "neither a JSON object nor a file"),
     ],
+    ids=["not-json", "a-list", "no-model", "method-not-a-string", "no-file", "deep", "device"],
 )
 def test_bad_speculative_configs_exit_2(
     vllm_release: Callable, tmp_path: Path, settings: str, message: str
