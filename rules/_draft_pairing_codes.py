@@ -21,7 +21,7 @@ CODES = (
         "The speculative method this release chooses for the draft is not the one it was made "
         "for (no `method` and a model string without `eagle3` runs it as `draft_model`, "
         "`eagle-` in the string as EAGLE-1), or the release refuses the choice; a warning for "
-        "a DSpark head, whose pairing is not checked.",
+        "a head whose drafter class `pair` cannot read, whose pairing is then not checked.",
         Severity.ERROR,
         explain=explained.EAG602,
     ),

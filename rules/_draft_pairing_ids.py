@@ -45,14 +45,15 @@ class LayerIdChecks(Rule):
                 f"({r.runner.path}:{r.runner.line})"
                 for r in missing
             )
-            first = missing[0] is analysis.requests[0]
+            every = len(missing) == len(analysis.requests)
             yield self.report(
                 "EAG622",
                 f"The draft config holds layer ids {places}, but {reads}: "
-                f"{'the target' if first else 'with that runner the target'} taps {default} "
+                f"{'the target' if every else 'with that runner the target'} taps {default} "
                 "instead, with only an info log.",
                 *at(next(iter(analysis.id_places), DRAFT_IDS_KEY).rsplit(".", 1)[-1]),
                 hint="Put the ids at the top level as eagle_aux_hidden_state_layer_ids.",
+                runners=() if every else tuple(r.runner.runner.rsplit(" ", 1)[-1] for r in missing),
             )
         for runners, request in self._id_groups(analysis):
             yield from self._requested_ids(analysis, request, runners, target, at)

@@ -105,7 +105,7 @@ class DraftPairingRule(LayerIdChecks, VocabularyChecks):
                 yield self.report(
                     "EAG602",
                     f"vLLM {analysis.release} runs this draft with method {method} "
-                    f"({resolution.how}); pair checks EAGLE-3 and DFlash pairs, so its {method} "
+                    f"({resolution.how}); pair reads no drafter class for it, so its {method} "
                     "pairing (layer ids, vocabulary) is not checked.",
                     *where,
                     severity=Severity.WARNING,

@@ -772,3 +772,47 @@ def test_dflash_pairs(
         assert report["pairing"]["method"]["name"] == "dflash"
         assert report["pairing"]["tapped_ids"] == [k + 1 for k in target_ids]
         assert report["pairing"]["verdict"] == "ok"
+
+
+@pytest.mark.parametrize(
+    ("version", "draft_layers", "codes"),
+    [
+        ("0.25.0", 5, []),
+        # 0.25.0's DSpark builds fc from its DFlash base: len(dflash_config.target_layer_ids),
+        # else its own num_hidden_layers; the top-level target_layer_ids are not counted.
+        ("0.25.0", 3, ["EAG621"]),
+        # From 0.30 fc counts the ids the runner reads.
+        ("0.33.0", 3, []),
+        ("0.34.0", 3, []),
+    ],
+)
+def test_dspark_pairs(
+    vllm_release: Callable,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    version: str,
+    draft_layers: int,
+    codes: list[str],
+) -> None:
+    """Issue 29: a dense DSpark head (Qwen3DSparkModel) on its DFlash drafter's facts."""
+    config = {
+        **{k: v for k, v in DFLASH_HEAD.items() if k != "dflash_config"},
+        "architectures": ["Qwen3DSparkModel"],
+        "num_hidden_layers": draft_layers,
+        "target_layer_ids": [1, 9, 17, 25, 33],
+        "mask_token_id": 151669,
+        "markov_rank": 256,
+    }
+    draft_folder(tmp_path, config, {"fc.weight": [4096, 5 * 4096]}).rename(tmp_path / "head")
+    monkeypatch.chdir(tmp_path)
+    settings = json.dumps({"model": "head", "num_speculative_tokens": 7})
+    vllm_release(version)
+    args = ["pair", "--vllm", version, "--target", str(QWEN3), "--speculative-config", settings]
+    report = json.loads(CliRunner().invoke(app, [*args, "--format", "json"]).stdout)
+    assert report["pairing"]["method"]["name"] == "dspark"
+    assert report["pairing"]["tapped_ids"] == [2, 10, 18, 26, 34]
+    findings = [f for t in report["targets"] for f in t["findings"]]
+    errors = [f["code"] for f in findings if f["severity"] == "error"]
+    assert errors == codes, report["pairing"]
+    # 0.25.0's V1 reads no top-level target_layer_ids: its findings are V1's alone.
+    assert all(f["runners"] == ["v1"] for f in findings if f["severity"] == "warning")

@@ -35,6 +35,9 @@ from eagle3lint.index.project import ProjectIndex
 from eagle3lint.sources.files import UnreadableSource, read_source_bytes
 
 PP_RELAY_FLAG = "supports_aux_hidden_states_over_pp"
+DRAFTER_FAMILIES = ("Eagle3", "DFlash", "DSpark")
+"""The registry keys of the drafters `pair` reads (`Eagle3LlamaForCausalLM`, `DFlashDraftModel`,
+`Qwen3DSparkModel`)."""
 
 
 @dataclass
@@ -86,10 +89,11 @@ class Analysis:
 
     @property
     def checked(self) -> bool:
-        """Whether `pair` checks this pair: run as EAGLE-3, or as DFlash where the release's
-        DFlash drafter class was read."""
+        """Whether `pair` checks this pair: run as EAGLE-3, or as DFlash or DSpark where the
+        release's drafter class was read."""
         method = self.resolution.method
-        return method == "eagle3" or (method == "dflash" and self.drafter_facts is not None)
+        family = method in ("dflash", "dspark") and self.drafter_facts is not None
+        return method == "eagle3" or family
 
     @property
     def chosen(self) -> RunnerRequest | None:
@@ -248,7 +252,11 @@ def _analyse(pairing: DraftPairing, target: Target) -> Analysis:
     index, contract = target.index, target.contract
     entries = speculative_entries(index)
     modules = sorted(
-        {e.module.rsplit(".", 1)[-1] for k, e in entries.items() if "Eagle3" in k or "DFlash" in k}
+        {
+            e.module.rsplit(".", 1)[-1]
+            for k, e in entries.items()
+            if any(family in k for family in DRAFTER_FAMILIES)
+        }
     )
     every = sorted({e.module.rsplit(".", 1)[-1] for e in entries.values()})
     facts = read_drafter_contract(Path(contract.root), modules, every, index.cache)

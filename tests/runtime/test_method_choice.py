@@ -55,6 +55,17 @@ DFLASH_HEAD = {
     "block_size": 4,
     "dflash_config": {"target_layer_ids": [0, 3, 6], "mask_token_id": 5},
 }
+DSPARK_HEAD = {
+    **LAYER,
+    "architectures": ["Qwen3DSparkModel"],
+    "model_type": "qwen3",
+    "num_hidden_layers": 3,
+    "head_dim": 32,
+    "block_size": 4,
+    "mask_token_id": 5,
+    "markov_rank": 8,
+    "target_layer_ids": [0, 3, 6],
+}
 
 
 def speculators(kind: str, model_type: str = "llama", **top: Any) -> dict[str, Any]:
@@ -92,6 +103,7 @@ FOLDERS: dict[str, dict[str, Any]] = {
     "ids-sub-head": {**EAGLE_HEAD, "eagle_config": {"eagle_aux_hidden_state_layer_ids": [1, 3, 5]}},
     "ids-sub-layer-ids-head": {**EAGLE_HEAD, "eagle_config": {"layer_ids": [1, 3, 5]}},
     "dflash-head": DFLASH_HEAD,
+    "dspark-head": DSPARK_HEAD,
 }
 CASES: list[tuple[str, str | None]] = [
     ("my-head", None),
@@ -111,6 +123,7 @@ CASES: list[tuple[str, str | None]] = [
     ("ids-sub-head", "eagle3"),
     ("ids-sub-layer-ids-head", "eagle3"),
     ("dflash-head", None),
+    ("dspark-head", None),
 ]
 
 

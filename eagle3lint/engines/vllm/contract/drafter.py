@@ -22,6 +22,7 @@ from eagle3lint.engines.vllm.contract.drafter_class import (
     MODELS_DIR,
     ConfigKey,
     DrafterClassFacts,
+    drafter_bases,
     drafter_class,
     layer_bases,
 )
@@ -165,6 +166,8 @@ def read_drafter_contract(
     rels.append(V2_EAGLE_UTILS)
     texts: dict[str, str] = {}
     digest = hashlib.blake2b(digest_size=20)
+    # Which modules are drafters decides what is read of them, not only which files are read.
+    digest.update("\0".join(drafter_modules).encode() + b"\1")
 
     def take(rel: str) -> None:
         digest.update(f"{vllm_dir / rel}\0".encode())
@@ -199,19 +202,7 @@ def read_drafter_contract(
             for runner, rel in ID_RUNNERS
             if (found := _runner_ids(runner, texts.get(rel), str(vllm_dir / rel))) is not None
         ],
-        drafters={
-            module: found
-            for module in drafter_modules
-            if (
-                found := drafter_class(
-                    module,
-                    texts.get(f"{MODELS_DIR}/{module}.py"),
-                    vllm_dir / MODELS_DIR,
-                    {b: texts.get(b, "") for b in layer_bases(texts, module)},
-                )
-            )
-            is not None
-        },
+        drafters=_drafters(texts, drafter_modules, vllm_dir / MODELS_DIR),
     )
     _read_proposer(facts, vllm_dir, texts)
     refusal = re.search(
@@ -225,6 +216,24 @@ def read_drafter_contract(
     if cache:
         cache.store(key, facts)
     return facts
+
+
+def _drafters(
+    texts: dict[str, str], modules: list[str], models_dir: Path
+) -> dict[str, DrafterClassFacts]:
+    """Each drafter module's facts; a module that builds no `fc` of its own takes those of the
+    drafter module it builds on (DSpark on DFlash)."""
+    found: dict[str, DrafterClassFacts] = {}
+    for module in modules:
+        bases = {b: texts.get(b, "") for b in layer_bases(texts, module)}
+        facts = drafter_class(module, texts.get(f"{MODELS_DIR}/{module}.py"), models_dir, bases)
+        if facts is not None:
+            found[module] = facts
+    for module in modules:
+        inherited = [found[b] for b in drafter_bases(texts, module, modules) if b in found]
+        if module not in found and inherited:
+            found[module] = inherited[0]
+    return found
 
 
 def _speculator_config_files(vllm_dir: Path) -> list[str]:

@@ -92,6 +92,18 @@ def layer_bases(texts: dict[str, str], module: str) -> list[str]:
     ]
 
 
+def drafter_bases(texts: dict[str, str], module: str, drafters: list[str]) -> list[str]:
+    """The other drafter modules `module` imports its model from (`from .qwen3_dflash import
+    DFlashQwen3ForCausalLM, DFlashQwen3Model` in qwen3_dspark): where its `fc` is built when
+    it builds none itself."""
+    text = texts.get(f"{MODELS_DIR}/{module}.py", "")
+    return [
+        base
+        for base, names in _IMPORTS.findall(text)
+        if base in drafters and base != module and re.search(r"Model\b|ForCausalLM\b", names)
+    ]
+
+
 def drafter_class(
     module: str, text: str | None, models_dir: Path, bases: dict[str, str]
 ) -> DrafterClassFacts | None:
