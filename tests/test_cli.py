@@ -62,6 +62,18 @@ def test_unknown_selectors_exit_2_with_the_closest_codes(
         assert "closest known: " in result.output and closest in result.output
 
 
+@pytest.mark.parametrize(
+    "args",
+    [("--select", ""), ("--ignore", ","), ("--extend-select", " "), ("-j", "0"), ("--jobs", "-2")],
+    ids=["empty-select", "comma-ignore", "blank-extend", "no-jobs", "negative-jobs"],
+)
+def test_empty_selections_and_no_jobs_exit_2(args: tuple[str, str]) -> None:
+    """Issue 31: `--select ''` selected everything and `-j 0` was taken."""
+    result = run("check", str(ERA), *args, "--no-cache")
+    assert result.exit_code == 2, result.output
+    assert "names no rule code" in result.output or "not in the range" in result.output
+
+
 def test_unknown_selector_in_the_configuration_exits_2(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

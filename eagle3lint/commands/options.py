@@ -70,7 +70,7 @@ RequireOpt = Annotated[
     ),
 ]
 JobsOpt = Annotated[
-    int | None, typer.Option("--jobs", "-j", help="Parser processes (default: cores).")
+    int | None, typer.Option("--jobs", "-j", min=1, help="Parser processes (default: cores).")
 ]
 RespectGitignoreOpt = Annotated[
     bool,
@@ -132,6 +132,7 @@ class RunArgs:
         from eagle3lint.codes import check_selectors
         from eagle3lint.config import config_start, load_config
         from eagle3lint.engine import CheckOptions
+        from eagle3lint.errors import UsageError
 
         if not self.no_cache:
             from eagle3lint.cachedir import cap_bytes
@@ -148,6 +149,9 @@ class RunArgs:
             ("--ignore", self.ignore),
             ("--extend-select", self.extend_select),
         ):
+            if values is not None and not _codes(values):
+                # ruff refuses it too: an empty selection would otherwise select everything.
+                raise UsageError(f"{flag} names no rule code or prefix (EAG1,EAG301)")
             check_selectors(_codes(values), flag)
         chosen = _codes(self.select) or config.select
         if self.extend_select:
