@@ -135,6 +135,20 @@ def test_sarif_levels_follow_severities(sarif: dict[str, Any]) -> None:
     assert sarif["runs"][0]["invocations"][0]["executionSuccessful"] is True
 
 
+def test_quiet_sarif_keeps_error_findings_only(
+    checked: tuple[Path, Report], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 31: `-q` (errors only) kept every warning and note in SARIF."""
+    tree, report = checked
+    monkeypatch.chdir(tree.parent)
+    quiet = to_sarif(report, errors_only=True)
+    levels = {r["level"] for r in quiet["runs"][0]["results"]}
+    assert levels == {"error"}
+    assert "toolExecutionNotifications" not in quiet["runs"][0]["invocations"][0]
+    everything = {r["level"] for r in to_sarif(report)["runs"][0]["results"]}
+    assert {"error", "warning"} <= everything
+
+
 def test_sarif_run_wide_information_is_one_notification(sarif: dict[str, Any]) -> None:
     """EAG502 says the same for every target: one run-level notification, no result per target;
     a warning, since the targets were asked about and their model_type is unverified."""

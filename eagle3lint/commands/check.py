@@ -170,7 +170,7 @@ def render(report: Report, view: View) -> str:
     if view.output_format is OutputFormat.sarif:
         from eagle3lint.report.sarif import to_sarif
 
-        return json.dumps(to_sarif(report), indent=2) + "\n"
+        return json.dumps(to_sarif(report, errors_only=view.quiet), indent=2) + "\n"
     if view.output_format is OutputFormat.github:
         from eagle3lint.report.github import github_annotations
 

@@ -25,8 +25,10 @@ SRCROOT = "%SRCROOT%"
 LEVEL = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "note"}
 
 
-def to_sarif(report: Report) -> dict[str, object]:
-    """The whole log: one run with every known rule, each finding once, and input errors."""
+def to_sarif(report: Report, *, errors_only: bool = False) -> dict[str, object]:
+    """The whole log: one run with every known rule, each finding once (with `errors_only`,
+    `--quiet`, error findings alone), and input errors. Notes are kept otherwise: SARIF
+    viewers filter by level themselves."""
     entries = all_codes()
     index = {entry.code.code: i for i, entry in enumerate(entries)}
     rules = [
@@ -49,6 +51,8 @@ def to_sarif(report: Report) -> dict[str, object]:
     notifications = []
     for group in grouped_findings(report):
         finding = group.finding
+        if errors_only and finding.severity is not Severity.ERROR:
+            continue
         if finding.code in run_wide_codes():
             # The same remark for every target: once, about the run, not about a location.
             notifications.append(
