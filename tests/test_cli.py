@@ -189,3 +189,14 @@ def test_a_ctrl_c_before_a_command_guard_is_exit_2_interrupted(
         cli.main()
     assert exited.value.code == 2
     assert capsys.readouterr().err == "eagle3lint: interrupted\n"
+
+
+@pytest.mark.parametrize("command", ["check", "pair", "fix", "matrix"])
+def test_help_names_every_option_whole_at_80_columns(command: str) -> None:
+    """Issue 31: rich's help panels cut option names (`--respect-gitign…`) at 80 columns."""
+    result = run(command, "--help", env={"COLUMNS": "80"})
+    assert result.exit_code == 0
+    assert "…" not in result.output
+    assert all(len(line) <= 80 for line in result.output.splitlines())
+    if command == "check":
+        assert "--respect-gitignore / --no-respect-gitignore" in result.output
