@@ -142,3 +142,27 @@ def test_a_release_that_could_not_be_checked_shows_error_cells(tmp_path: Path) -
         browser.screenshot(tmp_path / "error-column.png")
     finally:
         browser.close()
+
+
+def test_a_narrow_window_opens_on_the_newest_release(
+    page: tuple[Browser, Path], tmp_path: Path
+) -> None:
+    """Issue 31: the newest releases were off-screen at 1400 px with 24 release columns; the
+    table now opens scrolled to its newest column, the architecture column still in view."""
+    html = page[1] / "matrix.html"
+    narrow = Browser(tmp_path / "profile", width=520, height=700)
+    try:
+        narrow.open(html)
+        narrow.wait_for(f"document.querySelectorAll({ROWS!r}).length > 0")
+        seen = narrow.evaluate(
+            "(() => { const wrap = document.querySelector('.wrap').getBoundingClientRect();"
+            " const heads = document.querySelectorAll('#head th.release');"
+            " const last = heads[heads.length - 1].getBoundingClientRect();"
+            " const arch = document.querySelector('#head th.arch').getBoundingClientRect();"
+            " return [document.querySelector('.wrap').scrollLeft > 0,"
+            " last.right <= wrap.right + 1, arch.left >= wrap.left - 1]; })()"
+        )
+        narrow.screenshot(tmp_path / "narrow.png")
+    finally:
+        narrow.close()
+    assert seen == [True, True, True], seen

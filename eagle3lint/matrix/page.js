@@ -156,4 +156,8 @@
   });
   document.addEventListener("keydown", (e) => { if (e.key === "Escape") hide(); });
   document.addEventListener("click", (e) => { if (!pop.contains(e.target)) hide(); });
+
+  // Releases run oldest to newest; open on the newest (the architecture column stays in view).
+  const wrap = document.querySelector(".wrap");
+  wrap.scrollLeft = wrap.scrollWidth;
 })();
