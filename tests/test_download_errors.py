@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import io
+import json
+from typing import ClassVar
+
 import pytest
 from typer.testing import CliRunner
 
 from eagle3lint.cli import app
+from eagle3lint.engines.vllm import download
 from eagle3lint.engines.vllm.download import download_failure
 
 NO_SUCH_VERSION = """\
@@ -46,3 +51,26 @@ def test_the_real_index_answers_for_a_missing_version() -> None:
     assert "vLLM 9.9.9 is not on PyPI (the index answered; the newest release there is" in (
         result.output
     )
+
+
+class _Page(io.BytesIO):
+    """What `urllib.request.urlopen` returns for a PEP 691 JSON index page."""
+
+    headers: ClassVar[dict[str, str]] = {"Content-Type": "application/vnd.pypi.simple.v1+json"}
+
+    def geturl(self) -> str:
+        return "https://index.example/simple/vllm/"
+
+
+def test_the_wheel_size_the_index_publishes_is_kept(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 31: the download spinner says how large the wheel is (PEP 700's `size`)."""
+    name = "vllm-9.9.0-cp38-abi3-manylinux_2_28_x86_64.whl"
+    files = [{"filename": name, "url": f"../../files/{name}", "hashes": {"sha256": "a" * 64}}]
+    sized = [{**files[0], "size": 239_039_932}]
+    for listed, size in ((files, None), (sized, 239_039_932)):
+        page = json.dumps({"files": listed}).encode()
+        monkeypatch.setattr(
+            download.urllib.request, "urlopen", lambda *_, page=page, **__: _Page(page)
+        )
+        wheel = download.published_wheels("9.9.0", "https://index.example/simple")[name]
+        assert wheel == download.Wheel(f"https://index.example/files/{name}", "a" * 64, size)

@@ -166,7 +166,7 @@ def test_a_release_is_fetched_as_a_wheel_only(
         return subprocess.CompletedProcess(command, 1, "", "no matching distribution")
 
     wheel = "vllm-0.16.0-cp38-abi3-manylinux_2_31_x86_64.whl"
-    published = {wheel: (f"https://files.example/{wheel}", "0" * 64)}
+    published = {wheel: download.Wheel(f"https://files.example/{wheel}", "0" * 64)}
     monkeypatch.setattr(download, "published_wheels", lambda version, index: published)
     monkeypatch.setattr(download.subprocess, "run", fake_run)
     with pytest.raises(download.DownloadError):

@@ -25,6 +25,7 @@ import urllib.request
 import zipfile
 from html.parser import HTMLParser
 from pathlib import Path
+from typing import NamedTuple
 
 from eagle3lint import trust
 from eagle3lint.cachedir import default_cache_dir, remove_dead_staging, staging_folder, touch
@@ -123,7 +124,16 @@ class _Links(HTMLParser):
 _RELEASE_FILE = re.compile(r"vllm-(\d[^-]*?)(?:-|\.tar\.gz$|\.zip$)")
 """The release a file of the index is of (`vllm-0.16.0-cp38-abi3-….whl`, `vllm-0.16.0.tar.gz`)."""
 
-Published = dict[str, tuple[str, str]]
+
+class Wheel(NamedTuple):
+    """A published wheel: where it is, its sha256, and its size when the index says (PEP 700)."""
+
+    url: str
+    sha256: str
+    size: int | None = None
+
+
+Published = dict[str, Wheel]
 """Wheel file name → (absolute URL, sha256)."""
 
 
@@ -161,7 +171,11 @@ def published_wheels(version: str, index: str) -> Published:
             files = parser.files
         prefix = f"vllm-{version}-"
         wheels = {
-            f["filename"]: (urllib.parse.urljoin(base, f["url"]), f["hashes"]["sha256"].lower())
+            f["filename"]: Wheel(
+                urllib.parse.urljoin(base, f["url"]),
+                f["hashes"]["sha256"].lower(),
+                f["size"] if isinstance(f.get("size"), int) and f["size"] > 0 else None,
+            )
             for f in files
             if isinstance(f, dict) and isinstance(f.get("filename"), str)
             if f["filename"].startswith(prefix) and f["filename"].endswith(".whl")
@@ -194,7 +208,7 @@ def _download(version: str, into: Path, progress: bool) -> tuple[Path, str]:
     index = index_url()
     wheels = published_wheels(version, index)
     name = _preferred(wheels)
-    url, expected = wheels[name]
+    url, expected, size = wheels[name]
     work = into / "pip"
     dest = into / "wheel"
     work.mkdir()
@@ -222,7 +236,9 @@ def _download(version: str, into: Path, progress: bool) -> tuple[Path, str]:
     if progress:
         from rich.console import Console
 
-        with Console(stderr=True).status(f"Downloading vllm=={version} sources from PyPI…"):
+        weight = f", a {size / 1e6:.0f} MB wheel" if size else ""
+        status = f"Downloading vllm=={version} sources from PyPI{weight}…"
+        with Console(stderr=True).status(status):
             result = subprocess.run(command, **run)  # type: ignore[call-overload]
     else:
         result = subprocess.run(command, **run)  # type: ignore[call-overload]
