@@ -96,7 +96,7 @@ class DraftPairingRule(LayerIdChecks, VocabularyChecks):
                 f"vLLM {analysis.release} refuses the speculative config: "
                 f'{resolution.refusal}{place}. Set "method": "{suggest}".',
                 *where,
-                hint='Set "method": "eagle3" in --speculative-config.',
+                hint=f'Set "method": "{suggest}" in --speculative-config.',
             )
             return
         method = resolution.method
@@ -114,7 +114,7 @@ class DraftPairingRule(LayerIdChecks, VocabularyChecks):
         if method == "eagle3":
             return  # another head renamed for EAGLE-3: EAG601 says whether it exists
         arch = analysis.translated.architecture
-        if resolution.method in analysis.facts.renamings and analysis.drafter is None:
+        if method in analysis.facts.renamings and analysis.drafter is None:
             # EAGLEConfig renames the head for that method; the name is then looked up.
             outcome = (
                 f"EAGLEConfig renames its architecture to {arch}, which is not registered: "
@@ -128,14 +128,14 @@ class DraftPairingRule(LayerIdChecks, VocabularyChecks):
                 f"{cls}.forward() missing 1 required positional argument: 'hidden_states'')",
                 "eagle": "it runs as an EAGLE-1 head, and the target's aux hidden states are "
                 "never requested",
-            }.get(resolution.method, f"it runs as {resolution.method}, not as an EAGLE-3 head")
+            }.get(method, f"it runs as {method}, not as a {_HEADS.get(made_for, made_for)} head")
         yield self.report(
             "EAG602",
             f"vLLM {analysis.release} chooses method {method} for this "
             f"{_HEADS.get(made_for, made_for)} head ({resolution.how}){place}: {outcome}. "
             f'Set "method": "{suggest}".',
             *where,
-            hint='Set "method": "eagle3" in --speculative-config.',
+            hint=f'Set "method": "{suggest}" in --speculative-config.',
         )
 
     def _registration(self, analysis: PairingAnalysis, at: Locate) -> Iterator[Finding]:
