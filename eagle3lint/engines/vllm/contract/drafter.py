@@ -27,11 +27,11 @@ from eagle3lint.engines.vllm.contract.drafter_class import (
     layer_bases,
 )
 from eagle3lint.engines.vllm.contract.method_choice import (
-    SPEC_DECODE,
     SPECULATIVE,
     SPECULATOR_CONFIG,
     MethodChoice,
     read_method_choice,
+    speculator_config_files,
 )
 from eagle3lint.engines.vllm.contract.model import PROPOSER_FILES
 from eagle3lint.engines.vllm.contract.source_text import (
@@ -161,7 +161,7 @@ def read_drafter_contract(
         *(rel for _, rel in ID_RUNNERS),
         *PROPOSER_FILES,
         *(f"{MODELS_DIR}/{m}.py" for m in sorted({*drafter_modules, *speculative_modules})),
-        *_speculator_config_files(vllm_dir),
+        *(p.relative_to(vllm_dir).as_posix() for p in speculator_config_files(vllm_dir)),
     ]
     rels.append(V2_EAGLE_UTILS)
     texts: dict[str, str] = {}
@@ -234,16 +234,6 @@ def _drafters(
         if module not in found and inherited:
             found[module] = inherited[0]
     return found
-
-
-def _speculator_config_files(vllm_dir: Path) -> list[str]:
-    """0.34's per-speculator `config.py` files (the method choice reads their `matches`)."""
-    folder = vllm_dir / SPEC_DECODE
-    try:
-        found = [*folder.glob("*config.py"), *folder.glob("*/config.py")]
-    except OSError:
-        return []
-    return sorted(p.relative_to(vllm_dir).as_posix() for p in found)
 
 
 def _renamings(text: str | None, path: str) -> dict[str, Renaming]:

@@ -137,11 +137,24 @@ def read_method_choice(vllm_dir: Path, read: Any) -> MethodChoice | None:
     """The tree's method choice; None when neither shape is found. `read` returns a file's
     text, or None when it is not there."""
     speculative = read(vllm_dir / SPECULATIVE)
-    constants = _constants(speculative, SPECULATIVE) if speculative is not None else {}
+    tree = _parse(speculative, SPECULATIVE) if speculative is not None else None
+    constants = _constants(tree)
     registry_style = read(vllm_dir / SPECULATOR_CONFIG)
     if registry_style is not None and ".matches(" in registry_style:
         return _read_detection_order(vllm_dir, registry_style, constants, read)
-    return _read_elif_chain(vllm_dir, speculative, constants) if speculative else None
+    if speculative is None or tree is None:
+        return None
+    return _read_elif_chain(vllm_dir, speculative, tree, constants)
+
+
+def speculator_config_files(vllm_dir: Path) -> list[Path]:
+    """0.34's `SpeculatorConfig` modules: `speculator_config.py` and each speculator's
+    `config.py` (none before 0.34)."""
+    folder = vllm_dir / SPEC_DECODE
+    try:
+        return sorted(folder.glob("*config.py")) + sorted(folder.glob("*/config.py"))
+    except OSError:
+        return []
 
 
 def _parse(text: str, name: str) -> ast.Module | None:
@@ -151,10 +164,9 @@ def _parse(text: str, name: str) -> ast.Module | None:
         return None
 
 
-def _constants(text: str, name: str) -> dict[str, tuple[str, ...]]:
+def _constants(tree: ast.Module | None) -> dict[str, tuple[str, ...]]:
     """Module-level names bound to strings, or to `Literal[...]` / tuples of strings (with
     nested aliases expanded): what clues compare against."""
-    tree = _parse(text, name)
     found: dict[str, tuple[str, ...]] = {}
     for node in tree.body if tree else ():
         if isinstance(node, ast.Assign) and len(node.targets) == 1:
@@ -246,13 +258,12 @@ def _assigned_method(body: list[ast.stmt]) -> str | None:
 
 
 def _read_elif_chain(
-    vllm_dir: Path, text: str, names: dict[str, tuple[str, ...]]
+    vllm_dir: Path, text: str, tree: ast.Module, names: dict[str, tuple[str, ...]]
 ) -> MethodChoice | None:
     """≤ 0.33: `if self.method in (...): pass`, then `elif <clues>: self.method = "m"` ...,
     `elif self.method == "draft_model": pass`, `else: raise NotImplementedError`."""
     found = function_around(text, "draft_model_config.model.lower()")
-    tree = _parse(text, SPECULATIVE)
-    if found is None or tree is None:
+    if found is None:
         return None
     first_line = found[1]
     function = next(
@@ -337,7 +348,7 @@ def _read_detection_order(
     tree = _parse(text, SPECULATOR_CONFIG)
     if tree is None:
         return None
-    module_names = {**names, **_constants(text, SPECULATOR_CONFIG)}
+    module_names = {**names, **_constants(tree)}
     order: tuple[str, ...] = ()
     line = 0
     for node in ast.walk(tree):
@@ -395,17 +406,12 @@ class _ClassSeen:
 def _spec_decode_classes(vllm_dir: Path, read: Any) -> dict[str, _ClassSeen]:
     """Every class of the speculators' config modules, by name."""
     classes: dict[str, _ClassSeen] = {}
-    folder = vllm_dir / SPEC_DECODE
-    try:
-        files = sorted(folder.glob("*config.py")) + sorted(folder.glob("*/config.py"))
-    except OSError:
-        return classes
-    for path in files:
+    for path in speculator_config_files(vllm_dir):
         text = read(path)
         tree = _parse(text, str(path)) if text is not None else None
         if tree is None:
             continue
-        names = _constants(text, str(path))
+        names = _constants(tree)
         for node in tree.body:
             if isinstance(node, ast.ClassDef):
                 classes.setdefault(node.name, _ClassSeen(node, names))
