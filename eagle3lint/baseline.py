@@ -7,16 +7,22 @@ already has true upstream bugs and still fail on every new one.
 An entry is matched by code, target (architecture) and the finding's fingerprint
 (`report.fingerprint`: file relative to the baseline's folder, message and the text of the line,
 not its number), so edits that shift lines keep it matched; a finding whose line or message
-changes is new.
+changes is new. An entry may carry a `note` (why it is accepted: an upstream issue). An entry
+that no longer matches anything the run could have matched is reported (EAG906), as a strict
+xfail is: the bug was fixed, or the finding moved and now shows as new.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 
+from eagle3lint.codes import BASELINES, STALE_BASELINE_ENTRY
 from eagle3lint.errors import UsageError
 from eagle3lint.findings import Finding
 from eagle3lint.report.fingerprint import fingerprint
@@ -34,10 +40,32 @@ FORMAT = 1
 
 
 @dataclass(frozen=True)
+class Entry:
+    """One accepted finding, as the baseline file records it."""
+
+    code: str
+    target: str
+    fingerprint: str
+    path: str
+    """The finding's file, relative to the baseline's folder."""
+    message: str
+    note: str | None = None
+    """Why it is accepted for now (an upstream issue link): kept by `--write-baseline`."""
+    line: int = 1
+    """Where the entry is in the baseline file (a stale entry is reported there)."""
+
+    @property
+    def key(self) -> tuple[str, str, str]:
+        return (self.code, self.target, self.fingerprint)
+
+
+@dataclass(frozen=True)
 class Baseline:
     path: Path
-    entries: frozenset[tuple[str, str, str]]
-    """(code, architecture, fingerprint)."""
+    entries: tuple[Entry, ...]
+    ready: frozenset[str] = frozenset()
+    """Architectures EAGLE-3 ready when it was written: a run requires them (as `require`), so
+    a change that breaks one fails even if its code no longer claims support."""
     source: bytes = field(default=b"", repr=False, compare=False)
     """The file's bytes, as read (a run notes them among its inputs)."""
 
@@ -57,45 +85,149 @@ class Baseline:
         try:
             if data.get("eagle3lint-baseline") != FORMAT:
                 raise ValueError(f"not an eagle3lint baseline of format {FORMAT}")
-            entries = frozenset(
-                (str(e["code"]), str(e["target"]), str(e["fingerprint"])) for e in data["findings"]
+            lines = _fingerprint_lines(source)
+            entries = tuple(
+                Entry(
+                    str(e["code"]),
+                    str(e["target"]),
+                    str(e["fingerprint"]),
+                    str(e.get("path", "")),
+                    str(e.get("message", "")),
+                    str(e["note"]) if e.get("note") is not None else None,
+                    lines.get(str(e["fingerprint"]), 1),
+                )
+                for e in data["findings"]
             )
+            ready = frozenset(str(arch) for arch in data.get("ready", ()))
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
             raise UsageError(f"--baseline: {path} is not a readable baseline ({exc})") from exc
-        return cls(path, entries, source)
+        return cls(path, entries, ready, source)
+
+    @cached_property
+    def keys(self) -> frozenset[tuple[str, str, str]]:
+        return frozenset(e.key for e in self.entries)
+
+    @cached_property
+    def by_target(self) -> dict[str, list[Entry]]:
+        found: dict[str, list[Entry]] = {}
+        for entry in self.entries:
+            found.setdefault(entry.target, []).append(entry)
+        return found
+
+    @property
+    def root(self) -> Path:
+        """The folder entry paths are relative to."""
+        return self.path.resolve().parent
 
     def key(self, arch: str, finding: Finding) -> tuple[str, str, str]:
-        return (finding.code, arch, fingerprint(finding, self.path.resolve().parent))
+        return (finding.code, arch, fingerprint(finding, self.root))
 
     def holds(self, arch: str, finding: Finding) -> bool:
-        return self.key(arch, finding) in self.entries
+        return self.key(arch, finding) in self.keys
+
+    def file_of(self, entry: Entry) -> Path:
+        """The entry's file, absolute."""
+        return self.root / entry.path
 
 
-def write_baseline(path: Path, report: Report) -> int:
-    """Record every finding of the report (atomically); the number of entries written."""
-    root = path.absolute().parent
-    entries = sorted(
-        {
-            (
-                f.code,
-                t.arch,
-                fingerprint(f, root),
-                Path(os.path.relpath(Path(f.path).absolute(), root)).as_posix(),
-                f.message,
-            )
-            for t in report.targets
-            for f in t.findings
-        }
+@dataclass(frozen=True)
+class Scope:
+    """Which baseline entries a run could have matched: entries of its targets, of codes it
+    reports, in files it reports on. An entry in scope that matched nothing is stale; one out
+    of scope is kept as it is by `--write-baseline` (a run over one file or one architecture
+    rewrites only its part of the baseline)."""
+
+    reportable: Callable[[str], bool]
+    """Whether the run reports a code (its --select/--ignore)."""
+    targets: dict[str, str]
+    """The run's targets: architecture -> the file defining it (resolved)."""
+    report_paths: set[str] | None
+    """With file arguments, those files (resolved)."""
+    excludes: Callable[[Path], bool]
+
+    def covers(self, baseline: Baseline, entry: Entry) -> bool:
+        defined_in = self.targets.get(entry.target)
+        if defined_in is None or not self.reportable(entry.code):
+            return False
+        file = baseline.file_of(entry)
+        if self.excludes(file):
+            return False
+        if self.report_paths is None:
+            return True
+        return defined_in in self.report_paths or str(file.resolve()) in self.report_paths
+
+
+def stale_finding(baseline: Baseline, entry: Entry, shown_path: str) -> Finding:
+    """EAG906 for an entry in scope that no finding matched, located at the entry."""
+    note = f" Its note: {entry.note}" if entry.note else ""
+    return Finding(
+        code=STALE_BASELINE_ENTRY.code,
+        rule=BASELINES,
+        severity=STALE_BASELINE_ENTRY.severity,
+        message=(
+            f"The baseline accepts {entry.code} for {entry.target} in {entry.path} "
+            f'("{entry.message}"), which no longer occurs.{note}'
+        ),
+        path=shown_path,
+        line=entry.line,
+        hint="Remove the entry: `--write-baseline` with the same paths rewrites the baseline "
+        "without it.",
     )
-    data = {
-        "eagle3lint-baseline": FORMAT,
-        "findings": [
-            {"code": c, "target": a, "fingerprint": fp, "path": p, "message": m}
-            for c, a, fp, p, m in entries
-        ],
+
+
+def write_baseline(
+    path: Path, report: Report, scope: Scope | None = None, previous: Baseline | None = None
+) -> tuple[int, int]:
+    """Record every finding of the report and the architectures it finds ready (atomically),
+    keeping what of `previous` the run could not see (entries out of `scope`, architectures
+    not in the report) and the notes of entries recorded again; the number of entries written
+    and of `previous`'s entries dropped."""
+    root = path.absolute().parent
+    recorded = {
+        (f.code, t.arch, fingerprint(f, root)): (
+            Path(os.path.relpath(Path(f.path).absolute(), root)).as_posix(),
+            f.message,
+        )
+        for t in report.targets
+        for f in t.findings
+        if f.code != STALE_BASELINE_ENTRY.code
     }
+    notes: dict[tuple[str, str, str], str] = {}
+    dropped = 0
+    if previous is not None:
+        for entry in previous.entries:
+            if entry.note is not None:
+                notes[entry.key] = entry.note
+            if scope is not None and not scope.covers(previous, entry):
+                recorded.setdefault(entry.key, (entry.path, entry.message))
+            elif entry.key not in recorded:
+                dropped += 1
+    findings = []
+    for (code, arch, fp), (file, message) in sorted(recorded.items()):
+        item = {"code": code, "target": arch, "fingerprint": fp, "path": file, "message": message}
+        if (code, arch, fp) in notes:
+            item["note"] = notes[(code, arch, fp)]
+        findings.append(item)
+    decided = {t.arch for t in report.targets}
+    ready = {t.arch for t in report.targets if t.eagle3_ready is True}
+    if previous is not None:
+        ready |= {arch for arch in previous.ready if arch not in decided}
+    data = {"eagle3lint-baseline": FORMAT, "ready": sorted(ready), "findings": findings}
     try:
         write_atomically(path, (json.dumps(data, indent=1) + "\n").encode())
     except OSError as exc:
         raise UsageError(f"--write-baseline: cannot write {path}: {exc.strerror or exc}") from exc
-    return len(entries)
+    return len(findings), dropped
+
+
+def _fingerprint_lines(source: bytes) -> dict[str, int]:
+    """The line of each fingerprint in the file (they are unique hex strings)."""
+    lines: dict[str, int] = {}
+    for number, text in enumerate(source.decode("utf-8", "replace").splitlines(), start=1):
+        found = _FINGERPRINT.search(text)
+        if found:
+            lines.setdefault(found.group(1), number)
+    return lines
+
+
+_FINGERPRINT = re.compile(r'"fingerprint"\s*:\s*"([^"]+)"')

@@ -122,10 +122,38 @@ NOT_A_TARGET = Code(
     ),
 )
 
+BASELINES = "baseline"
+"""The rule column of EAG906."""
+
+STALE_BASELINE_ENTRY = Code(
+    "EAG906",
+    "stale-baseline-entry",
+    "A baseline entry accepts a finding that no longer occurs.",
+    Severity.ERROR,
+    explain=Explanation(
+        runtime="Nothing in vLLM. A baseline (`--baseline`, `baseline = ...`) accepts findings "
+        "that exist today so the hook can guard a tree with known upstream bugs. When such a "
+        "finding goes away (the bug was fixed, or the code moved and the finding now shows as "
+        "new), its entry is reported, as pytest reports a strict xfail that passes: a stale "
+        "entry would otherwise accept the same bug if it came back. Only entries the run "
+        "could have matched are judged: of its targets, of the codes it reports, in the files "
+        "it reports on. `--write-baseline` with the same paths drops stale entries and keeps "
+        "the others, with their `note`.",
+        error="None. eagle3lint prints, for example, `eagle3lint-baseline.json:12:1: EAG906 "
+        "The baseline accepts EAG301 for LlamaForCausalLM in models/llama.py "
+        '("…"), which no longer occurs.`',
+        releases="Not release-specific.",
+        example="eagle3lint check vllm --baseline eagle3lint-baseline.json  # EAG906: fixed\n",
+        fix="eagle3lint check vllm --write-baseline eagle3lint-baseline.json\n",
+        language="shell",
+    ),
+)
+
 TOOL_CODES: dict[str, tuple[Code, ...]] = {
     INPUTS: (SYNTAX_ERROR, UNREADABLE_INPUT, INCOMPLETE_ANALYSIS),
     SUPPRESSIONS: (UNUSED_SUPPRESSION,),
     ROLES: (NOT_A_TARGET,),
+    BASELINES: (STALE_BASELINE_ENTRY,),
 }
 """Codes the tool reports itself, by the name shown in the rule column."""
 

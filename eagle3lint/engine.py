@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from eagle3lint.baseline import Baseline
+from eagle3lint.baseline import Baseline, Scope
 from eagle3lint.checkrun.inputs import nothing_found, unique, workspace_errors
 from eagle3lint.checkrun.intent import (
     Intent,
@@ -24,6 +24,7 @@ from eagle3lint.checkrun.intent import (
 from eagle3lint.checkrun.judging import instantiate, judge
 from eagle3lint.checkrun.selection import select_targets, tree_contract, unread_contract
 from eagle3lint.checkrun.shown import Shown
+from eagle3lint.codes import STALE_BASELINE_ENTRY
 from eagle3lint.engines import Contract, Role, Target, default_runner
 from eagle3lint.findings import Finding
 from eagle3lint.fixability import plan_for_check
@@ -169,11 +170,16 @@ def _checked(
     )
     by_runner = [runner_readiness(t, f) for t, f in zip(targets, per_target, strict=True)]
     per_target = [for_default_runner(t, f) for t, f in zip(targets, per_target, strict=True)]
-    asked = Intent(options.archs, ctx.hf_architectures, options.require)
+    baseline = _baseline(options, index)
+    ready = baseline.ready if baseline is not None else frozenset()
+    asked = Intent(options.archs, ctx.hf_architectures, options.require, ready)
     excluder = excluder_for(options)
     required = [asked.about(t) for t in targets]
     fix_plan = _fix_plan(options, workspace, index, excluder, targets, per_target, required)
-    shown = Shown(index, _baseline(options, index), excluder, report_paths)
+    scope = baseline_scope(options, index, targets, report_paths, excluder)
+    # With an input error some finding may be missing: no entry is called stale on that.
+    judged = scope if not errors and not index.errors else None
+    shown = Shown(index, baseline, excluder, report_paths, judged)
     results, reported = _results(targets, per_target, by_runner, required, fix_plan, shown)
     errors += shown.errors(reported)
     folders = [p for p in options.paths if os.path.isdir(p)]
@@ -186,7 +192,10 @@ def _checked(
         targets=results,
         errors=unique(errors),
         files_analysed=len(index.loaded()),
-        focus=sorted(report_paths) if report_paths is not None else None,
+        # A stale baseline entry is located in the baseline: not outside what was checked.
+        focus=sorted(report_paths | ({str(baseline.path.resolve())} if baseline else set()))
+        if report_paths is not None
+        else None,
         baselined=len(shown.baselined),
     )
     return CheckRun(report, index, workspace, targets, fix_plan)
@@ -238,6 +247,25 @@ def _fix_plan(
         index,
         options.vllm_version,
         excluder.excludes if excluder else None,
+    )
+
+
+def baseline_scope(
+    options: CheckOptions,
+    index: ProjectIndex,
+    targets: list[Target],
+    report_paths: set[str] | None,
+    excluder: Excluder,
+) -> Scope:
+    """The baseline entries a run with these options and targets could match."""
+    return Scope(
+        reportable=lambda code: (
+            selected(STALE_BASELINE_ENTRY.code, options.select, options.ignore)
+            and selected(code, options.select, options.ignore)
+        ),
+        targets={t.arch: str(Path(index.display_path(t.ref.file)).resolve()) for t in targets},
+        report_paths=report_paths,
+        excludes=excluder.excludes if excluder else lambda path: False,
     )
 
 

@@ -39,6 +39,9 @@ def plan_for_check(
     """The plan `fix` would write for these targets. A cached release alone is planned as its
     copy would be (what `fix --diff` shows); out-of-tree files checked against one may not
     have their repairs reach into it."""
+    if not any(f.repair for chain in chains for f in chain.findings):
+        # Nothing to plan: libcst and the codemods (a third of a hook's run) stay unloaded.
+        return Plan()
     # Imported here: a check replayed from the run cache, or a rule loading the engine, plans
     # nothing and need not load libcst and the codemods.
     from eagle3lint.codemod.plan import SourceCache, plan

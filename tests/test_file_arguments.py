@@ -64,3 +64,29 @@ def test_only_classes_the_registry_reaches_are_targets_in_a_tree(tree: Path) -> 
     )
     code, report = check(str(MODELS / "config_hooks.py"))
     assert (code, report["targets"], report["errors"]) == (0, [], [])
+
+
+def test_every_file_given_is_judged_as_the_whole_tree_judges_it(tree: Path) -> None:
+    """What pre-commit's --all-files passes: the same targets, findings and severities."""
+    files = sorted(str(p.relative_to(tree)) for p in (tree / "vllm").rglob("*.py"))
+    _, whole = check("vllm")
+    _, given = check(*files)
+
+    def verdicts(report: dict[str, Any]) -> list[tuple[Any, ...]]:
+        return sorted(
+            (t["arch"], t["eagle3_ready"], f["code"], f["path"], f["line"], f["severity"])
+            for t in report["targets"]
+            for f in t["findings"] or [{"code": "", "path": "", "line": 0, "severity": ""}]
+        )
+
+    assert verdicts(given) == verdicts(whole)
+    assert given["summary"] | {"files_analysed": 0} == whole["summary"] | {"files_analysed": 0}
+
+
+def test_a_model_file_no_registered_target_reaches_is_checked_as_a_new_model(tree: Path) -> None:
+    (tree / MODELS / "new_model.py").write_text(
+        (tree / MODELS / "no_tap.py").read_text().replace("NoTap", "NewModel")
+    )
+    code, report = check(str(MODELS / "new_model.py"), "--require", "*")
+    assert code == 1
+    assert {t["arch"]: t["registered"] for t in report["targets"]} == {"NewModelForCausalLM": False}

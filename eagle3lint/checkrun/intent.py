@@ -15,14 +15,17 @@ from eagle3lint.plans import Plan
 @dataclass(frozen=True)
 class Intent:
     """Which targets the user asked about: `--arch`, the `architectures` of `--hf-config`,
-    `--require` / `require = [...]` (where `*` means all of them)."""
+    `--require` / `require = [...]` (where `*` means all of them), and those the baseline
+    records as ready."""
 
     archs: list[str]
     hf_architectures: tuple[str, ...]
     require: list[str]
+    ready: frozenset[str] = frozenset()
+    """The architectures the baseline recorded as ready: required as `require` names them."""
 
     def about(self, target: Target) -> bool:
-        names = {*self.archs, *self.hf_architectures, *self.require}
+        names = {*self.archs, *self.hf_architectures, *self.require, *self.ready}
         return "*" in self.require or bool({target.arch, target.ref.name} & names)
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import difflib
 
-from eagle3lint.engines import Contract, Target
+from eagle3lint.engines import Contract, Target, Wing
 from eagle3lint.engines import Entry as RegistryEntry
 from eagle3lint.errors import UsageError
 from eagle3lint.findings import InputError
@@ -97,13 +97,19 @@ def select_targets(
         errors.append(InputError(entry.module, message, code="EAG903"))
     if not archs:
         # Out-of-tree files have no registry of their own, so their model classes are found
-        # by shape. Inside a vLLM tree an unregistered class must also be an nn.Module (a
-        # model not registered yet): a config hook named DeepseekV32ForCausalLM is not.
+        # by shape. Inside the tree whose registry was read, vLLM loads what that registry
+        # names, so a file the registered targets are built from (a base such as
+        # Qwen3_5ForCausalLMBase, a ROCm variant, a decoder) is judged through them, as in the
+        # whole-tree run. A class is a target of its own only in a models-package file no
+        # registered target reaches, a model not registered yet, and only as an nn.Module (a
+        # config hook named DeepseekV32ForCausalLM is not one).
         known = {t.ref.qualname for t in targets}
+        reached = {m for t in targets for m in t.modules()} if workspace.only_files else set()
         targets += [
             t
             for t in wing.file_targets(index, contract, file_modules, known)
-            if not _in_tree(index, t.ref.file.module, workspace) or t.is_module
+            if not _in_tree(index, t.ref.file.module, workspace)
+            or (t.is_module and _not_registered_yet(t.ref.file.module, wing, reached))
         ]
     if workspace.only_files and file_modules:
         # Pre-commit passes changed files: only targets built from them can have findings there.
@@ -124,6 +130,11 @@ def _choose_entries(entries: list[RegistryEntry], archs: list[str]) -> list[Regi
             hints.append(f"{arch!r}" + (f" (did you mean {', '.join(close)}?)" if close else ""))
         raise UsageError(f"unknown architecture {', '.join(hints)}")
     return [by_arch[a] for a in dict.fromkeys(archs)]
+
+
+def _not_registered_yet(module: str, wing: Wing, reached: set[str]) -> bool:
+    """A module of the tree's models package that no registered target is built from."""
+    return module.startswith(f"{wing.models_package}.") and module not in reached
 
 
 def _in_tree(index: ProjectIndex, module: str, workspace: Workspace) -> bool:

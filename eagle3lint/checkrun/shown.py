@@ -1,13 +1,13 @@
-"""What of a target the report shows: not the findings a baseline holds, nothing in an
-excluded file, and with file arguments only what those files decide (and the input errors
-that matter to them)."""
+"""What of a target the report shows: not the findings a baseline holds (but its entries that
+no longer match, EAG906), nothing in an excluded file, and with file arguments only what those
+files decide (and the input errors that matter to them)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from eagle3lint.baseline import Baseline
+from eagle3lint.baseline import Baseline, Scope, stale_finding
 from eagle3lint.engines import Target
 from eagle3lint.findings import Finding, InputError
 from eagle3lint.index.project import ProjectIndex
@@ -24,14 +24,18 @@ class Shown:
     excluder: Excluder
     report_paths: set[str] | None
     """With file arguments, those files (resolved); None otherwise."""
+    scope: Scope | None = None
+    """The baseline entries this run judges (None: no entry is called stale)."""
     baselined: set[tuple[str, ...]] = field(default_factory=set)
 
     def findings(self, target: Target, findings: list[Finding]) -> list[Finding] | None:
         """The findings of `target` the report shows; None when it does not show the target."""
+        stale: list[Finding] = []
         if self.baseline is not None:
             accepted = [f for f in findings if self.baseline.holds(target.arch, f)]
             self.baselined.update(location_key(f) for f in accepted)
             findings = [f for f in findings if f not in accepted]
+            stale = self._stale(target, accepted)
         if self.excluder:
             # Excluded files are not checked in any path form: not their targets, not the
             # findings located in them.
@@ -44,15 +48,35 @@ class Shown:
             defined_here = _resolved(self.index.display_path(target.ref.file)) in self.report_paths
             if not defined_here:
                 findings = [f for f in findings if _resolved(f.path) in self.report_paths]
-                if not findings:
+                if not findings and not stale:
                     return None
-        return findings
+        return findings + stale
+
+    def _stale(self, target: Target, accepted: list[Finding]) -> list[Finding]:
+        """EAG906 for each entry of `target` in scope that none of its findings matched."""
+        baseline, scope = self.baseline, self.scope
+        if baseline is None or scope is None:
+            return []
+        matched = {baseline.key(target.arch, f) for f in accepted}
+        shown = _relative(baseline.path)
+        return [
+            stale_finding(baseline, entry, shown)
+            for entry in baseline.by_target.get(target.arch, ())
+            if entry.key not in matched and scope.covers(baseline, entry)
+        ]
 
     def errors(self, targets: list[Target]) -> list[InputError]:
         """The index's input errors the report shows, given the targets it shows."""
         if self.report_paths is None:
             return self.index.errors
         return _errors_deciding(self.index, self.report_paths, targets, self.index.errors)
+
+
+def _relative(path: Path) -> str:
+    """A path as the report shows files: relative to the working directory when inside it."""
+    resolved = path.resolve()
+    cwd = Path.cwd()
+    return str(resolved.relative_to(cwd)) if resolved.is_relative_to(cwd) else str(path)
 
 
 def _resolved(path: str) -> str:

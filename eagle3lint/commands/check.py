@@ -130,19 +130,38 @@ class View:
 
 
 def _write_baseline(options: CheckOptions, path: Path) -> int:
-    """Record every finding the check reports now (none filtered by an old baseline)."""
-    from eagle3lint.baseline import write_baseline
-    from eagle3lint.engine import run_check
-
-    options.baseline = None
-    report = run_check(options).report
-    count = write_baseline(path, report)
+    """Record every finding the check reports now (none filtered by an old baseline), keeping
+    the entries of the file already at `path` that this run could not see."""
+    from eagle3lint.baseline import Baseline, write_baseline
+    from eagle3lint.engine import baseline_scope, excluder_for, run_check
     from eagle3lint.report.escape import printable
 
-    typer.echo(f"eagle3lint: recorded {count} finding(s) in {printable(str(path))}", err=True)
-    for error in report.errors:
-        typer.echo(printable(f"{error.path}: {error.code} {error.message}"), err=True)
-    return 2 if report.errors else 0
+    previous = Baseline.load(path) if path.exists() else None
+    in_use = options.baseline
+    options.baseline = None
+    run = run_check(options)
+    report = run.report
+    if report.errors:
+        # Findings may be missing: recording now would drop entries that still hold.
+        for error in report.errors:
+            typer.echo(printable(f"{error.path}: {error.code} {error.message}"), err=True)
+        typer.echo(f"eagle3lint: {printable(str(path))} not written", err=True)
+        return 2
+    focus = set(report.focus) if report.focus is not None else None
+    scope = baseline_scope(options, run.index, run.targets, focus, excluder_for(options))
+    count, dropped = write_baseline(path, report, scope, previous)
+    pruned = f" (dropped {dropped} that no longer occur)" if dropped else ""
+    typer.echo(
+        f"eagle3lint: recorded {count} finding(s) in {printable(str(path))}{pruned}", err=True
+    )
+    if in_use is None or in_use.resolve() != path.resolve():
+        # The hook reads no baseline until the configuration names it.
+        typer.echo(
+            "eagle3lint: to use it, add to pyproject.toml (or pass --baseline):\n"
+            f'    [tool.eagle3lint]\n    baseline = "{printable(path.as_posix())}"',
+            err=True,
+        )
+    return 0
 
 
 def _check(options: CheckOptions, view: View) -> tuple[str, int]:
