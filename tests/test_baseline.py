@@ -152,8 +152,8 @@ def test_writing_for_some_files_keeps_the_entries_of_the_others(tree: Path) -> N
 def test_the_recipe_says_how_to_use_the_baseline_written(tree: Path) -> None:
     result = write("vllm")
     assert (
-        "add to pyproject.toml (or pass --baseline):\n    [tool.eagle3lint]\n    "
-        'baseline = "baseline.json"' in result.stderr
+        "add to pyproject.toml (or pass --baseline):\n\n[tool.eagle3lint]\n"
+        'baseline = "baseline.json"\n' in result.stderr
     )
     (tree / "pyproject.toml").write_text('[tool.eagle3lint]\nbaseline = "baseline.json"\n')
     assert "add to pyproject.toml" not in write("vllm").stderr

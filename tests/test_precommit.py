@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -260,3 +262,118 @@ def test_the_documented_rev_is_a_commit_of_this_repository() -> None:
     assert git(REPO, "cat-file", "-t", rev).strip() == "commit"
     assert f"git+https://github.com/eagle3lint/eagle3lint@{rev}" in text
     assert {hook["id"] for hook in repo["hooks"]} <= {"eagle3lint", "eagle3lint-fix"}
+
+
+def readme_recipe() -> tuple[str, str, dict[str, Any]]:
+    """The README's adoption recipe: the baseline command, the pyproject table, the hook."""
+    text = (REPO / "README.md").read_text()
+    recipe = text[text.index("To adopt it as a hook") :]
+    command = re.search(r"```bash\n(.*?)\n```", recipe, flags=re.DOTALL)
+    table = re.search(r"```toml\n(.*?)```", recipe, flags=re.DOTALL)
+    hooks = re.search(r"```yaml\n(.*?)```", recipe, flags=re.DOTALL)
+    assert command and table and hooks
+    return command.group(1), table.group(1), yaml.safe_load(hooks.group(1))
+
+
+HARMLESS = "# a harmless comment\n"
+
+
+def spread(files: list[Path], count: int) -> list[Path]:
+    """`count` files evenly spread over `files` (sorted)."""
+    step = len(files) / count
+    return [files[int(i * step)] for i in range(count)]
+
+
+def test_the_readme_recipe_guards_a_vllm_0_33_repository(
+    tmp_path: Path, vllm_release: Callable[[str], Path], release_cache: Path
+) -> None:
+    """Issue 31's acceptance: in a git copy of vLLM 0.33.0 set up as the README says, the
+    hook passes the untouched tree (--all-files) and harmless edits to 20 model files (the
+    ROCm variants and the files that broke it before among them), and blocks a removed tap
+    and a removed SupportsEagle3."""
+    hooks_repo = snapshot_of_this_repo(tmp_path / "eagle3lint")
+    repo = tmp_path / "vllm-repo"
+    shutil.copytree(vllm_release("0.33.0"), repo / "vllm")
+    env = {
+        **os.environ,
+        "PRE_COMMIT_HOME": str(tmp_path / "pre-commit-home"),
+        "EAGLE3LINT_CACHE_DIR": str(release_cache),
+        "VIRTUALENV_SYSTEM_SITE_PACKAGES": "1",
+    }
+    command, table, hooks = readme_recipe()
+    program, *arguments = shlex.split(command)
+    assert program == "eagle3lint"
+    baseline = subprocess.run(
+        [sys.executable, "-m", "eagle3lint", *arguments],
+        cwd=repo,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert baseline.returncode == 0, baseline.stderr
+    assert table.strip() in baseline.stderr  # the run says what to add, as the README does
+    (repo / "pyproject.toml").write_text(table)
+    [hook_repo] = hooks["repos"]
+    hook_repo |= {"repo": str(hooks_repo), "rev": git(hooks_repo, "rev-parse", "HEAD").strip()}
+    (repo / ".pre-commit-config.yaml").write_text(yaml.safe_dump(hooks))
+    git(repo, "init", "-q")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "vLLM 0.33.0 with eagle3lint's hook")
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "pre_commit", "run", *args],
+            cwd=repo,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=1800,
+        )
+
+    untouched = run("--all-files")
+    assert untouched.returncode == 0, untouched.stdout + untouched.stderr
+    assert re.search(r"eagle3lint\.+Passed", untouched.stdout), untouched.stdout
+
+    vllm = repo / "vllm"
+    models = sorted(
+        p.relative_to(repo)
+        for folder in ("model_executor/models", "models")
+        for p in (vllm / folder).rglob("*.py")
+    )
+    chosen = {
+        Path("vllm/model_executor/models/cosmos3_edge.py"),
+        Path("vllm/model_executor/models/granite4_vision.py"),
+        Path("vllm/models/qwen4_exp/amd/model.py"),
+        Path("vllm/models/kimi_k3/amd/linear.py"),
+    }
+    chosen |= set(spread([p for p in models if p not in chosen], 20 - len(chosen)))
+    assert len(chosen) == 20
+    for path in sorted(chosen):
+        (repo / path).write_text((repo / path).read_text() + HARMLESS)
+        edited = run("--files", str(path))
+        assert edited.returncode == 0, f"{path}:\n{edited.stdout}{edited.stderr}"
+        assert re.search(r"eagle3lint\.+Passed", edited.stdout), edited.stdout
+        git(repo, "checkout", "--", str(path))
+
+    llama = vllm / "model_executor" / "models" / "llama.py"
+    tap = (
+        "            self._maybe_add_hidden_state(\n"
+        "                aux_hidden_states, idx + 1, hidden_states, residual\n"
+        "            )\n"
+    )
+    assert llama.read_text().count(tap) == 1
+    llama.write_text(llama.read_text().replace(tap, ""))
+    untapped = run("--files", "vllm/model_executor/models/llama.py")
+    assert untapped.returncode == 1 and "EAG301" in untapped.stdout, untapped.stdout
+    git(repo, "checkout", "--", "vllm/model_executor/models/llama.py")
+
+    qwen3 = vllm / "model_executor" / "models" / "qwen3.py"
+    bases = "SupportsLoRA, SupportsPP, SupportsEagle, SupportsEagle3\n):"
+    assert qwen3.read_text().count(bases) == 1
+    qwen3.write_text(
+        qwen3.read_text().replace(bases, "SupportsLoRA, SupportsPP, SupportsEagle\n):")
+    )
+    unclaimed = run("--files", "vllm/model_executor/models/qwen3.py")
+    assert unclaimed.returncode == 1, unclaimed.stdout
+    assert "qwen3.py:280:1: EAG101" in unclaimed.stdout

@@ -157,8 +157,8 @@ def _write_baseline(options: CheckOptions, path: Path) -> int:
     if in_use is None or in_use.resolve() != path.resolve():
         # The hook reads no baseline until the configuration names it.
         typer.echo(
-            "eagle3lint: to use it, add to pyproject.toml (or pass --baseline):\n"
-            f'    [tool.eagle3lint]\n    baseline = "{printable(path.as_posix())}"',
+            "eagle3lint: to use it, add to pyproject.toml (or pass --baseline):\n\n"
+            f'[tool.eagle3lint]\nbaseline = "{printable(path.as_posix())}"\n',
             err=True,
         )
     return 0
