@@ -9,7 +9,7 @@ import json
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -56,8 +56,19 @@ def check(
         Path | None,
         typer.Option("--write-baseline", help="Record the current findings in this file."),
     ] = None,
+    diff_base: Annotated[
+        str | None,
+        typer.Option(
+            "--diff-base",
+            metavar="REF",
+            help="Check the Python files (under PATH) committed since the merge base of REF "
+            "and HEAD, judged as in the whole tree.",
+        ),
+    ] = None,
 ) -> None:
     """Report every EAGLE-3 blocker of every architecture (exit 0 none, 1 errors, 2 bad input)."""
+    if diff_base is not None:
+        args = _changed_files(args, diff_base)
     # A progress line only for a person watching: not when piped, not with --quiet.
     interactive = sys.stdout.isatty() and sys.stderr.isatty() and not quiet
     cached = not (interactive or args.no_cache or write_baseline is not None)
@@ -83,6 +94,18 @@ def check(
         if not args.no_cache:
             housekeeping()
     raise typer.Exit(code)
+
+
+def _changed_files(args: RunArgs, ref: str) -> RunArgs:
+    """`args` with the files changed since `ref` as its PATHs; exit 0 when there are none."""
+    from eagle3lint.sources.changed import changed_since
+
+    with guard(args.debug):
+        changed = changed_since(ref, list(args.paths or []))
+    if not changed:
+        typer.echo(f"eagle3lint: no Python file changed since {ref}", err=True)
+        raise typer.Exit(0)
+    return replace(args, paths=changed)
 
 
 @contextmanager
