@@ -15,6 +15,8 @@ from typing import Any
 import pytest
 import yaml
 
+from eagle3lint import __version__
+
 REPO = Path(__file__).resolve().parent.parent
 
 BROKEN = '''\
@@ -252,16 +254,26 @@ def test_asking_makes_unclaimed_targets_fail(
     assert any("kimi_k25.py" in line and "EAG102" in line for line in errors)
 
 
-def test_the_documented_rev_is_a_commit_of_this_repository() -> None:
-    """The snippet pins a commit hash (there are no tags to resolve), and that commit exists."""
-    text = (REPO / "docs" / "ecosystem.md").read_text()
-    [snippet] = re.findall(r"```yaml\n(repos:.*?)```", text, flags=re.DOTALL)
-    [repo] = yaml.safe_load(snippet)["repos"]
-    rev = str(repo["rev"])
-    assert re.fullmatch(r"[0-9a-f]{40}", rev)
-    assert git(REPO, "cat-file", "-t", rev).strip() == "commit"
-    assert f"git+https://github.com/eagle3lint/eagle3lint@{rev}" in text
-    assert {hook["id"] for hook in repo["hooks"]} <= {"eagle3lint", "eagle3lint-fix"}
+def test_every_snippet_pins_the_release_tag_of_this_version() -> None:
+    """README, docs and examples pin `v<version>`; the tag is in this repository, on an
+    ancestor of HEAD whose version is that version, and CHANGELOG.md opens with it."""
+    tag = f"v{__version__}"
+    for doc in ("README.md", "docs/ecosystem.md"):
+        text = (REPO / doc).read_text()
+        for snippet in re.findall(r"```yaml\n(repos:.*?)```", text, flags=re.DOTALL):
+            [repo] = yaml.safe_load(snippet)["repos"]
+            assert str(repo["rev"]) == tag, doc
+            assert {hook["id"] for hook in repo["hooks"]} <= {"eagle3lint", "eagle3lint-fix"}
+        pinned = re.findall(r"github\.com/eagle3lint/eagle3lint@([^\s\"]+)", text)
+        assert set(pinned) <= {tag}, doc
+    for workflow in (REPO / "examples" / "github").glob("*.yml"):
+        assert set(re.findall(r"eagle3lint/eagle3lint@([^\s\"]+)", workflow.read_text())) <= {tag}
+    changelog = (REPO / "CHANGELOG.md").read_text()
+    assert re.search(r"^## (\S+)", changelog, flags=re.MULTILINE).group(1) == __version__
+    assert git(REPO, "tag", "--list", tag).strip() == tag
+    subprocess.run(["git", "merge-base", "--is-ancestor", tag, "HEAD"], cwd=REPO, check=True)
+    tagged = git(REPO, "show", f"{tag}:eagle3lint/__init__.py")
+    assert f'__version__ = "{__version__}"' in tagged
 
 
 def readme_recipe() -> tuple[str, str, dict[str, Any]]:
