@@ -1,4 +1,10 @@
-"""The matrix as Markdown (docs, pull requests) and as CSV (spreadsheets)."""
+"""The matrix as Markdown (docs, pull requests) and as CSV (spreadsheets).
+
+The Markdown is a page of its own (docs/compatibility.md) as well as a file another site includes
+into one of its pages (vLLM's docs: `--8<--` of pymdownx.snippets, examples/mkdocs/): it opens
+with no title of its own (the page around it has one), its sections are `##` headings, and its
+links are absolute URLs, right wherever the file ends up.
+"""
 
 from __future__ import annotations
 
@@ -17,27 +23,30 @@ from eagle3lint.matrix.glyphs import (
     relay_text,
     release_relay_text,
 )
+from eagle3lint.matrix.links import rule_pages
 from eagle3lint.matrix.model import Cell, Matrix
 from eagle3lint.matrix.verdicts import ABSENT, BLOCKED, ERROR, UNVERIFIED
 from eagle3lint.report.escape import csv_cell, markdown_code_block, markdown_text
 
-RULE_DOCS = "rules/{code}.md"
-"""Where docs/compatibility.md finds the rule pages (relative to docs/)."""
+TITLE = "EAGLE-3 compatibility of vLLM's architectures"
 
 
-def render_markdown(matrix: Matrix, rule_docs: str = RULE_DOCS) -> str:
-    """The page; every name and message in it goes through `markdown_text`."""
+def render_markdown(matrix: Matrix) -> str:
+    """The page, or the file to include; every name and message in it goes through
+    `markdown_text`."""
     md = markdown_text
     labels = [md(r.label) for r in matrix.releases]
-    out = ["# EAGLE-3 compatibility of vLLM's architectures", ""]
+    # A `#` title would be a second one on the page that includes this file.
     if matrix.command:
-        out += [f"Generated on {md(matrix.generated)} by", ""]
+        out = [f"{TITLE}, generated on {md(matrix.generated)} by", ""]
         out += [markdown_code_block(matrix.command, "bash"), ""]
         out += [
             "The same matrix as one HTML page (search, filters, the findings of each blocked "
             "cell): the same command with `--format html -o eagle3-matrix.html`.",
             "",
         ]
+    else:
+        out = [f"{TITLE}.", ""]
     out += [
         "Each cell is what `eagle3lint check --vllm <release> --format json` says about the "
         "architecture on that release: the same engine and the same report. A verdict is the "
@@ -66,10 +75,11 @@ def render_markdown(matrix: Matrix, rule_docs: str = RULE_DOCS) -> str:
         out += [f"- {md(line)}" for line in error_lines(matrix)]
     regressions = [(row, r) for row in matrix.rows for r in row.regressions]
     if regressions:
+        pages = rule_pages()
         out += ["", "## ⚠ Regressions", ""]
         out += [
             f"- **{md(row.arch)}**: ready in {md(r.ready_in)}, **blocked in {md(r.blocked_in)}** "
-            "by " + ", ".join(_code_link(c, rule_docs) for c in r.codes)
+            "by " + ", ".join(_code_link(c, pages) for c in r.codes)
             for row, r in regressions
         ]
     out += ["", "## Architectures", ""]
@@ -104,8 +114,10 @@ def _markdown_cell(cell: Cell) -> str:
     return SYMBOL[cell.status]
 
 
-def _code_link(code: str, rule_docs: str) -> str:
-    return f"[{markdown_text(code)}]({rule_docs.format(code=quote(code))})"
+def _code_link(code: str, pages: dict[str, str]) -> str:
+    """The code, linked to its page if it has one (a plugin's code has none here)."""
+    url = pages.get(code)
+    return f"[{markdown_text(code)}]({quote(url, safe=':/')})" if url else markdown_text(code)
 
 
 def render_csv(matrix: Matrix) -> str:

@@ -7,9 +7,10 @@ The table is built in the browser from the embedded JSON (strings stored once, s
 from __future__ import annotations
 
 import json
-from importlib import metadata, resources
+from importlib import resources
 
-from eagle3lint.codes import TOOL_PLUGIN, all_codes
+from eagle3lint.codes import all_codes
+from eagle3lint.matrix.links import rule_page
 from eagle3lint.matrix.model import Cell, Matrix, Release
 from eagle3lint.matrix.verdicts import ABSENT, BLOCKED, ERROR, READY, UNVERIFIED
 from eagle3lint.report.escape import html_text, script_json
@@ -152,28 +153,10 @@ def _release(release: Release) -> dict[str, object]:
 
 def _rules() -> dict[str, list[str | None]]:
     """code → [name, summary, URL of its documentation page (built-in codes only)]."""
-    docs = _rule_docs_url()
     return {
-        e.code.code: [
-            e.code.name,
-            e.code.summary,
-            f"{docs}{e.code.code}.md" if docs and e.plugin == TOOL_PLUGIN else None,
-        ]
+        e.code.code: [e.code.name, e.code.summary, rule_page(e.code.code, e.plugin)]
         for e in all_codes()
     }
-
-
-def _rule_docs_url() -> str | None:
-    """The project's `docs/rules/` on its home page, from the installed package's metadata."""
-    try:
-        urls = metadata.metadata("eagle3lint").get_all("Project-URL") or []
-    except metadata.PackageNotFoundError:
-        return None
-    for entry in urls:
-        label, _, url = entry.partition(",")
-        if label.strip().lower() == "homepage" and "github.com" in url:
-            return url.strip().rstrip("/") + "/blob/main/docs/rules/"
-    return None
 
 
 def ready_chart(releases: list[Release], bar: int = 14, height: int = 90) -> str:
