@@ -118,6 +118,10 @@ class Wing(ABC):
     models_package: ClassVar[str]
     """The dotted package model files live in (their relative imports resolve from it)."""
 
+    def __repr__(self) -> str:
+        # The same in every process: the whole-run cache keys on the workspace, wing included.
+        return f"<{self.name} wing>"
+
     tree_marker: ClassVar[str]
     """The folder (relative, `/`-separated) whose presence makes a folder this engine's tree."""
 
