@@ -243,3 +243,24 @@ def test_parses_started_for_another_entry_are_used(
     # The same command line, other options (from the tree's configuration): another entry.
     (tree / "eagle3lint.toml").write_text('ignore = ["EAG5"]\n')
     _edit_and_check_taken_over(tree, started)
+
+
+def test_a_second_process_is_answered_from_the_cache(tree: Path) -> None:
+    """What a hook sees: each run is a new process, so the key must hold nothing that differs
+    between processes (an object's address did, and every run missed)."""
+    import subprocess
+    import sys
+
+    def run() -> str:
+        done = subprocess.run(
+            [sys.executable, "-m", "eagle3lint", "check", str(tree), "--format", "json"],
+            capture_output=True,
+            text=True,
+            env=os.environ,
+        )
+        assert done.returncode in (0, 1), done.stderr
+        return done.stdout
+
+    assert run() == run()
+    entries = list((tree.parent.parent / "cache" / "runs").glob("*.json"))
+    assert len(entries) == 1, entries  # the second run stored nothing new: it replayed
