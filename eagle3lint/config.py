@@ -161,7 +161,8 @@ def load_config(start: Path | None = None) -> Config:
     hf_config = _string(table, "hf-config", where)
     baseline = _string(table, "baseline", where)
     for key in ("select", "ignore"):
-        check_selectors(_strings(table, key, where), f"{where} {key}")
+        if selectors := _strings(table, key, where):
+            check_selectors(selectors, f"{where} {key}")
     return Config(
         path=path,
         select=_strings(table, "select", where),
@@ -202,6 +203,8 @@ def _string(table: dict[str, Any], key: str, where: str) -> str | None:
 def _rule_options(rules: Any, where: str) -> dict[str, dict[str, Any]]:
     if not isinstance(rules, dict):
         raise ConfigError(f"{where}: rules must be a table of rule tables")
+    if not rules:
+        return {}  # nothing to validate: the rule plugins stay unloaded
     by_slug = {cls.slug: cls for cls in load_rules()}
     options: dict[str, dict[str, Any]] = {}
     for slug, values in rules.items():

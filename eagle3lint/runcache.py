@@ -20,10 +20,9 @@ before that; what it guesses decides nothing but what is parsed early.
 from __future__ import annotations
 
 import hashlib
-import inspect
 import json
 import os
-import sys
+import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from functools import cache
@@ -40,6 +39,7 @@ from eagle3lint.sources.files import (
     read_regular,
     read_source_bytes,
     stamp_now,
+    stamp_of,
 )
 from eagle3lint.storage import write_atomically
 from eagle3lint.trust import make_folders
@@ -48,9 +48,8 @@ if TYPE_CHECKING:
     from eagle3lint.engine import CheckOptions
     from eagle3lint.index.parsing import ParsesAhead
     from eagle3lint.report.model import Report
-    from eagle3lint.rule import Rule
 
-FORMAT = 2
+FORMAT = 3
 
 UNKEYED_OPTIONS = ("on_file", "progress", "jobs")
 """Options that change how a run goes, never what it outputs."""
@@ -67,14 +66,11 @@ def cached_check(
     changes the bytes of the output), finds every file the run read unchanged. `guess`: the
     one `Guess.start` made from the command line (its workers are the caller's to close)."""
     from eagle3lint.engine import discover_for, run_check
-    from eagle3lint.rule import load_plugins
 
     workspace = discover_for(options)
     cache = RunCache(default_cache_dir())
     setting = {k: v for k, v in vars(options).items() if k not in UNKEYED_OPTIONS}
-    key = cache.key(
-        os.getcwd(), shown, setting, vars(workspace), code_fingerprint(load_plugins()[0])
-    )
+    key = cache.key(os.getcwd(), shown, setting, vars(workspace), code_fingerprint())
     if guess is not None:
         cache.remember(guess.command_line, key)
     if guess is not None and guess.key == key:
@@ -89,12 +85,17 @@ def cached_check(
         if found.stored is not None and not found.changed:
             cache.touch(key)
             return found.stored[0], found.stored[1]
+        if found.stored is not None and found.appended:
+            output, code, manifest = found.stored
+            cache.store(key, output, code, manifest)  # the files as they are now
+            return output, code
         run = run_check(options, workspace=workspace, ahead=found.take())
     finally:
         found.close()
     output, code = present(run.report)
     if not run.report.errors:
-        cache.store(key, output, code, Manifest(*run.index.inputs()))
+        repaired = sorted({str(edit.path.resolve()) for edit in run.plan.edits})
+        cache.store(key, output, code, Manifest(*run.index.inputs(), repaired=repaired))
     return output, code
 
 
@@ -112,6 +113,8 @@ class Guess:
         self.stored: tuple[str, int, Manifest] | None = None
         self.changed: list[str] = []
         """The entry's inputs that are no longer as its run found them."""
+        self.appended = False
+        """Every changed input only gained comment lines at its end (`Manifest.settle`)."""
         self._ahead = ahead
 
     @classmethod
@@ -136,7 +139,8 @@ class Guess:
             return
         manifest = self.stored[2]
         self.changed = manifest.changed()
-        if self.changed:
+        self.appended = bool(self.changed) and manifest.settle(self.changed)
+        if self.changed and not self.appended:
             if self._ahead is None:
                 self._ahead = ParsesAhead(SummaryCache(default_cache_dir()), jobs)
             summarised = manifest.summarised
@@ -155,21 +159,34 @@ class Guess:
 
 
 @cache
-def code_fingerprint(rules: tuple[type[Rule], ...]) -> str:
-    """A hash of eagle3lint's own sources, of the modules the rule classes come from and of
-    the modules of those packages they import (a built-in rule's `rules/_<rule>_*.py`, outside
-    the package folder in a checkout)."""
+def code_fingerprint() -> str:
+    """A hash of eagle3lint's own sources and of every rule plugin's: the entry points (name,
+    module, distribution and version) and the Python files beside each plugin module (a
+    built-in rule's `rules/_<rule>_*.py` helpers, outside the package folder in a checkout).
+    Read from the files, without importing the plugins: a check answered from the cache never
+    loads them (a third of a hook's run)."""
+    from importlib.metadata import entry_points
+    from importlib.util import find_spec
+
+    from eagle3lint.rule import ENTRY_POINT_GROUP
+
     package = Path(__file__).parent
     files = sorted(package.rglob("*.py"))
-    homes = {rule.__module__.rpartition(".")[0] for rule in rules} - {""}
-    helpers = {
-        Path(module.__file__)
-        for name, module in list(sys.modules.items())
-        if name.rpartition(".")[0] in homes and getattr(module, "__file__", None)
-    }
-    files += sorted({Path(inspect.getfile(rule)) for rule in rules} | helpers)
     digest = hashlib.blake2b(digest_size=16)
-    for path in files:
+    for point in sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda p: (p.name, p.value)):
+        dist = f"{point.dist.name}=={point.dist.version}" if point.dist else ""
+        digest.update(f"{point.name}\0{point.value}\0{dist}\0".encode())
+        try:
+            spec = find_spec(point.module)
+        except (ImportError, ValueError):  # the run will report the plugin as broken
+            spec = None
+        origin = Path(spec.origin) if spec is not None and spec.origin else None
+        if origin is None or not origin.is_file():
+            continue
+        # A module inside a package brings the package's other modules (its helpers); a
+        # top-level module, only itself (its folder is site-packages).
+        files += sorted(origin.parent.glob("*.py")) if "." in point.module else [origin]
+    for path in dict.fromkeys(files):
         digest.update(str(path).encode() + b"\0" + path.read_bytes())
     return digest.hexdigest()
 
@@ -184,27 +201,85 @@ class Manifest:
     absent: list[str] = field(default_factory=list)
     summarised: dict[str, str] = field(default_factory=dict)
     stamps: dict[str, Stamp] = field(default_factory=dict)
+    sizes: dict[str, int] = field(default_factory=dict)
+    """path → how many bytes the run read of each file it summarised."""
+    repaired: list[str] = field(default_factory=list)
+    """The files `fix` would edit: a repair is planned on their bytes, comments included."""
+
+    def __post_init__(self) -> None:
+        self._now: dict[str, bytes] = {}
+        """The bytes `changed` read of the files it found changed (not stored)."""
+
+    def settle(self, changed: list[str]) -> bool:
+        """Whether every file of `changed` is a summarised one that only gained comment or
+        blank lines after the bytes the run read (a comment added at the end of a model file,
+        the commonest harmless edit), and so would give the same output: its code, every line
+        a finding or a fingerprint quotes and every suppression are the ones the run read. If
+        so the manifest takes the files as they are now."""
+        now: dict[str, bytes] = {}
+        for path in changed:
+            size, digest = self.sizes.get(path), self.present.get(path)
+            planned = str(Path(path).resolve()) in self.repaired
+            data = self._now.get(path)
+            if path not in self.summarised or planned or size is None or data is None:
+                return False
+            if not _comments_appended(data, size, digest):
+                return False
+            now[path] = data
+        read_at = time.time_ns()
+        for path, data in now.items():
+            self.present[path], self.sizes[path] = file_digest(data), len(data)
+            try:
+                stamp = stamp_of(os.stat(path), read_at)
+            except OSError:
+                stamp = None
+            if stamp is None or stamp[0] != len(data):
+                self.stamps.pop(path, None)
+            else:
+                self.stamps[path] = stamp
+        return True
 
     def changed(self) -> list[str]:
         """The inputs no longer as the run found them (every one is looked at: those that were
         summarised are parsed ahead by the run that follows). A file whose stamp is the same
         is not read again."""
         changed = []
+        self._now.clear()
         for path, digest in self.present.items():
             stamp = self.stamps.get(path)
             if stamp is not None and stamp_now(Path(path)) == stamp:
                 continue
             try:
-                same = (
-                    file_digest(read_source_bytes(Path(path))) == digest
-                    if digest
-                    else os.path.exists(path)
-                )
+                if digest:
+                    data = read_source_bytes(Path(path))
+                    same = file_digest(data) == digest
+                    if not same:
+                        self._now[path] = data
+                else:
+                    same = os.path.exists(path)
             except UnreadableSource:
                 same = False
             if not same:
                 changed.append(path)
         return changed + [path for path in self.absent if os.path.lexists(path)]
+
+
+def _comments_appended(data: bytes, size: int, digest: str) -> bool:
+    """`data` is the `size` bytes of `digest`, whose last line ended, then only blank lines and
+    comments that are not eagle3lint's (`# eagle3lint: ignore` may silence a finding)."""
+    if len(data) < size or file_digest(data[:size]) != digest:
+        return False
+    if size and data[size - 1 : size] not in (b"\n", b"\r"):
+        return False
+    try:
+        tail = data[size:].decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    for line in tail.splitlines():
+        text = line.strip()
+        if (text and not text.startswith("#")) or "eagle3lint" in text:
+            return False
+    return True
 
 
 class RunCache:
@@ -259,6 +334,8 @@ class RunCache:
                 list(data["absent"]),
                 dict(data["summarised"]),
                 {path: tuple(stamp) for path, stamp in dict(data["stamps"]).items()},
+                {path: int(size) for path, size in dict(data["sizes"]).items()},
+                [str(path) for path in data["repaired"]],
             )
             output, code = data["output"], data["code"]
         except (UnreadableSource, ValueError, KeyError, TypeError, RecursionError):

@@ -264,3 +264,49 @@ def test_a_second_process_is_answered_from_the_cache(tree: Path) -> None:
     assert run() == run()
     entries = list((tree.parent.parent / "cache" / "runs").glob("*.json"))
     assert len(entries) == 1, entries  # the second run stored nothing new: it replayed
+
+
+MODELS = Path("model_executor/models")
+
+
+@pytest.mark.parametrize(
+    ("addition", "replayed"),
+    [
+        ("# a harmless comment\n\n   # and an indented one\n", True),
+        ("# eagle3lint: ignore[EAG301]\n", False),  # a suppression may silence a finding
+        ("x = 1\n", False),
+        ("'''# not a comment'''\n", False),
+    ],
+)
+def test_comments_appended_to_a_model_file_replay_the_run(
+    tree: Path, runs: list[int], addition: str, replayed: bool
+) -> None:
+    """The commonest harmless edit changes nothing a check reads: no new run. Anything else
+    that may (code, a suppression) is a run."""
+    model = tree / MODELS / "rank_local.py"
+    check(tree)
+    model.write_text(model.read_text() + addition)
+    after = check(tree)
+    assert len(runs) == (1 if replayed else 2)
+    assert after == check(tree, "--no-cache")  # what a run says of the file as it is now
+    if replayed:
+        check(tree)  # the entry now holds the file as it is: no run, no comparison to redo
+        assert len(runs) == 2
+
+
+def test_a_comment_joined_to_an_unended_last_line_is_a_run(tree: Path, runs: list[int]) -> None:
+    model = tree / MODELS / "rank_local.py"
+    model.write_text(model.read_text().rstrip("\n"))
+    check(tree)
+    model.write_text(model.read_text() + "  # now the last line's text changed\n")
+    check(tree)
+    assert len(runs) == 2
+
+
+def test_comments_appended_to_a_file_fix_would_edit_are_a_run(tree: Path, runs: list[int]) -> None:
+    """`[*]` promises a repair planned on the file's bytes: they are planned again."""
+    model = tree / MODELS / "no_tap.py"
+    check(tree, "--require", "*")
+    model.write_text(model.read_text() + "# a comment\n")
+    check(tree, "--require", "*")
+    assert len(runs) == 2

@@ -149,7 +149,9 @@ class RunArgs:
             ("--ignore", self.ignore),
             ("--extend-select", self.extend_select),
         ):
-            if values is not None and not _codes(values):
+            if values is None:
+                continue  # nothing to check: the rule plugins stay unloaded
+            if not _codes(values):
                 # ruff refuses it too: an empty selection would otherwise select everything.
                 raise UsageError(f"{flag} names no rule code or prefix (EAG1,EAG301)")
             check_selectors(_codes(values), flag)

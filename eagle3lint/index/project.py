@@ -60,6 +60,7 @@ class ProjectIndex:
         self._files: dict[str, SourceFile | None] = {}
         self._mro: dict[str, list[ClassRef | ExternalRef]] = {}
         self.digests: dict[str, str] = {}
+        self.sizes: dict[str, int] = {}
         """Digest of the bytes read from each file, for the whole-run cache."""
         self.texts: dict[str, bytes] = {}
         """The bytes read from each file, by path: suppressions and `fix` read them here."""
@@ -169,11 +170,11 @@ class ProjectIndex:
 
     def inputs(
         self,
-    ) -> tuple[dict[str, str], list[str], dict[str, str], dict[str, Stamp]]:
+    ) -> tuple[dict[str, str], list[str], dict[str, str], dict[str, Stamp], dict[str, int]]:
         """What decided this run's results: each file it found (with the digest of the bytes
         it read, or "" when it only saw the file exist), each path it looked for a file at and
-        did not find, the path relative to its import root of each file it summarised, and
-        the `stamps`."""
+        did not find, the path relative to its import root of each file it summarised, the
+        `stamps`, and how many bytes it read of each summarised file."""
         present = {
             str(source.path): self.digests.get(str(source.path), "")
             for source in self._files.values()
@@ -196,7 +197,8 @@ class ProjectIndex:
                 absent.append(path)
             else:
                 present.setdefault(path, digest)
-        return present, sorted(set(absent)), summarised, self.stamps
+        sizes = {path: self.sizes[path] for path in summarised if path in self.sizes}
+        return present, sorted(set(absent)), summarised, self.stamps, sizes
 
     def error_for(self, module: str) -> InputError | None:
         """The input error recorded when the file of `module` could not be read or parsed."""
@@ -262,6 +264,7 @@ class ProjectIndex:
                     continue
                 key, cached = content_key(data, source.relpath), None
             self.digests[path] = file_digest(data)
+            self.sizes[path] = len(data)
             self.texts[path] = data
             self._keys[path] = key
             self._note_stamp(path, stamp)
