@@ -18,13 +18,16 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import hashlib
 import math
 import os
 import shutil
+import sys
 import tempfile
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
 
 from eagle3lint import trust
@@ -293,3 +296,26 @@ def human(size: int) -> str:
             return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
         value /= 1024
     return f"{value:.1f} GB"
+
+
+def trusted_folder(folder: Path) -> bool:
+    """Whether cache entries under `folder` can be used (see `eagle3lint.trust`); says why
+    not on stderr, once per folder."""
+    try:
+        trust.check_folder(folder)
+    except trust.UntrustedCache as exc:
+        _warn_once(str(exc))
+        return False
+    return True
+
+
+@cache
+def _warn_once(message: str) -> None:
+    from eagle3lint.report.escape import printable
+
+    print(f"eagle3lint: cache not used: {printable(message)}", file=sys.stderr)
+
+
+def file_digest(data: bytes) -> str:
+    """A short content hash of a file's bytes."""
+    return hashlib.blake2b(data, digest_size=16).hexdigest()

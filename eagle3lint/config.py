@@ -37,10 +37,8 @@ from pathlib import Path
 from typing import Any
 
 from eagle3lint import trust
-from eagle3lint.codes import check_selectors
 from eagle3lint.errors import ConfigError as ConfigError  # re-exported for older imports
 from eagle3lint.report.escape import printable
-from eagle3lint.rule import load_rules
 from eagle3lint.sandbox import DEFAULT_RULE_TIMEOUT
 from eagle3lint.sources.documents import read_toml
 from eagle3lint.sources.files import SourceNotFound, UnreadableSource
@@ -162,6 +160,8 @@ def load_config(start: Path | None = None) -> Config:
     baseline = _string(table, "baseline", where)
     for key in ("select", "ignore"):
         if selectors := _strings(table, key, where):
+            from eagle3lint.codes import check_selectors  # loads every rule plugin
+
             check_selectors(selectors, f"{where} {key}")
     return Config(
         path=path,
@@ -205,6 +205,8 @@ def _rule_options(rules: Any, where: str) -> dict[str, dict[str, Any]]:
         raise ConfigError(f"{where}: rules must be a table of rule tables")
     if not rules:
         return {}  # nothing to validate: the rule plugins stay unloaded
+    from eagle3lint.rule import load_rules
+
     by_slug = {cls.slug: cls for cls in load_rules()}
     options: dict[str, dict[str, Any]] = {}
     for slug, values in rules.items():

@@ -6,10 +6,9 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from eagle3lint.baseline import Baseline, Scope
 from eagle3lint.checkrun.inputs import nothing_found, unique, workspace_errors
@@ -22,6 +21,7 @@ from eagle3lint.checkrun.intent import (
     runner_readiness,
 )
 from eagle3lint.checkrun.judging import instantiate, judge
+from eagle3lint.checkrun.options import CheckOptions, discover_for, excluder_for
 from eagle3lint.checkrun.selection import select_targets, tree_contract, unread_contract
 from eagle3lint.checkrun.shown import Shown
 from eagle3lint.codes import STALE_BASELINE_ENTRY
@@ -35,44 +35,10 @@ from eagle3lint.index.project import ParsesAhead, ProjectIndex
 from eagle3lint.plans import Chain, Plan
 from eagle3lint.report.model import Report, TargetResult
 from eagle3lint.rule import Rule, RuleContext, selected
-from eagle3lint.sandbox import DEFAULT_RULE_TIMEOUT
-from eagle3lint.sources.discovery import Workspace, discover
+from eagle3lint.sources.discovery import Workspace
 from eagle3lint.sources.files import UnreadableSource
 from eagle3lint.sources.walk import Excluder
 from eagle3lint.suppressions import apply_suppressions
-
-
-@dataclass
-class CheckOptions:
-    paths: list[Path] = field(default_factory=list)
-    vllm_version: str | None = None
-    archs: list[str] = field(default_factory=list)
-    require: list[str] = field(default_factory=list)
-    """Architectures (or class names) that must be EAGLE-3 ready whether or not their code
-    claims support; `*` asks about every one (what a support matrix needs)."""
-    hf_config: Path | None = None
-    model_type: str | None = None
-    select: list[str] = field(default_factory=list)
-    ignore: list[str] = field(default_factory=list)
-    exclude: list[str] = field(default_factory=list)
-    exclude_root: Path | None = None
-    """The folder of the configuration that set `exclude` (its globs are relative to it)."""
-    respect_gitignore: bool = True
-    baseline: Path | None = None
-    """Findings recorded there are not reported (see `baseline`)."""
-    rule_options: dict[str, dict[str, Any]] = field(default_factory=dict)
-    rule_timeout: float = DEFAULT_RULE_TIMEOUT
-    """Seconds one rule may run on one target before it is stopped (EAG903)."""
-    jobs: int | None = None
-    use_cache: bool = True
-    progress: bool = False
-    on_file: Callable[[], None] | None = None
-    """Called once per file analysed (the terminal's progress line)."""
-    pairing: Any = None
-    """The draft `eagle3lint pair` checks against the target (see `RuleContext.pairing`)."""
-    plan_fixes: bool = True
-    """Plan the repairs (what `[*]` promises). Off for reports that show verdicts alone (the
-    matrix): their findings are then none fixable, which costs nothing to compute."""
 
 
 @dataclass
@@ -108,25 +74,6 @@ def _index_for(
     if workspace.extra_roots:
         index.relative_home = workspace.wing.models_package
     return index
-
-
-def discover_for(options: CheckOptions) -> Workspace:
-    """What the options' paths mean (see `sources.discovery`)."""
-    return discover(
-        options.paths,
-        options.vllm_version,
-        excluder_for(options),
-        options.progress,
-        options.respect_gitignore,
-    )
-
-
-def excluder_for(options: CheckOptions) -> Excluder:
-    """`exclude` relative to its configuration's folder and to each folder given as PATH."""
-    bases = [p for p in options.paths if os.path.isdir(p)]
-    if options.exclude_root is not None:
-        bases.append(options.exclude_root)
-    return Excluder(options.exclude, bases)
 
 
 def run_check(

@@ -24,14 +24,13 @@ import json
 import os
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from eagle3lint import __version__
-from eagle3lint.cachedir import touch
-from eagle3lint.index.cache import default_cache_dir, file_digest, trusted_folder
+from eagle3lint.cachedir import default_cache_dir, file_digest, touch, trusted_folder
 from eagle3lint.sources.files import (
     MAX_CACHE_ENTRY_BYTES,
     Stamp,
@@ -45,7 +44,7 @@ from eagle3lint.storage import write_atomically
 from eagle3lint.trust import make_folders
 
 if TYPE_CHECKING:
-    from eagle3lint.engine import CheckOptions
+    from eagle3lint.checkrun.options import CheckOptions
     from eagle3lint.index.parsing import ParsesAhead
     from eagle3lint.report.model import Report
 
@@ -65,7 +64,7 @@ def cached_check(
     from the cache when an entry for the same command, `shown` the same way (everything that
     changes the bytes of the output), finds every file the run read unchanged. `guess`: the
     one `Guess.start` made from the command line (its workers are the caller's to close)."""
-    from eagle3lint.engine import discover_for, run_check
+    from eagle3lint.checkrun.options import discover_for
 
     workspace = discover_for(options)
     cache = RunCache(default_cache_dir())
@@ -89,6 +88,8 @@ def cached_check(
             output, code, manifest = found.stored
             cache.store(key, output, code, manifest)  # the files as they are now
             return output, code
+        from eagle3lint.engine import run_check
+
         run = run_check(options, workspace=workspace, ahead=found.take())
     finally:
         found.close()
@@ -130,9 +131,6 @@ class Guess:
     def look(self, cache: RunCache, key: str, jobs: int | None) -> None:
         """Load the entry stored under `key`, find its changed inputs and start parsing the
         summarised ones."""
-        from eagle3lint.index.cache import SummaryCache
-        from eagle3lint.index.parsing import ParsesAhead
-
         self.key = key
         self.stored = cache.load(key)
         if self.stored is None:
@@ -141,6 +139,10 @@ class Guess:
         self.changed = manifest.changed()
         self.appended = bool(self.changed) and manifest.settle(self.changed)
         if self.changed and not self.appended:
+            # Imported only here: a run answered from the cache never loads libcst.
+            from eagle3lint.index.cache import SummaryCache
+            from eagle3lint.index.parsing import ParsesAhead
+
             if self._ahead is None:
                 self._ahead = ParsesAhead(SummaryCache(default_cache_dir()), jobs)
             summarised = manifest.summarised
@@ -160,8 +162,8 @@ class Guess:
 
 @cache
 def code_fingerprint() -> str:
-    """A hash of eagle3lint's own sources and of every rule plugin's: the entry points (name,
-    module, distribution and version) and the Python files beside each plugin module (a
+    """A hash of eagle3lint's own sources and of every rule plugin's: the entry points (name
+    and module) and the Python files beside each plugin module (a
     built-in rule's `rules/_<rule>_*.py` helpers, outside the package folder in a checkout).
     Read from the files, without importing the plugins: a check answered from the cache never
     loads them (a third of a hook's run)."""
@@ -174,8 +176,7 @@ def code_fingerprint() -> str:
     files = sorted(package.rglob("*.py"))
     digest = hashlib.blake2b(digest_size=16)
     for point in sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda p: (p.name, p.value)):
-        dist = f"{point.dist.name}=={point.dist.version}" if point.dist else ""
-        digest.update(f"{point.name}\0{point.value}\0{dist}\0".encode())
+        digest.update(f"{point.name}\0{point.value}\0".encode())
         try:
             spec = find_spec(point.module)
         except (ImportError, ValueError):  # the run will report the plugin as broken
@@ -349,7 +350,9 @@ class RunCache:
         touch(self.root / f"{key}.json")
 
     def store(self, key: str, output: str, code: int, manifest: Manifest) -> None:
-        entry = {"key": key, "output": output, "code": code, **asdict(manifest)}
+        # The fields themselves, not `asdict`'s deep copy of them (a tenth of a cached hook run).
+        fields = {name: getattr(manifest, name) for name in Manifest.__dataclass_fields__}
+        entry = {"key": key, "output": output, "code": code, **fields}
         if not self.trusted:
             return
         try:

@@ -37,10 +37,12 @@ import threading
 import time
 import weakref
 from collections.abc import Callable, Iterator
-from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
 from types import FrameType
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from concurrent.futures import ProcessPoolExecutor
 
 PR_SET_PDEATHSIG = 1
 """prctl(2): the signal a process gets when the thread that created it ends."""
@@ -147,6 +149,8 @@ def worker_pool(
     """`ProcessPoolExecutor(workers, initializer, initargs)` whose workers die with this
     process. Create it from the main thread: the kernel kills the workers when the thread that
     started them ends."""
+    from concurrent.futures import ProcessPoolExecutor
+
     pool = ProcessPoolExecutor(
         workers, initializer=_start_worker, initargs=(os.getpid(), initializer, initargs)
     )

@@ -183,7 +183,8 @@ def test_a_ctrl_c_before_a_command_guard_is_exit_2_interrupted(
     def around() -> None:
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(cli, "app", early if where == "inside typer" else around)
+    built = early if where == "inside typer" else around
+    monkeypatch.setattr(cli, "build_app", lambda only=None: built)
     monkeypatch.setattr(sys, "argv", ["eagle3lint"])
     with pytest.raises(SystemExit) as exited:
         cli.main()

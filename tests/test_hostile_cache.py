@@ -69,15 +69,14 @@ def as_nobody(*args: str) -> tuple[int, str, str]:
     a cache of its own, has imported everything the command imports lazily."""
     import tempfile
 
-    from eagle3lint import trust
-    from eagle3lint.index import cache
+    from eagle3lint import cachedir, trust
 
     with tempfile.TemporaryDirectory() as scratch:
         CliRunner().invoke(app, list(args), env={"EAGLE3LINT_CACHE_DIR": scratch})
 
     def as_another() -> tuple[int, str, str]:
         trust.check_folder.cache_clear()  # what this process saw as root
-        cache._warn_once.cache_clear()
+        cachedir._warn_once.cache_clear()
         return run(*args)
 
     return tuple(as_user(NOBODY, as_another))  # type: ignore[return-value]

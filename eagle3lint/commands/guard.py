@@ -57,7 +57,6 @@ def guard(debug: bool) -> contextlib.AbstractContextManager[None]:
 
 def housekeeping() -> None:
     """Keep the cache under its size cap (checked at most once an hour)."""
-    from eagle3lint.cachedir import maybe_prune
-    from eagle3lint.index.cache import default_cache_dir
+    from eagle3lint.cachedir import default_cache_dir, maybe_prune
 
     maybe_prune(default_cache_dir())

@@ -18,7 +18,7 @@ import typer
 from eagle3lint.report.terminal import ColorChoice
 
 if TYPE_CHECKING:
-    from eagle3lint.engine import CheckOptions
+    from eagle3lint.checkrun.options import CheckOptions
 
 
 class OutputFormat(StrEnum):
@@ -129,9 +129,8 @@ class RunArgs:
     def check_options(self, progress: bool) -> CheckOptions:
         """The engine's options: these, with `[tool.eagle3lint]` supplying what they leave
         out (selectors and the version checked first: a typo is exit 2, not an empty run)."""
-        from eagle3lint.codes import check_selectors
+        from eagle3lint.checkrun.options import CheckOptions
         from eagle3lint.config import config_start, load_config
-        from eagle3lint.engine import CheckOptions
         from eagle3lint.errors import UsageError
 
         if not self.no_cache:
@@ -154,6 +153,8 @@ class RunArgs:
             if not _codes(values):
                 # ruff refuses it too: an empty selection would otherwise select everything.
                 raise UsageError(f"{flag} names no rule code or prefix (EAG1,EAG301)")
+            from eagle3lint.codes import check_selectors
+
             check_selectors(_codes(values), flag)
         chosen = _codes(self.select) or config.select
         if self.extend_select:

@@ -16,9 +16,11 @@ from functools import cache
 from pathlib import Path
 from typing import TypeVar
 
-from eagle3lint import __version__, trust
+from eagle3lint import __version__
 from eagle3lint.cachedir import default_cache_dir as default_cache_dir  # re-exported
+from eagle3lint.cachedir import file_digest as file_digest  # re-exported
 from eagle3lint.cachedir import touch
+from eagle3lint.cachedir import trusted_folder as trusted_folder  # re-exported
 from eagle3lint.index.model import (
     SUMMARY_FORMAT,
     FileSummary,
@@ -59,29 +61,6 @@ def extractor_fingerprint() -> str:
     ):
         digest.update((package / module).read_bytes())
     return digest.hexdigest()
-
-
-def trusted_folder(folder: Path) -> bool:
-    """Whether cache entries under `folder` can be used (see `eagle3lint.trust`); says why
-    not on stderr, once per folder."""
-    try:
-        trust.check_folder(folder)
-    except trust.UntrustedCache as exc:
-        _warn_once(str(exc))
-        return False
-    return True
-
-
-@cache
-def _warn_once(message: str) -> None:
-    from eagle3lint.report.escape import printable
-
-    print(f"eagle3lint: cache not used: {printable(message)}", file=sys.stderr)
-
-
-def file_digest(data: bytes) -> str:
-    """A short content hash of a file's bytes."""
-    return hashlib.blake2b(data, digest_size=16).hexdigest()
 
 
 def content_key(data: bytes, relpath: str) -> str:

@@ -20,7 +20,7 @@ from contextlib import contextmanager
 from dataclasses import replace
 from typing import Any
 
-from eagle3lint.engine import CheckOptions, discover_for
+from eagle3lint.checkrun.options import CheckOptions, discover_for
 from eagle3lint.engines import default_wing
 from eagle3lint.errors import (
     INCOMPLETE_ANALYSIS,

@@ -5,12 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from eagle3lint.engines.vllm.contract.model import REGISTRY
+from eagle3lint.engines.vllm.layout import MODELS_PACKAGE as MODELS_PACKAGE  # re-exported
 from eagle3lint.index.model import DictLiteral
 from eagle3lint.index.project import ProjectIndex
 from eagle3lint.index.refs import ClassRef
-
-MODELS_PACKAGE = "vllm.model_executor.models"
-"""The package registry entries name their modules in (and model files import relatively from)."""
 
 
 @dataclass(frozen=True, slots=True)

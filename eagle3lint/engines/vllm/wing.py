@@ -6,21 +6,16 @@ from __future__ import annotations
 import importlib.util
 import re
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from eagle3lint.engines import Wing
-from eagle3lint.engines.vllm.contract.known import newest_contract
-from eagle3lint.engines.vllm.contract.model import REGISTRY, Contract
-from eagle3lint.engines.vllm.contract.reader import read_contract
-from eagle3lint.engines.vllm.download import COMPLETE, check_version, fetch_release, release_dir
-from eagle3lint.engines.vllm.registry import (
-    MODELS_PACKAGE,
-    RegistryEntry,
-    registered_architectures,
-)
-from eagle3lint.engines.vllm.releases import indexed_releases
-from eagle3lint.engines.vllm.targets import Target
-from eagle3lint.index.project import ProjectIndex
-from eagle3lint.index.refs import ClassRef
+from eagle3lint.engines.vllm.layout import MODELS_PACKAGE, REGISTRY
+
+if TYPE_CHECKING:
+    from eagle3lint.engines.vllm.contract.model import Contract
+    from eagle3lint.engines.vllm.registry import RegistryEntry
+    from eagle3lint.engines.vllm.targets import Target
+    from eagle3lint.index.project import ProjectIndex
 
 ENTRY_CLASS = re.compile(r"(ForCausalLM|ForConditionalGeneration|LMHeadModel)$")
 """Class names vLLM's registry gives generative models: an unregistered class so named is a
@@ -48,27 +43,43 @@ class VllmWing(Wing):
     def fetch_release(
         self, version: str, cache_root: Path | None = None, progress: bool = False
     ) -> Path:
+        from eagle3lint.engines.vllm.download import fetch_release
+
         return fetch_release(version, cache_root, progress)
 
     def check_version(self, version: str) -> None:
+        from eagle3lint.engines.vllm.download import check_version
+
         check_version(version)
 
     def is_fetched(self, version: str, cache_root: Path | None = None) -> bool:
+        from eagle3lint.engines.vllm.download import COMPLETE, release_dir
+
         return (release_dir(version, cache_root) / COMPLETE).is_file()
 
     def list_releases(self, cache_root: Path | None = None) -> list[str]:
+        from eagle3lint.engines.vllm.releases import indexed_releases
+
         return indexed_releases(cache_root)
 
     def read_contract(self, index: ProjectIndex, tree: Path, source: str) -> Contract:
+        from eagle3lint.engines.vllm.contract.reader import read_contract
+
         return read_contract(index, tree, source)
 
     def newest_contract(self) -> Contract:
+        from eagle3lint.engines.vllm.contract.known import newest_contract
+
         return newest_contract()
 
     def unread_contract(self, source: str, root: str) -> Contract:
+        from eagle3lint.engines.vllm.contract.model import Contract
+
         return Contract(None, source, root, None, None, readable=False)
 
     def registry(self, index: ProjectIndex) -> list[RegistryEntry]:
+        from eagle3lint.engines.vllm.registry import registered_architectures
+
         return registered_architectures(index)
 
     def targets(
@@ -96,6 +107,9 @@ def build_targets(
     unresolved: list[RegistryEntry],
 ) -> list[Target]:
     """Targets for registry entries; entries whose class cannot be found go to `unresolved`."""
+    from eagle3lint.engines.vllm.targets import Target
+    from eagle3lint.index.refs import ClassRef
+
     targets: list[Target] = []
     for entry in entries:
         variants = index.variants(entry.module, entry.cls)
@@ -126,6 +140,9 @@ def file_targets(
     index: ProjectIndex, contract: Contract, modules: list[str], known: set[str]
 ) -> list[Target]:
     """Model entry classes defined in the given files that the registry does not list."""
+    from eagle3lint.engines.vllm.targets import Target
+    from eagle3lint.index.refs import ClassRef
+
     targets = []
     for module in modules:
         summary = index.summary(module)

@@ -8,11 +8,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from eagle3lint.engines.vllm.layout import REGISTRY as REGISTRY  # re-exported
 from eagle3lint.engines.vllm.names import KNOWN_GETTERS, SETTER
 from eagle3lint.index.model import to_json
 
-REGISTRY = "vllm.model_executor.models.registry"
-"""The module holding the model registry: which architectures there are to check."""
 GATE_FILES = ("config/speculative.py", "config.py")
 """Where the model_type allow-list lives (`config.py` in 0.10's single-file config)."""
 PROPOSER_FILES = ("v1/spec_decode/llm_base_proposer.py", "v1/spec_decode/eagle.py")
