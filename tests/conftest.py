@@ -1,5 +1,5 @@
 """Shared fixtures: real vLLM releases, fetched once through eagle3lint's own `--vllm` path; and
-the tiers (pytest markers, README "Tests"), given to each test by what it uses."""
+the tiers (pytest markers, docs/testing.md), given to each test by what it uses."""
 
 from __future__ import annotations
 

@@ -4,7 +4,7 @@ run (or `fix --recover`), and no temporary, lock or journal file stays behind.
 
 The kill points are random (seeded, printed on failure): most fall where files are replaced
 (from the moment the run's journal appears until it is gone), the rest anywhere in the run. The
-fast tier stops the first few runs of each signal; the rest of the sweep is `slow` (README,
+fast tier stops the first few runs of each signal; the rest of the sweep is `slow` (docs/testing.md,
 "Tests"), run by the whole suite.
 """
 

@@ -48,8 +48,10 @@ def render_markdown(matrix: Matrix) -> str:
     else:
         out = [f"{TITLE}.", ""]
     out += [
-        "Each cell is what `eagle3lint check --vllm <release> --format json` says about the "
-        "architecture on that release: the same engine and the same report. A verdict is the "
+        "Each cell is what `eagle3lint check --vllm <release> --require '*' --format json` "
+        "(for a column that is a tree: `eagle3lint check <tree> --require '*' --format json`) "
+        "says about the architecture on that release: every architecture asked about, so a "
+        "model whose code claims no EAGLE-3 support shows its blockers. A verdict is the "
         "one of the model runner vLLM runs by default (per release below; V1 and V2 differ where "
         '`ready_by_runner` says so), and holds for every speculative method under "methods '
         "gated\": they all need the target's aux hidden states.",

@@ -65,8 +65,9 @@ release that has it; vLLM has the relay from 0.30)">PP relay</th></tr>
 </table>
 </div>
 <div id="popover" role="dialog"></div>
-<footer>Each cell is what <code>eagle3lint check --vllm RELEASE --format json</code> says about
-the architecture: click a blocked cell for its findings. Hover a release for its contract.
+<footer>Each cell is what <code>eagle3lint check --vllm RELEASE --require '*' --format json</code>
+(a tree's column: <code>eagle3lint check TREE --require '*' --format json</code>) says about the
+architecture: click a blocked cell for its findings. Hover a release for its contract.
 </footer>
 <script type="application/json" id="matrix-data">{data}</script>
 <script>{js}</script>

@@ -1,0 +1,149 @@
+"""The commands the README and docs/ show, held to what eagle3lint does.
+
+Every `eagle3lint ...` command line in a fenced block of the README, docs/ and examples/ is
+parsed by the real command line (fast tier): an option renamed or removed, a value of the wrong
+kind, a command that does not exist fails here. The README's tour is run for real on the
+releases it names (release tier), and each line it shows must be in what the command prints
+(a line ending with `…` is a prefix), with the exit code the table below gives.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+import typer
+from typer._click.exceptions import Exit, UsageError
+
+from eagle3lint.cli import COMMANDS, build_app
+
+REPO = Path(__file__).resolve().parent.parent
+DOCS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
+DOCS += sorted((REPO / "examples").glob("*/README.md"))
+FENCE = re.compile(r"^```(\w*)\n(.*?)^```", re.MULTILINE | re.DOTALL)
+SYNOPSIS = re.compile(r"\s\[|\|[a-z]|\.\.\.|ARCH\b|NAME\b|X\.Y\.Z|CONFIG\b|FILE\b|REF\b")
+"""What a usage synopsis line holds and a command never does (`[--arch NAME]`, `text|json`)."""
+
+TOUR_EXIT = {
+    "eagle3lint check --vllm 0.16.0": 1,
+    "eagle3lint explain": 0,
+    "eagle3lint fix --vllm 0.16.0": 1,  # changes pending: --diff exits 1, as ruff does
+    "eagle3lint pair": 0,
+    "eagle3lint matrix": 0,
+}
+
+
+def command_lines(text: str) -> Iterator[str]:
+    """The eagle3lint command lines of the fenced blocks of `text` (continuations joined)."""
+    for _, body in FENCE.findall(text):
+        joined = re.sub(r"\\\n\s*", "", body)
+        for line in joined.splitlines():
+            line = line.strip().removeprefix("$ ")
+            if not line.startswith("eagle3lint ") or SYNOPSIS.search(line):
+                continue
+            command = line.split(" # ")[0].split(" > ")[0].split(" | ")[0].strip()
+            yield command
+
+
+def documented() -> list[tuple[str, str]]:
+    return [
+        (str(path.relative_to(REPO)), command)
+        for path in DOCS
+        for command in dict.fromkeys(command_lines(path.read_text()))
+    ]
+
+
+@pytest.mark.parametrize(("doc", "command"), documented())
+def test_every_documented_command_parses(doc: str, command: str) -> None:
+    parses(doc, command)
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "eagle3lint check vllm --output-formatt json",
+        "eagle3lint check --format yaml",
+        "eagle3lint lint vllm",
+        "eagle3lint check -j x",
+    ],
+)
+def test_a_drifted_command_would_fail(command: str) -> None:
+    with pytest.raises((pytest.fail.Exception, AssertionError)):
+        parses("README.md", command)
+
+
+def parses(doc: str, command: str) -> None:
+    """The command line is one eagle3lint accepts: the command exists, every option does, and
+    each value has the right kind (paths need not exist here)."""
+    args = shlex.split(command)[1:]
+    if args in (["--version"], ["--help"]):
+        return
+    assert args and args[0] in COMMANDS, f"{doc}: no command {args[:1]}"
+    group = typer.main.get_command(build_app(args[0]))
+    try:
+        with group.make_context("eagle3lint", list(args)) as context:
+            sub = group.get_command(context, args[0])
+            assert sub is not None
+            rest = args[1:]
+            if hasattr(sub, "get_command"):  # `cache info`: a group of its own
+                sub = sub.get_command(context, rest[0])
+                rest = rest[1:]
+            sub.make_context(args[0], rest, parent=context)
+    except Exit:
+        pass  # --version, --help
+    except UsageError as exc:
+        pytest.fail(f"{doc}: `{command}` is refused: {exc.format_message()}")
+
+
+def tour() -> list[tuple[str, list[str]]]:
+    """The README tour's commands, each with the lines it shows."""
+    text = (REPO / "README.md").read_text()
+    [block] = [b for lang, b in FENCE.findall(text) if lang == "console"]
+    steps: list[tuple[str, list[str]]] = []
+    for line in block.splitlines():
+        if line.startswith("$ "):
+            steps.append((line[2:], []))
+        else:
+            steps[-1][1].append(line)
+    return steps
+
+
+def test_the_tour_names_its_exit_codes() -> None:
+    for command, _ in tour():
+        assert [p for p in TOUR_EXIT if command.startswith(p)], f"no exit code for `{command}`"
+
+
+@pytest.mark.parametrize(("command", "shown"), tour(), ids=[c for c, _ in tour()])
+def test_the_tour_prints_what_the_readme_shows(
+    command: str,
+    shown: list[str],
+    vllm_release: Callable[[str], Path],
+    release_cache: Path,
+    tmp_path: Path,
+) -> None:
+    for version in re.findall(r"--vllm (\S+)", command):
+        vllm_release(version)  # in the cache the command reads: it never downloads here
+    words = shlex.split(command.split(" > ")[0])
+    done = subprocess.run(
+        [sys.executable, "-m", "eagle3lint", *words[1:]],
+        cwd=REPO,
+        env={**os.environ, "EAGLE3LINT_CACHE_DIR": str(release_cache), "COLUMNS": "200"},
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    [expected] = [code for prefix, code in TOUR_EXIT.items() if command.startswith(prefix)]
+    assert done.returncode == expected, done.stdout + done.stderr
+    printed = (done.stdout + done.stderr).replace(str(release_cache), "~/.cache/eagle3lint")
+    lines = printed.splitlines()
+    for line in shown:
+        if line.endswith("…"):
+            assert any(p.startswith(line[:-1].rstrip()) for p in lines), line
+        else:
+            assert line in lines, line
