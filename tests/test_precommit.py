@@ -279,7 +279,7 @@ def test_every_snippet_pins_the_release_tag_of_this_version() -> None:
 def readme_recipe() -> tuple[str, str, dict[str, Any]]:
     """The README's adoption recipe: the baseline command, the pyproject table, the hook."""
     text = (REPO / "README.md").read_text()
-    recipe = text[text.index("To adopt it as a hook") :]
+    recipe = text[text.index("## Adopting it") :]
     command = re.search(r"```bash\n(.*?)\n```", recipe, flags=re.DOTALL)
     table = re.search(r"```toml\n(.*?)```", recipe, flags=re.DOTALL)
     hooks = re.search(r"```yaml\n(.*?)```", recipe, flags=re.DOTALL)

@@ -30,6 +30,7 @@ from eagle3lint.report.terminal import ColorChoice, Terminal
 
 if TYPE_CHECKING:
     from eagle3lint.engine import CheckOptions
+    from eagle3lint.report.invocation import Invocation
     from eagle3lint.report.model import Report
     from eagle3lint.runcache import Guess
 
@@ -67,6 +68,7 @@ def check(
     ] = None,
 ) -> None:
     """Report every EAGLE-3 blocker of every architecture (exit 0 none, 1 errors, 2 bad input)."""
+    given = args
     if diff_base is not None:
         args = _changed_files(args, diff_base)
     # A progress line only for a person watching: not when piped, not with --quiet.
@@ -78,14 +80,24 @@ def check(
         options = args.check_options(progress=sys.stderr.isatty())
         if write_baseline is not None:
             raise typer.Exit(_write_baseline(options, write_baseline))
+        # Only where the "Next:" block is shown: other views stay keyed (and cached) as before.
+        shows_next = output_format in (OutputFormat.text, OutputFormat.full) and not (
+            quiet or statistics
+        )
         view = View(
-            output_format, quiet, verbose, exit_zero, statistics, Terminal.of(sys.stdout, color)
+            output_format,
+            quiet,
+            verbose,
+            exit_zero,
+            statistics,
+            Terminal.of(sys.stdout, color),
+            _invocation(given, args, options, diff_base) if shows_next else None,
         )
         if not cached:
             from eagle3lint.report.progress import FileProgress
 
             with FileProgress(interactive, Terminal.of(sys.stderr, color)) as progress:
-                options.on_file = progress.advance
+                options.on_file = progress  # counts files, and learns the total (`expect`)
                 output, code = _check(options, view)
         else:
             output, code = _cached_check(options, view, guess)
@@ -150,6 +162,57 @@ class View:
     exit_zero: bool
     statistics: bool
     terminal: Terminal
+    invocation: Invocation | None = None
+    """The command line, which the text report's "Next:" block repeats: in the whole-run
+    cache's key with the rest of the view."""
+
+
+_FLAGS = (
+    ("vllm", "--vllm"),
+    ("arch", "--arch"),
+    ("hf_config", "--hf-config"),
+    ("model_type", "--model-type"),
+    ("select", "--select"),
+    ("extend_select", "--extend-select"),
+    ("ignore", "--ignore"),
+    ("require", "--require"),
+    ("baseline", "--baseline"),
+)
+"""The `RunArgs` that decide what a check finds, and their flags (the rest only change how it
+runs)."""
+
+
+def _invocation(
+    given: RunArgs, args: RunArgs, options: CheckOptions, diff_base: str | None
+) -> Invocation:
+    """The commands that check again, or fix, what `check` finds for `given` (the command
+    line; `args` its PATHs changed since `diff_base` when given)."""
+    from eagle3lint.commands.fix import FIX_ARGS
+    from eagle3lint.report.invocation import Arguments, Invocation, relative
+
+    again = _options(given, RUN_ARGS) + (("--diff-base", diff_base) if diff_base else ())
+    if args.extend_select:
+        # fix takes no --extend-select: the selection it made, spelled out.
+        args = replace(args, select=[",".join(options.select or ())], extend_select=None)
+    # The changed files are absolute: relative to here, as a check run from here shows them.
+    paths = [relative(str(p)) if diff_base is not None else str(p) for p in args.paths or ()]
+    return Invocation(
+        Arguments(again, tuple(str(p) for p in given.paths or ())),
+        Arguments(_options(args, FIX_ARGS), tuple(paths)),
+        options.vllm_version if not options.paths else None,
+    )
+
+
+def _options(args: RunArgs, takes: tuple[str, ...]) -> tuple[str, ...]:
+    """The options of `args` a command taking the `RunArgs` named in `takes` is given."""
+    words: list[str] = []
+    for name, flag in _FLAGS:
+        value = getattr(args, name) if name in takes else None
+        for one in value if isinstance(value, list) else [] if value is None else [value]:
+            words += [flag, str(one)]
+    if "respect_gitignore" in takes and not args.respect_gitignore:
+        words.append("--no-respect-gitignore")
+    return tuple(words)
 
 
 def _write_baseline(options: CheckOptions, path: Path) -> int:
@@ -228,6 +291,7 @@ def render(report: Report, view: View) -> str:
         verbose=view.verbose,
         quiet=view.quiet,
         statistics=view.statistics,
+        invocation=view.invocation,
     )
     render_text(report, view.terminal.console(buffer), options)
     return buffer.getvalue()

@@ -73,7 +73,9 @@ class ProjectIndex:
         self.memo: dict[str, object] = {}
         """Facts derived from the summaries once per run (such as the registry's entries)."""
         self.on_load: Callable[[], None] | None = None
-        """Called once per file summarised, parsed or from the cache (a progress hook)."""
+        """Called once per file summarised, parsed or from the cache (a progress hook). One
+        with an `expect(files)` method is also told, before each load, how many files it is
+        about to read: a progress line's total (`report.progress.FileProgress`)."""
         self.relative_home: str | None = None
         """The package a relative import resolves in when nothing beside the importing file
         provides it: an out-of-tree model file copied from vLLM (`from .interfaces import
@@ -273,6 +275,8 @@ class ProjectIndex:
             found.append((module, job, cached))
             if cached is None and (self.cache is None or not self.cache.holds(key)):
                 parses.add(job, len(found))
+        if found and (expect := getattr(self.on_load, "expect", None)) is not None:
+            expect(len(found))
         for position, (module, job, cached) in enumerate(found, 1):
             if parses.has(job[0]):
                 continue

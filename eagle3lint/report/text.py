@@ -2,13 +2,14 @@
 
 Default: one line per finding, `path:line:col: CODE [*] message`, a finding shared by several
 architectures shown once ("affects 26 architectures: …"), then a summary by code and how many
-findings `eagle3lint fix` can repair. `--output-format full` adds each finding's rule, hint and
-every architecture it affects; `--statistics` prints only the counts by code.
+findings `eagle3lint fix` can repair, and a "Next:" block: the commands, built from the one that
+ran, that fix, explain or decide what was found. `--output-format full` adds each finding's
+rule, hint and every architecture it affects; `--statistics` prints only the counts by code.
 """
 
 from __future__ import annotations
 
-import os
+import shlex
 from collections import Counter
 from dataclasses import dataclass
 
@@ -17,6 +18,7 @@ from rich.text import Text
 
 from eagle3lint.findings import Severity
 from eagle3lint.report.escape import printable, rich_text
+from eagle3lint.report.invocation import Invocation, relative
 from eagle3lint.report.locations import Located, grouped_findings
 from eagle3lint.report.model import Report
 
@@ -31,13 +33,9 @@ class TextOptions:
     verbose: bool = False
     quiet: bool = False
     statistics: bool = False
-
-
-def relative(path: str) -> str:
-    """Paths under the working directory are shown relative to it, others in full (as they
-    are: each format escapes them its own way)."""
-    cwd = os.getcwd()
-    return os.path.relpath(path, cwd) if path.startswith(cwd + os.sep) else path
+    invocation: Invocation | None = None
+    """The command that ran: the report ends with the commands to run next. None (`pair`, or
+    a report rendered outside the CLI): it does not."""
 
 
 def plural(count: int, noun: str) -> str:
@@ -96,6 +94,8 @@ def render_text(report: Report, console: Console, options: TextOptions) -> None:
         )
     if not options.quiet:
         _summary(report, groups, shown, console)
+        if options.invocation is not None:
+            _next_steps(report, shown, options.invocation, console)
 
 
 def _finding(group: Located, affects: str, console: Console, full: bool) -> None:
@@ -275,3 +275,83 @@ def _summary(report: Report, groups: list[Located], shown: list[Located], consol
         console.print(
             Text(f"{len(report.errors)} input(s) could not be analysed (exit code 2).", style="red")
         )
+
+
+PATCH = "eagle3lint.patch"
+"""Where the "Next:" block of a cached release's report has `fix --diff` write its patch."""
+DECIDING = {
+    "--hf-config": ("config.json", "your checkpoint's config.json"),
+    "--model-type": ("TYPE", "your checkpoint's text model_type"),
+}
+"""The options that decide an unverified target (`Unverified.decide`), the placeholder the
+"Next:" block gives each, and what it stands for; the first that applies is suggested."""
+COMMENT_COLUMN = 48
+"""The widest command whose comment the "Next:" block aligns with the others'."""
+
+
+def _next_steps(
+    report: Report, shown: list[Located], invocation: Invocation, console: Console
+) -> None:
+    """The commands that repair, explain or decide what the report found, built from the
+    command that ran: nothing after a run with nothing to act on."""
+    steps: list[tuple[str, str]] = []
+    if any(g.finding.fixable for g in shown):
+        preview = _command("fix", *invocation.fix.words("--diff"))
+        if invocation.release is None:
+            steps.append((preview, "preview the repairs"))
+            steps.append((_command("fix", *invocation.fix.words()), "apply them, then check again"))
+        else:
+            # fix refuses to edit the cached release; its patch applies to a checkout of it.
+            steps.append((f"{preview} > {PATCH}", "the repairs, as a patch"))
+            steps.append(
+                (
+                    f"git apply {PATCH}",
+                    f"in a checkout of {report.engine_label} {invocation.release} (the cached "
+                    "release is not yours to edit)",
+                )
+            )
+    # An info finding alone (--verbose, or the note on a draft asked about) needs no action.
+    for severity in (Severity.ERROR, Severity.WARNING):
+        by_code = _by_code([g for g in shown if g.finding.severity is severity])
+        if by_code:
+            steps.append(
+                (_command("explain", by_code[0][0]), f"the most frequent {severity}, and its fix")
+            )
+            break
+    # The options that decide (not what else may: "a vLLM tree with transformers beside it"),
+    # less those given already, which were not enough.
+    decide = {
+        option
+        for t in report.targets
+        if t.is_unverified
+        for f in t.unverified
+        if f.unverified
+        for option in f.unverified.decide
+        if option in DECIDING and option not in invocation.check.options
+    }
+    if decide and (steps or report.unverified_required()):
+        # A placeholder the user replaces: what decides is their checkpoint.
+        option, *others = [o for o in DECIDING if o in decide]
+        value, source = DECIDING[option]
+        source += "".join(f" (or {o} {DECIDING[o][0]})" for o in others)
+        steps.append(
+            (
+                _command("check", *invocation.check.words(option, value)),
+                f"{source} decides what is unverified",
+            )
+        )
+    if not steps:
+        return
+    console.print(Text("Next:", style="bold"))
+    width = max((len(c) for c, _ in steps if len(c) <= COMMENT_COLUMN), default=0)
+    for command, why in steps:
+        # Never wrapped (a terminal folds it): a command cut in two does not paste.
+        console.print(
+            Text.assemble("  ", command.ljust(width), ("  # " + printable(why), "dim")),
+            soft_wrap=True,
+        )
+
+
+def _command(name: str, *arguments: str) -> str:
+    """`eagle3lint NAME ARGUMENTS`, each quoted for a POSIX shell, printable on one line."""
+    return printable(shlex.join(["eagle3lint", name, *arguments]))

@@ -8,6 +8,17 @@ file it leaves is hashed again before anything is extracted. No other configured
 find-links folder is asked for vllm, and a file that is not the published one is refused.
 Only `vllm/**.py` is kept, within caps on size, ratio, entry count and name length, in the
 user's cache folder. Nothing of it is imported or executed.
+
+On a terminal the download shows the bytes done of the size the index publishes (PEP 700; `?`
+when it publishes none), the rate and the time left. pip still fetches the file rather than a
+download of our own: pip is what reaches the index the way the user set it up (proxy,
+certificate authority, retries, from pip's configuration), what the offline and hash-mismatch
+messages are read from, and what checks the pinned digest before it keeps the file. It streams
+the wheel into `pip-unpack-*/` of its temporary folder (pip 23 to 26) and copies it to `--dest`
+once whole, so pip is given a temporary folder inside the staging folder (`TMPDIR`, which `-I`
+leaves alone) and a thread reads the size of the largest file there and in `--dest` ten times a
+second. The file is only looked at; its bytes are hashed after pip exits, as before. A killed
+run's partial download stays in its staging folder, which the next run removes.
 """
 
 from __future__ import annotations
@@ -19,17 +30,22 @@ import re
 import shutil
 import subprocess
 import sys
+import threading
 import urllib.error
 import urllib.parse
 import urllib.request
 import zipfile
+from collections.abc import Iterable
 from html.parser import HTMLParser
 from pathlib import Path
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from eagle3lint import trust
 from eagle3lint.cachedir import default_cache_dir, remove_dead_staging, staging_folder, touch
 from eagle3lint.errors import DownloadError, UnusableCache
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 VERSION = re.compile(r"^\d{1,6}(\.\d{1,6}){1,3}([a-z]{1,5}\d{0,6})?(\.post\d{1,6})?$")
 COMPLETE = ".complete"
@@ -211,8 +227,10 @@ def _download(version: str, into: Path, progress: bool) -> tuple[Path, str]:
     url, expected, size = wheels[name]
     work = into / "pip"
     dest = into / "wheel"
+    scratch = work / "tmp"
     work.mkdir()
     dest.mkdir()
+    scratch.mkdir()
     # The exact file, by URL: no other index or find-links folder is asked for vllm.
     (work / "requirements.txt").write_text(f"vllm @ {url} --hash=sha256:{expected}\n")
     command = [
@@ -232,13 +250,11 @@ def _download(version: str, into: Path, progress: bool) -> tuple[Path, str]:
         "-r",
         str(work / "requirements.txt"),
     ]
-    run = {"capture_output": True, "text": True, "check": False, "cwd": work}
+    # pip's partial file lands in `scratch`, where the progress line can see it grow.
+    env = {**os.environ, "TMPDIR": str(scratch)}
+    run = {"capture_output": True, "text": True, "check": False, "cwd": work, "env": env}
     if progress:
-        from rich.console import Console
-
-        weight = f", a {size / 1e6:.0f} MB wheel" if size else ""
-        status = f"Downloading vllm=={version} sources from PyPI{weight}…"
-        with Console(stderr=True).status(status):
+        with _DownloadLine(f"Downloading vllm=={version}", size, [scratch, dest]):
             result = subprocess.run(command, **run)  # type: ignore[call-overload]
     else:
         result = subprocess.run(command, **run)  # type: ignore[call-overload]
@@ -255,6 +271,92 @@ def _download(version: str, into: Path, progress: bool) -> tuple[Path, str]:
             f"vllm=={version} (sha256 {expected}): refused"
         )
     return archive, digest
+
+
+class _DownloadLine:
+    """The bytes of the wheel on disk of its `total`, the rate and the time left, on stderr while
+    the block runs, read from the size of the largest file below `folders` (pip's partial
+    download) `EVERY` seconds by a thread of its own; removed when the block ends. A console
+    that is not a terminal gets nothing (rich would still leave a blank line on it)."""
+
+    EVERY = 0.1
+
+    def __init__(
+        self, label: str, total: int | None, folders: Iterable[Path], console: Console | None = None
+    ) -> None:
+        from rich.console import Console
+        from rich.progress import (
+            BarColumn,
+            DownloadColumn,
+            Progress,
+            TextColumn,
+            TimeRemainingColumn,
+            TransferSpeedColumn,
+        )
+
+        self.console = console or Console(stderr=True)
+        self.total = total
+        self.folders = list(folders)
+        self.progress = Progress(
+            TextColumn("{task.description}", markup=False),
+            BarColumn(bar_width=30),
+            DownloadColumn(),
+            TransferSpeedColumn(),
+            TimeRemainingColumn(),
+            console=self.console,
+            transient=True,
+        )
+        self.task = self.progress.add_task(label, total=total)
+        self.shown = False
+        self._stop = threading.Event()
+        # A daemon: an interrupted run must not wait on it.
+        self._thread = threading.Thread(target=self._watch, name="download-line", daemon=True)
+
+    def _watch(self) -> None:
+        while not self._stop.wait(self.EVERY):
+            self.update(_largest_file(self.folders))
+
+    def update(self, done: int) -> None:
+        """`done` bytes are on disk so far."""
+        # More than published is refused by the hash check after; the line stops at the total.
+        shown = min(done, self.total) if self.total is not None else done
+        self.progress.update(self.task, completed=shown)
+
+    def __enter__(self) -> _DownloadLine:
+        self.shown = self.console.is_interactive
+        if self.shown:
+            self.progress.start()
+            self._thread.start()
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, *_: object) -> None:
+        if self.shown:
+            self._stop.set()
+            self._thread.join()
+            if exc_type is None:
+                self.update(_largest_file(self.folders))
+            self.progress.stop()
+
+
+def _largest_file(folders: Iterable[Path]) -> int:
+    """The size of the largest regular file below `folders`, links not followed; 0 for none.
+    pip creates and removes its folders meanwhile: what vanishes is skipped."""
+    largest = 0
+    stack = [str(f) for f in folders]
+    while stack:
+        try:
+            with os.scandir(stack.pop()) as entries:
+                for entry in entries:
+                    try:
+                        if entry.is_dir(follow_symlinks=False):
+                            stack.append(entry.path)
+                        elif entry.is_file(follow_symlinks=False):
+                            largest = max(largest, entry.stat(follow_symlinks=False).st_size)
+                    except OSError:
+                        continue
+        except OSError:
+            continue
+    return largest
 
 
 def _sha256(path: Path) -> str:
