@@ -147,3 +147,41 @@ def test_the_tour_prints_what_the_readme_shows(
             assert any(p.startswith(line[:-1].rstrip()) for p in lines), line
         else:
             assert line in lines, line
+
+
+def synopsis() -> dict[str, set[str]]:
+    """docs/usage.md's synopsis: each command with the options it lists."""
+    text = (REPO / "docs" / "usage.md").read_text()
+    [block] = [b for lang, b in FENCE.findall(text) if lang == "text"][:1]
+    found: dict[str, set[str]] = {}
+    command = ""
+    for line in block.splitlines():
+        if line.startswith("eagle3lint "):
+            command = line.split()[1]
+            found.setdefault(command, set())
+        found[command] |= set(re.findall(r"(?<![\w-])--[a-z][a-z-]*", line))
+    return found
+
+
+@pytest.mark.parametrize("command", ["check", "fix", "pair", "matrix"])
+def test_the_usage_synopsis_lists_every_option_and_no_other(command: str) -> None:
+    group = typer.main.get_command(build_app(command))
+    with group.make_context("eagle3lint", [command, "--help"], resilient_parsing=True) as ctx:
+        sub = group.get_command(ctx, command)
+    real = {
+        opt
+        for param in sub.params
+        for opt in (*param.opts, *param.secondary_opts)
+        if opt.startswith("--") and opt != "--help"
+    }
+    listed = synopsis()[command]
+    assert listed <= real, f"listed but not an option: {sorted(listed - real)}"
+    # Aliases (`--format` of `--output-format`, `--vllm-version`) need not be listed twice.
+    missing = {
+        opt
+        for param in sub.params
+        if param.opts and not {*param.opts, *param.secondary_opts} & listed
+        for opt in param.opts[:1]
+        if opt.startswith("--") and opt != "--help"
+    }
+    assert not missing, f"options missing from docs/usage.md: {sorted(missing)}"
