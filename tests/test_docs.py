@@ -2,13 +2,15 @@
 
 Every `eagle3lint ...` command line in a fenced block of the README, docs/ and examples/ is
 parsed by the real command line (fast tier): an option renamed or removed, a value of the wrong
-kind, a command that does not exist fails here. The README's tour is run for real on the
-releases it names (release tier), and each line it shows must be in what the command prints
-(a line ending with `…` is a prefix), with the exit code the table below gives.
+kind, a command that does not exist fails here, and docs/usage.md's synopsis must list every
+option of each command. The README's tour and docs/pairing.md's worked examples are run for
+real on the releases they name (release tier), and each line they show must be in what the
+command prints (`…` stands for text left out), with the exit codes the tables below give.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shlex
@@ -185,3 +187,77 @@ def test_the_usage_synopsis_lists_every_option_and_no_other(command: str) -> Non
         if opt.startswith("--") and opt != "--help"
     }
     assert not missing, f"options missing from docs/usage.md: {sorted(missing)}"
+
+
+def worked_examples() -> list[tuple[str, list[str]]]:
+    """docs/pairing.md's worked examples: each `$ eagle3lint pair` command with its output."""
+    text = (REPO / "docs" / "pairing.md").read_text()
+    examples = []
+    for _, block in FENCE.findall(text):
+        joined = re.sub(r"\\\n\s*", "", block)
+        lines = joined.splitlines()
+        if lines and lines[0].startswith("$ eagle3lint pair"):
+            examples.append((lines[0][2:], [line for line in lines[1:] if line.strip()]))
+    return examples
+
+
+PAIRING_EXIT = {"llama-3.1-8b-head": 1, "qwen3-8b-speculator.eagle3": 0, "Qwen3-8B-DFlash-b16": 0}
+
+
+def shown_in(line: str, printed: list[str]) -> bool:
+    """`line` is one of `printed`, where `…` in it stands for any text."""
+    pattern = ".*".join(re.escape(part) for part in line.split("…"))
+    return any(re.fullmatch(pattern, p) for p in printed)
+
+
+def heads(into: Path) -> None:
+    """The draft folders the worked examples name, in the shapes such heads ship (configs and
+    safetensors headers, as tests/test_pair.py writes them)."""
+    from test_pair import (
+        DFLASH_HEAD,
+        QWEN_TENSORS,
+        head,
+        speculators_head,
+        tensors,
+        write_safetensors,
+    )
+
+    for name, config, weights in (
+        ("llama-3.1-8b-head", head(), tensors()),
+        (
+            "qwen3-8b-speculator.eagle3",
+            speculators_head("qwen3", "Qwen3ForCausalLM"),
+            QWEN_TENSORS,
+        ),
+        (
+            "Qwen3-8B-DFlash-b16",
+            {**DFLASH_HEAD, "dflash_config": {"target_layer_ids": [1, 9, 17, 25, 33]}},
+            {"fc.weight": [4096, 5 * 4096]},
+        ),
+    ):
+        (into / name).mkdir()
+        (into / name / "config.json").write_text(json.dumps(config, indent=2))
+        write_safetensors(into / name / "model.safetensors", weights)
+
+
+@pytest.mark.parametrize(("command", "shown"), worked_examples(), ids=lambda v: str(v)[:60])
+def test_the_pairing_examples_print_what_the_docs_show(
+    command: str, shown: list[str], vllm_release: Callable[[str], Path], tmp_path: Path
+) -> None:
+    for version in re.findall(r"--vllm (\S+)", command):
+        vllm_release(version)
+    heads(tmp_path)
+    (tmp_path / "fixtures").symlink_to(REPO / "fixtures")
+    done = subprocess.run(
+        [sys.executable, "-m", "eagle3lint", *shlex.split(command)[1:]],
+        cwd=tmp_path,
+        env={**os.environ, "COLUMNS": "400"},
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    [model] = [m for m in PAIRING_EXIT if f'"{m}"' in command]
+    assert done.returncode == PAIRING_EXIT[model], done.stdout + done.stderr
+    printed = done.stdout.splitlines()
+    for line in shown:
+        assert shown_in(line, printed), f"{line!r} not in:\n{done.stdout}"

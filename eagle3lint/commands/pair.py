@@ -166,7 +166,8 @@ def summary_table(analysis: Analysis, pairing: DraftPairing, verdict: str) -> st
     console = Console(
         file=buffer,
         force_terminal=tty,
-        width=shutil.get_terminal_size().columns if tty else 120,
+        # Piped output is not wrapped, as check's is not: a line is one row of the table.
+        width=shutil.get_terminal_size().columns if tty else 10_000,
         no_color=bool(os.environ.get("NO_COLOR")),
         highlight=False,
     )
