@@ -28,7 +28,7 @@ from pathlib import Path
 
 import eagle3lint.rules
 
-from eagle3lint.engines.vllm.download import fetch_release
+from eagle3lint.sources.wheels import fetch_release
 
 TARGETS = {
     "cold full / libcst parse": 0.40,

@@ -26,7 +26,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from eagle3lint.engines.vllm.download import fetch_release
+from eagle3lint.sources.wheels import fetch_release
 
 REPO = Path(__file__).resolve().parent.parent
 TARGET = 2.0

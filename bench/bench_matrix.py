@@ -19,9 +19,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from eagle3lint.engines.vllm.download import fetch_release
 from eagle3lint.index.cache import default_cache_dir
 from eagle3lint.matrix.columns import expand_specs
+from eagle3lint.sources.wheels import fetch_release
 
 TARGETS = {"cold matrix / independent cold checks": 0.5, "warm matrix / warm checks": 1.5}
 EAGLE3LINT = [sys.executable, "-m", "eagle3lint"]

@@ -23,7 +23,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from eagle3lint.engines.vllm.download import fetch_release
+from eagle3lint.sources.wheels import fetch_release
 
 REPO = Path(__file__).resolve().parent.parent
 TARGET = REPO / "examples" / "kimi-k2.5" / "config.json"

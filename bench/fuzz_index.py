@@ -20,8 +20,8 @@ from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 
-from eagle3lint.engines.vllm.download import fetch_release
 from eagle3lint.index.parsing import ParseResult, parse_job
+from eagle3lint.sources.wheels import fetch_release
 
 DEFAULT_VERSIONS = ("0.16.0", "0.33.0")
 

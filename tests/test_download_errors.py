@@ -10,8 +10,8 @@ import pytest
 from typer.testing import CliRunner
 
 from eagle3lint.cli import app
-from eagle3lint.engines.vllm import download
-from eagle3lint.engines.vllm.download import download_failure
+from eagle3lint.sources import wheels as download
+from eagle3lint.sources.wheels import download_failure
 
 NO_SUCH_VERSION = """\
 ERROR: Could not find a version that satisfies the requirement vllm==9.9.9 (from versions: \

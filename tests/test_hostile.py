@@ -31,7 +31,7 @@ from typer.testing import CliRunner
 from vllm_tree import ARCH, LLAMA, MODEL_FILE, write_vllm_tree
 
 from eagle3lint.cli import app
-from eagle3lint.engines.vllm import download
+from eagle3lint.sources import wheels as download
 from eagle3lint.sources.files import read_regular
 
 
@@ -1049,7 +1049,7 @@ def test_a_special_file_in_a_draft_checkpoint_is_a_usage_error(
 def test_listing_releases_for_matrix_runs_no_pip_from_the_working_directory(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from eagle3lint.engines.vllm.releases import _ask_index
+    from eagle3lint.sources.release_index import _ask_index
 
     markers = tmp_path / "markers"
     checkout = hostile_checkout(tmp_path / "checkout", markers)

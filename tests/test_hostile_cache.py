@@ -27,7 +27,7 @@ from typer.testing import CliRunner
 
 from eagle3lint.cachedir import prune
 from eagle3lint.cli import app
-from eagle3lint.engines.vllm import download
+from eagle3lint.sources import wheels as download
 
 ERA = Path(__file__).resolve().parent.parent / "fixtures" / "eras" / "e2_stub"
 
@@ -216,7 +216,7 @@ def held_index(tmp_path: Path) -> Iterator[tuple[str, threading.Event, threading
 def start_download(cache: Path, index: str) -> subprocess.Popen[bytes]:
     """`fetch_release("9.9.0")` in a process of its own (and its own process group, as a run
     started from a shell is)."""
-    code = "import sys; from eagle3lint.engines.vllm.download import fetch_release as f; "
+    code = "import sys; from eagle3lint.sources.wheels import fetch_release as f; "
     code += "f('9.9.0', __import__('pathlib').Path(sys.argv[1]))"
     return subprocess.Popen(
         [sys.executable, "-c", code, str(cache)],

@@ -394,7 +394,7 @@ def fifo_contract_tree(root: Path) -> Path:
 def unreachable_index(monkeypatch: pytest.MonkeyPatch) -> None:
     import socket
 
-    from eagle3lint.engines.vllm import download
+    from eagle3lint.sources import wheels as download
 
     with socket.socket() as probe:  # a port nothing listens on
         probe.bind(("127.0.0.1", 0))

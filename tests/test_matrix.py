@@ -13,12 +13,12 @@ import pytest
 from typer.testing import CliRunner
 
 from eagle3lint import cli
-from eagle3lint.engines.vllm.releases import final_releases
 from eagle3lint.errors import UsageError
 from eagle3lint.matrix.columns import Column, expand_specs
 from eagle3lint.matrix.model import build_matrix
 from eagle3lint.matrix.render_text import render_text
 from eagle3lint.matrix.verdicts import blocking_findings
+from eagle3lint.sources.release_index import final_releases
 
 REPO = Path(__file__).resolve().parent.parent
 ERAS = REPO / "fixtures" / "eras"

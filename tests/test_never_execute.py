@@ -23,7 +23,7 @@ from typer.testing import CliRunner
 from vllm_tree import ARCH, FILES, MODEL_FILE, write_vllm_tree
 
 from eagle3lint.cli import app
-from eagle3lint.engines.vllm import download
+from eagle3lint.sources import wheels as download
 from eagle3lint.sources.discovery import installed_tree
 
 
@@ -167,7 +167,7 @@ def test_a_release_is_fetched_as_a_wheel_only(
 
     wheel = "vllm-0.16.0-cp38-abi3-manylinux_2_31_x86_64.whl"
     published = {wheel: download.Wheel(f"https://files.example/{wheel}", "0" * 64)}
-    monkeypatch.setattr(download, "published_wheels", lambda version, index: published)
+    monkeypatch.setattr(download, "published_wheels", lambda version, index, package: published)
     monkeypatch.setattr(download.subprocess, "run", fake_run)
     with pytest.raises(download.DownloadError):
         download.fetch_release("0.16.0", cache_root=tmp_path)

@@ -38,7 +38,7 @@ from test_hostile import (  # noqa: F401 (fixtures)
     wheel,
 )
 
-from eagle3lint.engines.vllm import download
+from eagle3lint.sources import wheels as download
 
 PIECE = 64 * 1024
 PAUSE = 0.04
@@ -275,7 +275,7 @@ def test_pips_temporary_files_stay_in_the_staging_folder(
 
     wheel_name = "vllm-0.16.0-cp38-abi3-manylinux_2_31_x86_64.whl"
     published = {wheel_name: download.Wheel(f"https://files.example/{wheel_name}", "0" * 64)}
-    monkeypatch.setattr(download, "published_wheels", lambda version, index: published)
+    monkeypatch.setattr(download, "published_wheels", lambda version, index, package: published)
     monkeypatch.setattr(download.subprocess, "run", fake_run)
     with pytest.raises(download.DownloadError, match="disk full"):
         download.fetch_release("0.16.0", cache_root=tmp_path, progress=True)

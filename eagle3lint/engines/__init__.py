@@ -137,23 +137,33 @@ class Wing(ABC):
     def installed_tree(self) -> Path | None:
         """The installed engine's package folder, located without importing it."""
 
-    @abstractmethod
+    # Releases come from PyPI as the `package` distribution's wheels; a wing whose engine is
+    # published otherwise overrides these four.
     def fetch_release(
         self, version: str, cache_root: Path | None = None, progress: bool = False
     ) -> Path:
         """The package folder of release `version`, fetched (sources only) on first use."""
+        from eagle3lint.sources.wheels import fetch_release
 
-    @abstractmethod
+        return fetch_release(version, cache_root, progress, self.package)
+
     def check_version(self, version: str) -> None:
         """Raise `DownloadError` for what is not a release number of this engine."""
+        from eagle3lint.sources.wheels import check_version
 
-    @abstractmethod
+        check_version(version, self.package)
+
     def is_fetched(self, version: str, cache_root: Path | None = None) -> bool:
         """Whether release `version` is already in the cache (no download needed)."""
+        from eagle3lint.sources.wheels import COMPLETE, release_dir
 
-    @abstractmethod
+        return (release_dir(version, cache_root, self.package) / COMPLETE).is_file()
+
     def list_releases(self, cache_root: Path | None = None) -> list[str]:
         """The releases its package index lists, oldest first."""
+        from eagle3lint.sources.release_index import indexed_releases
+
+        return indexed_releases(cache_root, self.package)
 
     @abstractmethod
     def read_contract(self, index: ProjectIndex, tree: Path, source: str) -> Contract:

@@ -40,28 +40,6 @@ class VllmWing(Wing):
         folder = Path(next(iter(spec.submodule_search_locations)))
         return folder if self.is_tree(folder) else None
 
-    def fetch_release(
-        self, version: str, cache_root: Path | None = None, progress: bool = False
-    ) -> Path:
-        from eagle3lint.engines.vllm.download import fetch_release
-
-        return fetch_release(version, cache_root, progress)
-
-    def check_version(self, version: str) -> None:
-        from eagle3lint.engines.vllm.download import check_version
-
-        check_version(version)
-
-    def is_fetched(self, version: str, cache_root: Path | None = None) -> bool:
-        from eagle3lint.engines.vllm.download import COMPLETE, release_dir
-
-        return (release_dir(version, cache_root) / COMPLETE).is_file()
-
-    def list_releases(self, cache_root: Path | None = None) -> list[str]:
-        from eagle3lint.engines.vllm.releases import indexed_releases
-
-        return indexed_releases(cache_root)
-
     def read_contract(self, index: ProjectIndex, tree: Path, source: str) -> Contract:
         from eagle3lint.engines.vllm.contract.reader import read_contract
 

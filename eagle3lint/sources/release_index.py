@@ -1,6 +1,6 @@
-"""vLLM's final releases on the package index: from `pip index versions vllm` (so pip's own
-index settings apply), kept for an hour in the cache so that a warm matrix does not wait on the
-network."""
+"""An engine's final releases on the package index: from `pip index versions <package>` (so
+pip's own index settings apply), kept for an hour in the cache so that a warm matrix does not
+wait on the network."""
 
 from __future__ import annotations
 
@@ -17,17 +17,19 @@ from packaging.version import InvalidVersion, Version
 from eagle3lint.errors import UsageError
 from eagle3lint.index.cache import default_cache_dir, trusted_folder
 from eagle3lint.sources.files import MAX_CACHE_ENTRY_BYTES, UnreadableSource, read_regular
+from eagle3lint.sources.wheels import label
 from eagle3lint.storage import write_atomically
 from eagle3lint.trust import make_folders
 
 INDEX_TTL = 3600.0
-"""Seconds the package index's list of vLLM releases is reused."""
+"""Seconds the package index's list of releases is reused."""
 _AVAILABLE = re.compile(r"^Available versions:\s*(.+)$", re.MULTILINE)
 
 
-def indexed_releases(cache_root: Path | None = None) -> list[str]:
-    """Every final vLLM release on the package index, oldest first (cached for an hour)."""
-    store = (cache_root or default_cache_dir()) / "matrix" / "vllm-releases.json"
+def indexed_releases(cache_root: Path | None = None, package: str = "vllm") -> list[str]:
+    """Every final release of `package` on the package index, oldest first (cached for an
+    hour)."""
+    store = (cache_root or default_cache_dir()) / "matrix" / f"{package}-releases.json"
     trusted = trusted_folder(store.parent)  # a list others could write could pick releases
     try:
         if trusted:
@@ -36,7 +38,7 @@ def indexed_releases(cache_root: Path | None = None) -> list[str]:
                 return [str(v) for v in data["versions"]]
     except (UnreadableSource, ValueError, KeyError, TypeError, AttributeError, RecursionError):
         pass
-    versions = final_releases(_ask_index())
+    versions = final_releases(_ask_index(package))
     if not trusted:
         return versions
     try:
@@ -61,9 +63,9 @@ def final_releases(versions: list[str]) -> list[str]:
     return sorted(kept, key=Version)
 
 
-def _ask_index() -> list[str]:
+def _ask_index(package: str = "vllm") -> list[str]:
     # Isolated, from an empty folder: a pip.py in the working directory must not run.
-    command = [sys.executable, "-I", "-m", "pip", "index", "versions", "vllm"]
+    command = [sys.executable, "-I", "-m", "pip", "index", "versions", package]
     command += ["--disable-pip-version-check"]
     try:
         with tempfile.TemporaryDirectory() as empty:
@@ -72,14 +74,14 @@ def _ask_index() -> list[str]:
             )
     except subprocess.TimeoutExpired as exc:
         raise UsageError(
-            "listing vLLM releases: the package index did not answer in 2 minutes"
+            f"listing {label(package)} releases: the package index did not answer in 2 minutes"
         ) from exc
     found = _AVAILABLE.search(result.stdout)
     if result.returncode != 0 or found is None:
         lines = (result.stderr or result.stdout).strip().splitlines()
         why = lines[-1] if lines else "pip failed"
         raise UsageError(
-            f"could not list vLLM releases from the package index ({why}); give versions "
-            "one by one (--vllm 0.16.0) or release trees as paths"
+            f"could not list {label(package)} releases from the package index ({why}); give "
+            f"versions one by one (--{package} X.Y.Z) or release trees as paths"
         )
     return [v.strip() for v in found.group(1).split(",") if v.strip()]

@@ -1,12 +1,14 @@
-"""`--vllm X.Y.Z`: a release's Python sources from PyPI, without installing it.
+"""`--vllm X.Y.Z`, `--sglang X.Y.Z`: an engine release's Python sources from PyPI, without
+installing it. Every function takes the engine's distribution name (`package`, `vllm` unless
+given); the sources kept are that package's folder of the wheel.
 
 The release's wheels and their digests are read from PyPI first (the simple API, PEP 691 JSON
 or PEP 503 HTML with `#sha256=` fragments). pip then fetches that one file, by its URL, in an
 isolated interpreter (`python -I`: neither the working directory nor PYTHON* variables can put
 code of theirs on its path), from a temporary working directory, with `--require-hashes`; the
 file it leaves is hashed again before anything is extracted. No other configured index or
-find-links folder is asked for vllm, and a file that is not the published one is refused.
-Only `vllm/**.py` is kept, within caps on size, ratio, entry count and name length, in the
+find-links folder is asked for the package, and a file that is not the published one is refused.
+Only `<package>/**.py` is kept, within caps on size, ratio, entry count and name length, in the
 user's cache folder. Nothing of it is imported or executed.
 
 On a terminal the download shows the bytes done of the size the index publishes (PEP 700; `?`
@@ -65,37 +67,52 @@ MAX_NAME_BYTES = 255
 MAX_PATH_BYTES = 1024
 
 
-def check_version(version: str) -> None:
+LABELS = {"vllm": "vLLM", "sglang": "SGLang"}
+"""How messages name a package's engine."""
+
+
+def label(package: str) -> str:
+    return LABELS.get(package, package)
+
+
+def check_version(version: str, package: str = "vllm") -> None:
     """Refuse what is not a release number (also before it becomes a cache folder name)."""
     if not VERSION.match(version):
-        raise DownloadError(f"{version!r} is not a vLLM version number (expected e.g. 0.16.0)")
+        raise DownloadError(
+            f"{version!r} is not a {label(package)} version number (expected e.g. 0.16.0)"
+        )
 
 
-def release_dir(version: str, cache_root: Path | None = None) -> Path:
-    return (cache_root or default_cache_dir()) / "releases" / version
+def release_dir(version: str, cache_root: Path | None = None, package: str = "vllm") -> Path:
+    """vLLM's releases keep the folder names of the first versions (`releases/0.16.0`);
+    other engines' are named with the package (`releases/sglang-0.5.23`)."""
+    name = version if package == "vllm" else f"{package}-{version}"
+    return (cache_root or default_cache_dir()) / "releases" / name
 
 
 def index_url() -> str:
     return os.environ.get(INDEX_ENV) or DEFAULT_INDEX
 
 
-def fetch_release(version: str, cache_root: Path | None = None, progress: bool = False) -> Path:
-    """The `vllm/` folder of release `version`, downloading it on first use."""
-    check_version(version)
-    target = release_dir(version, cache_root)
+def fetch_release(
+    version: str, cache_root: Path | None = None, progress: bool = False, package: str = "vllm"
+) -> Path:
+    """The `<package>/` folder of release `version`, downloading it on first use."""
+    check_version(version, package)
+    target = release_dir(version, cache_root, package)
     try:
         if (target / COMPLETE).is_file():
             # Folders no one else can write hold files no one else put there (see trust).
-            trust.check_folder(target / "vllm")
+            trust.check_folder(target / package)
             touch(target / COMPLETE)  # least-recently-used pruning (`cachedir`)
-            return target / "vllm"
+            return target / package
         trust.check_folder(target.parent)
         trust.make_folders(target.parent)
         remove_dead_staging(target.parent)  # what killed runs left
         with staging_folder(target.parent, version) as tmp:
-            wheel, digest = _download(version, tmp, progress)
+            wheel, digest = _download(version, tmp, progress, package)
             staging = tmp / "tree"
-            _extract_python(wheel, staging)
+            _extract_python(wheel, staging, package)
             (staging / COMPLETE).write_text(json.dumps({"version": version, "wheel": digest}))
             try:
                 os.replace(staging, target)
@@ -106,16 +123,16 @@ def fetch_release(version: str, cache_root: Path | None = None, progress: bool =
                     os.replace(staging, target)
     except UnusableCache as exc:
         raise DownloadError(
-            f"cannot keep vllm=={version} in the cache folder {target.parent}: {exc}"
+            f"cannot keep {package}=={version} in the cache folder {target.parent}: {exc}"
         ) from exc
     except trust.UntrustedCache as exc:
         raise DownloadError(str(exc)) from exc
     except OSError as exc:
         raise DownloadError(
-            f"cannot keep vllm=={version} in the cache folder {target.parent}: "
+            f"cannot keep {package}=={version} in the cache folder {target.parent}: "
             f"{exc.strerror or exc}. Set EAGLE3LINT_CACHE_DIR to a writable folder."
         ) from exc
-    return target / "vllm"
+    return target / package
 
 
 class _Links(HTMLParser):
@@ -137,8 +154,10 @@ class _Links(HTMLParser):
         self._href = None
 
 
-_RELEASE_FILE = re.compile(r"vllm-(\d[^-]*?)(?:-|\.tar\.gz$|\.zip$)")
-"""The release a file of the index is of (`vllm-0.16.0-cp38-abi3-….whl`, `vllm-0.16.0.tar.gz`)."""
+def _release_file(package: str) -> re.Pattern[str]:
+    """The release a file of the index is of (`vllm-0.16.0-cp38-abi3-….whl`,
+    `vllm-0.16.0.tar.gz`)."""
+    return re.compile(rf"{re.escape(package)}-(\d[^-]*?)(?:-|\.tar\.gz$|\.zip$)")
 
 
 class Wheel(NamedTuple):
@@ -153,9 +172,10 @@ Published = dict[str, Wheel]
 """Wheel file name → (absolute URL, sha256)."""
 
 
-def published_wheels(version: str, index: str) -> Published:
-    """The wheels of release `version` of vllm that `index` lists, with their digests."""
-    url = f"{index.rstrip('/')}/vllm/"
+def published_wheels(version: str, index: str, package: str = "vllm") -> Published:
+    """The wheels of release `version` of `package` that `index` lists, with their digests."""
+    url = f"{index.rstrip('/')}/{package}/"
+    engine = label(package)
     request = urllib.request.Request(
         url, headers={"Accept": "application/vnd.pypi.simple.v1+json, text/html;q=0.1"}
     )
@@ -166,15 +186,15 @@ def published_wheels(version: str, index: str) -> Published:
             base = response.geturl()
     except urllib.error.URLError as exc:
         if not isinstance(exc, urllib.error.HTTPError) and isinstance(exc.reason, OSError):
-            raise DownloadError(offline(version)) from exc  # no connection was made
+            raise DownloadError(offline(version, package)) from exc  # no connection was made
         raise DownloadError(
-            f"could not read the published digests of vllm at {url} ({exc}). Point eagle3lint "
-            "at a vLLM checkout instead, or run again when the index is reachable."
+            f"could not read the published digests of {package} at {url} ({exc}). Point "
+            f"eagle3lint at a {engine} checkout instead, or run again when the index is reachable."
         ) from exc
     except (OSError, ValueError) as exc:
         raise DownloadError(
-            f"could not read the published digests of vllm at {url} ({exc}). Point eagle3lint "
-            "at a vLLM checkout instead, or run again when the index is reachable."
+            f"could not read the published digests of {package} at {url} ({exc}). Point "
+            f"eagle3lint at a {engine} checkout instead, or run again when the index is reachable."
         ) from exc
     if len(page) > MAX_INDEX_PAGE:
         raise DownloadError(f"{url} is larger than any package index page")
@@ -185,7 +205,7 @@ def published_wheels(version: str, index: str) -> Published:
             parser = _Links()
             parser.feed(page.decode("utf-8", "replace"))
             files = parser.files
-        prefix = f"vllm-{version}-"
+        prefix = f"{package}-{version}-"
         wheels = {
             f["filename"]: Wheel(
                 urllib.parse.urljoin(base, f["url"]),
@@ -205,11 +225,13 @@ def published_wheels(version: str, index: str) -> Published:
             match[1]
             for f in files
             if isinstance(f, dict) and isinstance(f.get("filename"), str)
-            if (match := _RELEASE_FILE.match(f["filename"]))
+            if (match := _release_file(package).match(f["filename"]))
         }
         if version not in versions:
-            raise DownloadError(not_on_index(version, sorted(versions)))
-        raise DownloadError(f"{index} publishes no wheel of vllm=={version} with a sha256 digest")
+            raise DownloadError(not_on_index(version, sorted(versions), package))
+        raise DownloadError(
+            f"{index} publishes no wheel of {package}=={version} with a sha256 digest"
+        )
     return wheels
 
 
@@ -219,10 +241,10 @@ def _preferred(wheels: Published) -> str:
     return min(wheels, key=lambda name: ("x86_64" not in name, "none-any" not in name, name))
 
 
-def _download(version: str, into: Path, progress: bool) -> tuple[Path, str]:
+def _download(version: str, into: Path, progress: bool, package: str) -> tuple[Path, str]:
     """The wheel of `version` and its sha256, verified against the published digests."""
     index = index_url()
-    wheels = published_wheels(version, index)
+    wheels = published_wheels(version, index, package)
     name = _preferred(wheels)
     url, expected, size = wheels[name]
     work = into / "pip"
@@ -231,8 +253,8 @@ def _download(version: str, into: Path, progress: bool) -> tuple[Path, str]:
     work.mkdir()
     dest.mkdir()
     scratch.mkdir()
-    # The exact file, by URL: no other index or find-links folder is asked for vllm.
-    (work / "requirements.txt").write_text(f"vllm @ {url} --hash=sha256:{expected}\n")
+    # The exact file, by URL: no other index or find-links folder is asked for the package.
+    (work / "requirements.txt").write_text(f"{package} @ {url} --hash=sha256:{expected}\n")
     command = [
         sys.executable,
         "-I",  # no working directory, user site or PYTHON* variables on pip's path
@@ -254,21 +276,25 @@ def _download(version: str, into: Path, progress: bool) -> tuple[Path, str]:
     env = {**os.environ, "TMPDIR": str(scratch)}
     run = {"capture_output": True, "text": True, "check": False, "cwd": work, "env": env}
     if progress:
-        with _DownloadLine(f"Downloading vllm=={version}", size, [scratch, dest]):
+        with _DownloadLine(f"Downloading {package}=={version}", size, [scratch, dest]):
             result = subprocess.run(command, **run)  # type: ignore[call-overload]
     else:
         result = subprocess.run(command, **run)  # type: ignore[call-overload]
     if result.returncode != 0:
-        raise DownloadError(_pip_failure(version, url, result.stderr or result.stdout or ""))
+        raise DownloadError(
+            _pip_failure(version, url, result.stderr or result.stdout or "", package)
+        )
     archives = sorted(dest.iterdir())
     if len(archives) != 1:
-        raise DownloadError(f"pip left {len(archives)} files instead of the vllm=={version} wheel")
+        raise DownloadError(
+            f"pip left {len(archives)} files instead of the {package}=={version} wheel"
+        )
     archive = archives[0]
     digest = _sha256(archive)
     if digest != expected:
         raise DownloadError(
             f"{archive.name} (sha256 {digest}) is not the wheel {index} publishes for "
-            f"vllm=={version} (sha256 {expected}): refused"
+            f"{package}=={version} (sha256 {expected}): refused"
         )
     return archive, digest
 
@@ -380,47 +406,47 @@ OFFLINE_MARKERS = (
 AVAILABLE = re.compile(r"\(from versions: ([^)]*)\)")
 
 
-def _pip_failure(version: str, url: str, pip_output: str) -> str:
+def _pip_failure(version: str, url: str, pip_output: str, package: str) -> str:
     """`download_failure`, or that the file served is not the published one."""
     if "DO NOT MATCH THE HASHES" in pip_output:
         return (
-            f"could not download vllm=={version}: the file served at {url} is not the wheel the "
-            "index publishes"
+            f"could not download {package}=={version}: the file served at {url} is not the "
+            "wheel the index publishes"
         )
-    return download_failure(version, pip_output)
+    return download_failure(version, pip_output, package)
 
 
-def download_failure(version: str, pip_output: str) -> str:
-    """Why `pip download vllm==X` failed, in words that say what happened: offline, a version
+def download_failure(version: str, pip_output: str, package: str = "vllm") -> str:
+    """Why `pip download <package>==X` failed, in words that say what happened: offline, a version
     the index does not have (naming the newest it has), or pip's own last line."""
     if any(marker in pip_output for marker in OFFLINE_MARKERS):
-        return offline(version)
+        return offline(version, package)
     listed = AVAILABLE.search(pip_output)
     if listed is not None or "No matching distribution found" in pip_output:
         return not_on_index(
-            version, [v.strip() for v in listed.group(1).split(",")] if listed else []
+            version, [v.strip() for v in listed.group(1).split(",")] if listed else [], package
         )
     lines = pip_output.strip().splitlines()
-    return f"could not download vllm=={version}: {lines[-1] if lines else 'pip failed'}"
+    return f"could not download {package}=={version}: {lines[-1] if lines else 'pip failed'}"
 
 
-def offline(version: str) -> str:
+def offline(version: str, package: str = "vllm") -> str:
     return (
-        f"could not download vllm=={version}: offline (PyPI could not be reached). Point "
-        "eagle3lint at a vLLM checkout instead, or run again when PyPI is reachable."
+        f"could not download {package}=={version}: offline (PyPI could not be reached). Point "
+        f"eagle3lint at a {label(package)} checkout instead, or run again when PyPI is reachable."
     )
 
 
-def not_on_index(version: str, versions: list[str]) -> str:
+def not_on_index(version: str, versions: list[str], package: str = "vllm") -> str:
     """A version the index does not have, naming the newest release it does have."""
     releases = [v for v in versions if re.fullmatch(r"\d+(\.\d+)*", v)]
     newest = max(releases, key=lambda v: tuple(int(x) for x in v.split(".")), default=None)
     where = f"; the newest release there is {newest}" if newest else ""
-    return f"vLLM {version} is not on PyPI (the index answered{where})"
+    return f"{label(package)} {version} is not on PyPI (the index answered{where})"
 
 
-def _extract_python(archive: Path, into: Path) -> None:
-    """Keep only `vllm/**.py`, refusing unsafe or oversized members."""
+def _extract_python(archive: Path, into: Path, package: str = "vllm") -> None:
+    """Keep only `<package>/**.py`, refusing unsafe or oversized members."""
     if archive.suffix != ".whl":
         raise DownloadError(f"{archive.name} is not a wheel; only wheels are supported")
     try:
@@ -428,13 +454,13 @@ def _extract_python(archive: Path, into: Path) -> None:
             members = wheel.infolist()
             if len(members) > MAX_ENTRIES:
                 raise DownloadError(f"{archive.name} lists {len(members)} entries: refused")
-            wanted = [m for m in members if _wanted(m.filename)]
+            wanted = [m for m in members if _wanted(m.filename, package)]
             names = [m.filename for m in wanted]
             if len(set(names)) != len(names):
                 twice = next(n for n in names if names.count(n) > 1)
                 raise DownloadError(f"{archive.name} lists {twice} twice: refused")
             if not wanted:
-                raise DownloadError(f"{archive.name} holds no vllm/ Python sources")
+                raise DownloadError(f"{archive.name} holds no {package}/ Python sources")
             total = 0
             for member in wanted:
                 total += _extract_member(wheel, member, into, MAX_TOTAL_BYTES - total)
@@ -447,9 +473,10 @@ def _extract_python(archive: Path, into: Path) -> None:
         ) from exc
 
 
-def _wanted(name: str) -> bool:
-    """A `vllm/**.py` member with a safe path (no `..`, not absolute, names of sane length)."""
-    if not (name.startswith("vllm/") and name.endswith(".py")) or "\\" in name:
+def _wanted(name: str, package: str = "vllm") -> bool:
+    """A `<package>/**.py` member with a safe path (no `..`, not absolute, names of sane
+    length)."""
+    if not (name.startswith(f"{package}/") and name.endswith(".py")) or "\\" in name:
         return False
     parts = name.split("/")
     if any(part in ("", ".", "..") for part in parts):
