@@ -1,4 +1,5 @@
-"""The era fixtures: one small fake vLLM tree per EAGLE-3 contract era, checked end to end.
+"""The era fixtures: one small fake vLLM tree per EAGLE-3 contract era (and two SGLang trees:
+0.5.8's unguarded and bare capture calls, 0.5.23's gate), checked end to end.
 
 `fixtures/eras/<era>/vllm` is shaped like one release (0.16.0 stub protocol, 0.18.0 mixin and
 default bodies, 0.22.0 without the model-type gate, 0.33.0 with per-platform model families).
@@ -64,12 +65,13 @@ def describe(target: dict[str, Any]) -> str:
 @pytest.mark.parametrize("era", ERAS)
 def test_report_shape(era: str) -> None:
     report = era_report(era)
-    assert {"eagle3lint", "vllm", "targets", "errors"} <= report.keys()
-    assert {"root", "version", "contract"} <= report["vllm"].keys()
-    version_file = (ERAS_DIR / era / "vllm" / "_version.py").read_text()
+    engine = "vllm" if (ERAS_DIR / era / "vllm").is_dir() else "sglang"
+    assert {"eagle3lint", engine, "targets", "errors"} <= report.keys()
+    assert {"root", "version", "contract"} <= report[engine].keys()
+    version_file = (ERAS_DIR / era / engine / "_version.py").read_text()
     version = re.search(r"__version__ = version = ['\"]([^'\"]+)", version_file)
     assert version is not None
-    assert report["vllm"]["version"] == version.group(1)
+    assert report[engine]["version"] == version.group(1)
     assert report["errors"] == [], report["errors"]
     for target in report["targets"]:
         assert target.keys() >= TARGET_KEYS, target.keys()

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from eagle3lint.engine import CheckOptions, run_check
+from eagle3lint.engines import wings
 from eagle3lint.findings import Finding
 from eagle3lint.fixer import run_fix
 from eagle3lint.rule import Example, Expected, Rule, load_rules
@@ -34,7 +35,8 @@ def example_tree(example: Example, tmp_path: Path, select: list[str]) -> tuple[P
     wanted)."""
     tree = tmp_path / example.era
     shutil.copytree(ERAS / example.era, tree)
-    model = tree / "vllm" / "model_executor" / "models" / "rule_example.py"
+    [wing] = [w for w in wings() if (tree / w.package).is_dir()]
+    model = tree.joinpath(*wing.models_package.split("."), "rule_example.py")
     model.write_text(example.source.lstrip(), encoding="utf-8")
     options = CheckOptions(
         paths=[model], model_type=example.model_type, use_cache=False, require=["*"], select=select

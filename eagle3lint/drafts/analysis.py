@@ -27,12 +27,12 @@ from eagle3lint.engines.vllm.contract.drafter import (
 )
 from eagle3lint.engines.vllm.contract.method_choice import DraftSeen, Resolution
 from eagle3lint.engines.vllm.contract.model import REGISTRY, V1
-from eagle3lint.engines.vllm.contract.source_text import function_named
 from eagle3lint.engines.vllm.names import LANGUAGE_MODEL_ATTR
 from eagle3lint.engines.vllm.targets import Target
 from eagle3lint.index.model import DictEntry
 from eagle3lint.index.project import ProjectIndex
 from eagle3lint.sources.files import UnreadableSource, read_source_bytes
+from eagle3lint.sources.source_text import function_named
 
 PP_RELAY_FLAG = "supports_aux_hidden_states_over_pp"
 DRAFTER_FAMILIES = ("Eagle3", "DFlash", "DSpark")

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from eagle3lint.index.refs import ClassRef
 
 ENTRY_POINT_GROUP = "eagle3lint.engines"
-BUILTIN = ("eagle3lint.engines.vllm.wing:WING",)
+BUILTIN = ("eagle3lint.engines.vllm.wing:WING", "eagle3lint.engines.sglang.wing:WING")
 
 
 class Role(StrEnum):
@@ -133,9 +133,18 @@ class Wing(ABC):
         """The entry of tree `folder` whose writer decides whether the tree may be trusted."""
         return folder / self.tree_marker.split("/", 1)[0]
 
-    @abstractmethod
     def installed_tree(self) -> Path | None:
         """The installed engine's package folder, located without importing it."""
+        import importlib.util
+
+        try:
+            spec = importlib.util.find_spec(self.package)
+        except (ImportError, ValueError):
+            return None
+        if spec is None or not spec.submodule_search_locations:
+            return None
+        folder = Path(next(iter(spec.submodule_search_locations)))
+        return folder if self.is_tree(folder) else None
 
     # Releases come from PyPI as the `package` distribution's wheels; a wing whose engine is
     # published otherwise overrides these four.

@@ -55,7 +55,7 @@ def extractor_fingerprint() -> str:
         "engines/vllm/contract/drafter.py",
         "engines/vllm/contract/drafter_class.py",
         "engines/vllm/contract/method_choice.py",
-        "engines/vllm/contract/source_text.py",
+        "sources/source_text.py",
         "engines/vllm/names.py",
         *sorted(f"shapes/{path.name}" for path in (package / "shapes").glob("*.py")),
     ):

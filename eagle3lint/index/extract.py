@@ -224,6 +224,17 @@ class _FileBuilder:
         if target is not None:
             for name in names:
                 self.summary.aliases[name] = target
+        if isinstance(value, cst.List | cst.Tuple) and value.elements:
+            items = [dotted(e.value) for e in value.elements if isinstance(e, cst.Element)]
+            if len(items) == len(value.elements) and all(items):
+                line = self.classes.locator.find("", names[0], self.classes.last_line)[0]
+                for name in names:
+                    self.summary.name_lists[name] = [i for i in items if i]
+                    self.summary.name_lines[name] = line
+        elif target is not None:
+            line = self.classes.locator.find("", names[0], self.classes.last_line)[0]
+            for name in names:
+                self.summary.name_lines[name] = line
         if isinstance(value, cst.Dict):
             self._lazy_exports(value)
             literal = _registry_dict(value)

@@ -150,6 +150,9 @@ def _method(node: cst.FunctionDef, line: int, column: int) -> MethodSummary:
     method = MethodSummary(
         name=node.name.value, line=line, column=column, is_stub=is_stub_body(node.body)
     )
+    params = node.params
+    positional = [*params.posonly_params, *params.params][1:]  # after `self`
+    method.required_args = sum(p.default is None for p in [*positional, *params.kwonly_params])
     # Asserts before the call (Llama 4's `assert hasattr(self.language_model, ...)`) do not
     # change what the method does when it runs.
     own = [

@@ -19,7 +19,8 @@ from libcst.metadata import MetadataWrapper, PositionProvider
 
 
 class HeaderLocator:
-    """Finds `class NAME` / `def NAME` header lines in document order."""
+    """Finds `class NAME` / `def NAME` header lines (and, with keyword `""`, module-level
+    `NAME =` assignments) in document order."""
 
     def __init__(self, source: str) -> None:
         self._source = source
@@ -44,7 +45,12 @@ class HeaderLocator:
         headers = self._headers.get(keyword)
         if headers is None:
             headers = self._headers[keyword] = {}
-            pattern = re.compile(rf"^([ \t]*)(?:async[ \t]+)?{keyword}[ \t]+(\w+)", re.MULTILINE)
+            # No keyword: a module-level assignment `NAME = ...` (or `NAME: T = ...`).
+            pattern = (
+                re.compile(rf"^([ \t]*)(?:async[ \t]+)?{keyword}[ \t]+(\w+)", re.MULTILINE)
+                if keyword
+                else re.compile(r"^()(\w+)[ \t]*(?::[^=\n]*)?=(?!=)", re.MULTILINE)
+            )
             for match in pattern.finditer(self._source):
                 line = bisect.bisect_right(self._line_starts, match.start())
                 column = len(match.group(1).expandtabs())

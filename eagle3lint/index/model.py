@@ -21,7 +21,7 @@ from eagle3lint.shapes.model import LayerConvention, LayerLoop
 
 T = TypeVar("T")
 
-SUMMARY_FORMAT = 12
+SUMMARY_FORMAT = 13
 """Bumped whenever the shape or meaning of a summary changes: old cache entries are then ignored."""
 
 
@@ -57,6 +57,8 @@ class MethodSummary:
     """Names of `self.<name>(...)` calls in the body."""
     returns_call: str | None = None
     """Dotted callee of the first `return <callee>(...)` (factory methods such as `_init_model`)."""
+    required_args: int = 0
+    """Parameters after `self` without a default: what a call must pass."""
 
 
 @dataclass(slots=True)
@@ -242,6 +244,10 @@ class FileSummary:
     """Class factories defined at module level, by function name."""
     class_maps: dict[str, list[str]] = field(default_factory=dict)
     """Module-level dicts whose values are all names (`{"attention": AttentionLayer, ...}`)."""
+    name_lists: dict[str, list[str]] = field(default_factory=dict)
+    """Module-level lists and tuples whose items are all names (SGLang's `EntryClass = [A, B]`),
+    with `name_lines` the line of each such assignment."""
+    name_lines: dict[str, int] = field(default_factory=dict)
     bodies: list[BodySpan] = field(default_factory=list)
     """Where the bodies of the top-level classes are, for those that can be left unread
     (`index.skim`); empty in a summary of every class."""

@@ -3,7 +3,6 @@ and contract, and how its registry entries become targets."""
 
 from __future__ import annotations
 
-import importlib.util
 import re
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -29,16 +28,6 @@ class VllmWing(Wing):
     registry_module = REGISTRY
     models_package = MODELS_PACKAGE
     tree_marker = "model_executor/models"
-
-    def installed_tree(self) -> Path | None:
-        try:
-            spec = importlib.util.find_spec(self.package)
-        except (ImportError, ValueError):
-            return None
-        if spec is None or not spec.submodule_search_locations:
-            return None
-        folder = Path(next(iter(spec.submodule_search_locations)))
-        return folder if self.is_tree(folder) else None
 
     def read_contract(self, index: ProjectIndex, tree: Path, source: str) -> Contract:
         from eagle3lint.engines.vllm.contract.reader import read_contract

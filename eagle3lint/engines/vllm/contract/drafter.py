@@ -34,14 +34,14 @@ from eagle3lint.engines.vllm.contract.method_choice import (
     speculator_config_files,
 )
 from eagle3lint.engines.vllm.contract.model import PROPOSER_FILES
-from eagle3lint.engines.vllm.contract.source_text import (
+from eagle3lint.index.cache import SummaryCache, content_key
+from eagle3lint.sources.files import UnreadableSource, read_source_bytes
+from eagle3lint.sources.source_text import (
     function_around,
     function_named,
     line_at,
     strip_comments,
 )
-from eagle3lint.index.cache import SummaryCache, content_key
-from eagle3lint.sources.files import UnreadableSource, read_source_bytes
 
 EAGLE_CONFIG = "transformers_utils/configs/eagle.py"
 SPECULATORS_ALGOS = "transformers_utils/configs/speculators/algos.py"

@@ -9,7 +9,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from eagle3lint.engines.vllm.contract.source_text import (
+from eagle3lint.sources.source_text import (
     function_around,
     function_named,
     strip_comments,

@@ -19,9 +19,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from eagle3lint.engines.vllm.contract.source_text import function_around
 from eagle3lint.errors import UnreadableSource
 from eagle3lint.sources.files import check_syntax
+from eagle3lint.sources.source_text import function_around
 
 SPECULATIVE = "config/speculative.py"
 SPECULATOR_CONFIG = "v1/worker/gpu/spec_decode/speculator_config.py"

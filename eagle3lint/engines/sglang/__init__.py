@@ -1,0 +1,2 @@
+"""SGLang behind the engine face (the second engine): its tree, releases, registry, contract
+and targets."""

@@ -1,0 +1,125 @@
+"""An SGLang architecture as the engine builds it: the registered class, its MRO, and the
+duck-typed EAGLE-3 facts the contract asks about (the capture method, the embedding/head
+accessor), found where Python would find them: in the first class of the MRO that defines
+the name."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import cached_property
+
+from eagle3lint.engines import Role
+from eagle3lint.engines.sglang.contract import SglangContract
+from eagle3lint.index.model import MethodSummary
+from eagle3lint.index.project import ProjectIndex
+from eagle3lint.index.refs import ClassRef, ExternalRef
+
+DRAFT_NAME = re.compile(
+    r"(ForCausalLMEagle3?|Eagle3?$|^Eagle3[A-Z]|NextN$|MTP$|MTPHead$|DSpark|DFlash|DraftModel"
+    r"|Assistant|Medusa)"
+)
+"""How SGLang names the draft architectures its EAGLE, MTP, DFlash and DSpark workers load
+(`LlamaForCausalLMEagle3`, `DeepseekV3ForCausalLMNextN`, `Qwen3NextForCausalLMMTP`); the
+registry does not mark them, the server's speculative options choose them. `Eagle2_5_VL…`, a
+vision-language target, does not match."""
+
+
+@dataclass(frozen=True, slots=True)
+class Found:
+    """A name the target has: the class of its MRO that defines it, and the method (None for
+    a class attribute bound to something else, such as another class's function)."""
+
+    owner: ClassRef
+    method: MethodSummary | None
+
+    @property
+    def is_stub(self) -> bool:
+        return self.method is not None and self.method.is_stub
+
+
+@dataclass(eq=False)
+class SglangTarget:
+    """One registered architecture of an SGLang tree."""
+
+    arch: str
+    ref: ClassRef
+    index: ProjectIndex
+    contract: SglangContract
+    registered: bool = True
+    variant: str | None = None
+    pp_aux_relay: bool | None = None
+    runner_choices: tuple[str, ...] = ()
+
+    def off_runner_note(self, runners: tuple[str, ...]) -> str:
+        return ""  # one model runner: no finding is off its path
+
+    @cached_property
+    def mro(self) -> list[ClassRef | ExternalRef]:
+        return self.index.mro(self.ref)
+
+    def lookup(self, name: str) -> Found | None:
+        """Where attribute `name` of an instance comes from, among the analysed classes (an
+        `nn.Module`'s own attributes are parameters and submodules, never these methods)."""
+        for entry in self.mro:
+            if not isinstance(entry, ClassRef):
+                continue
+            if name in entry.cls.methods:
+                return Found(entry, entry.cls.methods[name])
+            if name in entry.cls.attrs:
+                return Found(entry, None)
+        return None
+
+    @cached_property
+    def capture(self) -> Found | None:
+        method = self.contract.capture_method
+        return self.lookup(method) if method else None
+
+    @cached_property
+    def embed_head(self) -> Found | None:
+        return next(
+            (found for name in self.contract.embed_head if (found := self.lookup(name))), None
+        )
+
+    @cached_property
+    def role(self) -> Role:
+        if self.arch in self.contract.pooling:
+            return Role.POOLING
+        if self.arch in self.contract.drafts or DRAFT_NAME.search(self.arch):
+            return Role.DRAFT
+        return Role.TARGET
+
+    @property
+    def claims_eagle3(self) -> bool:
+        """It has the capture method: its code means to serve EAGLE-3 (a class without it is
+        only not capable)."""
+        return self.capture is not None
+
+    @property
+    def implements_eagle3(self) -> bool:
+        capture = self.capture
+        embed_head = not self.contract.embed_head or self.embed_head is not None
+        return capture is not None and not capture.is_stub and embed_head
+
+    @cached_property
+    def is_module(self) -> bool:
+        return any(
+            isinstance(e, ExternalRef) and e.text.split(".")[-1] == "Module" for e in self.mro
+        )
+
+    def modules(self) -> set[str]:
+        return {e.file.module for e in self.mro if isinstance(e, ClassRef)}
+
+    def depends_on(self) -> set[str]:
+        """`modules()` and the modules their files import (a base that does not parse still
+        decides the verdict)."""
+        found = self.modules()
+        for module in list(found):
+            summary = self.index.summary(module)
+            for local in summary.imports if summary else ():
+                ref = self.index.imported(summary, local)
+                if ref is not None:
+                    found.add(ref.module)
+                    if ref.name:
+                        found.add(f"{ref.module}.{ref.name}")
+        return found
