@@ -165,11 +165,17 @@ class CodeEntry:
     code: Code
     rule: str
     plugin: str
+    engines: tuple[str, ...] = ("vllm",)
+    """The engines whose targets the rule judges (the tool's own codes: vLLM's wording)."""
 
 
 def all_codes() -> list[CodeEntry]:
     """The codes of every installed rule, then the tool's own, in a stable order."""
-    entries = [CodeEntry(code, cls.slug, cls.plugin) for cls in load_rules() for code in cls.codes]
+    entries = [
+        CodeEntry(code, cls.slug, cls.plugin, tuple(cls.engines))
+        for cls in load_rules()
+        for code in cls.codes
+    ]
     entries += [
         CodeEntry(code, rule, TOOL_PLUGIN) for rule, codes in TOOL_CODES.items() for code in codes
     ]

@@ -192,7 +192,7 @@ def _fix_plan(
         ],
         workspace,
         index,
-        options.vllm_version,
+        options.release,
         excluder.excludes if excluder else None,
     )
 

@@ -9,7 +9,8 @@ DOCS_URL = "https://github.com/eagle3lint/eagle3lint/blob/main/docs/rules"
 
 
 def explanation_markdown(entry: CodeEntry) -> str:
-    """One code's page: what it checks, what vLLM does, its error, releases, example, fix."""
+    """One code's page: what it checks, what the engine does, its error, releases, example,
+    fix."""
     code = entry.code
     fixable = "yes (`eagle3lint fix`)" if code.fixable else "no"
     lines = [
@@ -25,7 +26,7 @@ def explanation_markdown(entry: CodeEntry) -> str:
     if explain is None:
         return "\n".join([*lines, "", "No longer explanation is available for this code.", ""])
     sections = [
-        ("What vLLM does at run time", explain.runtime),
+        (f"What {_engine_label(entry.engines)} does at run time", explain.runtime),
         ("The error", explain.error),
         ("Releases affected", explain.releases),
         ("Example", _fenced(explain.example, explain.language)),
@@ -48,6 +49,18 @@ rewrite safely, another blocker of the target with no automatic fix, a file in a
 release or excluded by the configuration, or a rewrite that would not compile or would leave
 a name undefined.
 """
+
+
+def _engine_label(engines: tuple[str, ...]) -> str:
+    from eagle3lint.engines import wing_named
+
+    labels = []
+    for name in engines:
+        try:
+            labels.append(wing_named(name).label)
+        except KeyError:  # a plugin's engine that is not installed
+            labels.append(name)
+    return " and ".join(labels) or "the engine"
 
 
 def _fenced(code: str, language: str) -> str:

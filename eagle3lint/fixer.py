@@ -157,10 +157,11 @@ def run_fix(options: CheckOptions, diff: bool = False, recover: bool = False) ->
     first = run_check(options)
     release = first.workspace.tree
     # Out-of-tree files checked against a cached release may be fixed; the release itself not.
-    cached = release.resolve() if options.vllm_version and release is not None else None
+    cached = release.resolve() if options.release and release is not None else None
     if cached is not None and not diff and not recover and not first.workspace.files:
         raise UsageError(
-            f"--vllm {options.vllm_version} is a cached copy of a release, which is not yours "
+            f"--{options.release_engine} {options.release} is a cached copy of a release, which "
+            "is not yours "
             "to edit: add --diff to see the changes, or run fix on a checkout or a copy of "
             "the sources."
         )

@@ -25,14 +25,15 @@ _CAPTURE_RUNTIME = (
     "`model.set_eagle3_layers_to_capture(layer_ids)` on the target right after loading its "
     "weights, before the CUDA graphs are captured; the method turns on the capture of the "
     "chosen layers' hidden states in the decoder's forward. SGLang has no protocol class: the "
-    "method is looked up on the instance (`hasattr` in 0.5.2x, a plain call before)."
+    "method is looked up on the instance (behind `hasattr` in 0.5.23, a plain call in 0.5.20 "
+    "and earlier)."
 )
 
 _SGL101 = Explanation(
     runtime=_CAPTURE_RUNTIME,
     error="```text\nValueError: Model LlamaForCausalLM does not implement "
     "set_eagle3_layers_to_capture, which EAGLE3 aux hidden-state capture requires.\n```\n"
-    "(0.5.2x); before, `AttributeError: 'X' object has no attribute "
+    "(0.5.23); in 0.5.20 and earlier, `AttributeError: 'X' object has no attribute "
     "'set_eagle3_layers_to_capture'`. Either after the whole weight load.",
     releases="Every SGLang release with EAGLE-3 (the method's name has not changed).",
     example="""\
@@ -58,7 +59,7 @@ class MyModelForCausalLM(nn.Module):
 _SGL102 = Explanation(
     runtime="The EAGLE-3 draft worker shares the target's input embedding (and, for heads "
     "that ask, its LM head) with the draft model: it calls `target.get_embed_and_head()` "
-    "(0.5.2x: `get_embed_and_head_for_draft(...)` when the target has it) while the draft is "
+    "(0.5.23: `get_embed_and_head_for_draft(...)` when the target has it) while the draft is "
     "set up, after both models are loaded.",
     error="```text\nAttributeError: 'Qwen2MoeForCausalLM' object has no attribute "
     "'get_embed_and_head'\n```",
@@ -96,13 +97,13 @@ class MyModelForCausalLM(nn.Module):
 )
 
 _SGL104 = Explanation(
-    runtime="Releases up to 0.5.1x also call the capture method with no argument: the model "
+    runtime="Releases up to 0.5.10 also call the capture method with no argument: the model "
     "runner when it captures CUDA graphs (`cuda_graph_runner.py`) and in its dummy run, so that "
     "the graphs hold the capture path with the model's default layers.",
     error="```text\nTypeError: MyModelForCausalLM.set_eagle3_layers_to_capture() missing 1 "
     "required positional argument: 'layer_ids'\n```\nwhen the CUDA graphs are captured.",
-    releases="The releases whose runner calls the method bare (0.5.8 to 0.5.1x; `check` reads "
-    "the calls from the tree).",
+    releases="The releases whose runner calls the method bare: 0.5.8 and 0.5.10 among those "
+    "read (0.5.12 passes the layer ids everywhere); `check` reads the calls from the tree.",
     example="""\
 class MyModelForCausalLM(nn.Module):
     def set_eagle3_layers_to_capture(self, layer_ids: List[int]): ...
@@ -171,7 +172,9 @@ class SglangTargetContract(Rule):
         Example(
             era="s2_gate",
             expect=(
-                Expected("SGL101", line=4, message="stops with ValueError: Model NoCaptureForCausalLM"),
+                Expected(
+                    "SGL101", line=4, message="stops with ValueError: Model NoCaptureForCausalLM"
+                ),
                 Expected("SGL102", line=4, message="get_embed_and_head_for_draft()"),
             ),
             source="""
@@ -288,4 +291,6 @@ EntryClass = StubForCausalLM
 
 def _first(calls: tuple[CallSite, ...]) -> str:
     return str(calls[0]) if calls else "the model runner"
+
+
 RULES = [SglangTargetContract]

@@ -34,7 +34,7 @@ def pytest_itemcollected(item: pytest.Item) -> None:
     tests/e2e/ (vLLM's CPU build running models) is `e2e`; markers written on a test may only
     raise its tier."""
     needs = {mark.name for mark in item.iter_markers() if mark.name in TIERS}
-    if "vllm_release" in getattr(item, "fixturenames", ()):
+    if {"vllm_release", "sglang_release"} & set(getattr(item, "fixturenames", ())):
         needs.add("release")
     if RUNTIME_TESTS in item.path.parents:
         needs.add("runtime")
@@ -84,6 +84,17 @@ def vllm_release(release_cache: Path) -> Callable[[str], Path]:
 
     def get(version: str) -> Path:
         return fetch_release(version, release_cache)
+
+    return get
+
+
+@pytest.fixture(scope="session")
+def sglang_release(release_cache: Path) -> Callable[[str], Path]:
+    """`sglang_release("0.5.23")` → the SGLang release's `sglang/` folder (downloaded on first
+    use, from the wheel's Python sources)."""
+
+    def get(version: str) -> Path:
+        return fetch_release(version, release_cache, package="sglang")
 
     return get
 

@@ -18,7 +18,9 @@ from eagle3lint.sources.walk import Excluder
 @dataclass
 class CheckOptions:
     paths: list[Path] = field(default_factory=list)
-    vllm_version: str | None = None
+    release: str | None = None
+    """A release to check from PyPI (`--vllm X.Y.Z`, `--sglang X.Y.Z`), of `release_engine`."""
+    release_engine: str = "vllm"
     archs: list[str] = field(default_factory=list)
     require: list[str] = field(default_factory=list)
     """Architectures (or class names) that must be EAGLE-3 ready whether or not their code
@@ -52,10 +54,11 @@ def discover_for(options: CheckOptions) -> Workspace:
     """What the options' paths mean (see `sources.discovery`)."""
     return discover(
         options.paths,
-        options.vllm_version,
+        options.release,
         excluder_for(options),
         options.progress,
         options.respect_gitignore,
+        options.release_engine,
     )
 
 

@@ -169,6 +169,7 @@ class View:
 
 _FLAGS = (
     ("vllm", "--vllm"),
+    ("sglang", "--sglang"),
     ("arch", "--arch"),
     ("hf_config", "--hf-config"),
     ("model_type", "--model-type"),
@@ -199,7 +200,7 @@ def _invocation(
     return Invocation(
         Arguments(again, tuple(str(p) for p in given.paths or ())),
         Arguments(_options(args, FIX_ARGS), tuple(paths)),
-        options.vllm_version if not options.paths else None,
+        options.release if not options.paths else None,
     )
 
 

@@ -44,6 +44,10 @@ VllmOpt = Annotated[
     str | None,
     typer.Option("--vllm", "--vllm-version", help="Check release X.Y.Z's sources from PyPI."),
 ]
+SglangOpt = Annotated[
+    str | None,
+    typer.Option("--sglang", help="Check SGLang release X.Y.Z's sources from PyPI."),
+]
 HfConfigOpt = Annotated[
     Path | None, typer.Option("--hf-config", help="The model's config.json (or its folder).")
 ]
@@ -113,6 +117,7 @@ class RunArgs:
 
     paths: PathsArg = None
     vllm: VllmOpt = None
+    sglang: SglangOpt = None
     arch: ArchOpt = None
     hf_config: HfConfigOpt = None
     model_type: ModelTypeOpt = None
@@ -138,11 +143,14 @@ class RunArgs:
 
             cap_bytes()  # a bad EAGLE3LINT_CACHE_MAX_MB is refused now, not after the run
         config = load_config(config_start(list(self.paths or [])))
-        version = self.vllm if self.vllm is not None else config.vllm_version
+        if self.vllm is not None and self.sglang is not None:
+            raise UsageError("give --vllm or --sglang, not both: one release is checked at a time")
+        engine = "sglang" if self.sglang is not None else "vllm"
+        version = self.sglang or (self.vllm if self.vllm is not None else config.vllm_version)
         if version is not None:
-            from eagle3lint.engines import default_wing
+            from eagle3lint.engines import wing_named
 
-            default_wing().check_version(version)
+            wing_named(engine).check_version(version)
         for flag, values in (
             ("--select", self.select),
             ("--ignore", self.ignore),
@@ -161,7 +169,8 @@ class RunArgs:
             chosen = [*(chosen or ["EAG"]), *_codes(self.extend_select)]
         return CheckOptions(
             paths=list(self.paths or []),
-            vllm_version=version,
+            release=version,
+            release_engine=engine,
             archs=list(self.arch or []),
             hf_config=self.hf_config or config.hf_config,
             model_type=self.model_type,

@@ -197,7 +197,7 @@ def _check_column(
     release = replace(
         options,
         paths=[column.path] if column.path is not None else [],
-        vllm_version=column.version,
+        release=column.version,
         progress=False,
         on_file=on_file,
     )

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from eagle3lint import trust
-from eagle3lint.engines import Wing, default_wing, wings
+from eagle3lint.engines import Wing, default_wing, wing_named, wings
 from eagle3lint.errors import UsageError as UsageError  # re-exported for older imports
 from eagle3lint.sources.walk import Excluder, python_files
 
@@ -96,12 +96,14 @@ def _located(path: Path) -> Path:
 
 def discover(
     paths: list[Path],
-    vllm_version: str | None = None,
+    release: str | None = None,
     excluder: Excluder | None = None,
     progress: bool = False,
     respect_gitignore: bool = True,
+    release_engine: str = "vllm",
 ) -> Workspace:
-    """Interpret PATH arguments as the issue's forms; raise UsageError when none applies."""
+    """Interpret PATH arguments as the issue's forms; raise UsageError when none applies.
+    `release` is a version of the engine named `release_engine` (`--vllm`, `--sglang`)."""
     excluder = excluder or Excluder([], [])
 
     def files_of(path: Path) -> list[Path]:
@@ -112,10 +114,10 @@ def discover(
         )
         return [f for f in found if not excluder.excludes(f)]
 
-    if vllm_version and not paths:
-        wing = default_wing()
-        tree = wing.fetch_release(vllm_version, progress=progress)
-        return Workspace(tree, f"{wing.package}=={vllm_version}", wing=wing)
+    released = wing_named(release_engine) if release else default_wing()
+    if release and not paths:
+        tree = released.fetch_release(release, progress=progress)
+        return Workspace(tree, f"{released.package}=={release}", wing=released)
     if not paths:
         installed = installed_tree()
         if installed is None:
@@ -181,10 +183,10 @@ def discover(
         workspace.only_files = workspace.only_files or bool(workspace.extra_roots)
         workspace.contract_only = tree not in inside
     elif workspace.extra_roots:
-        if vllm_version:
-            wing = workspace.wing
-            workspace.tree = wing.fetch_release(vllm_version, progress=progress)
-            workspace.contract_source = f"{wing.package}=={vllm_version}"
+        if release:
+            workspace.wing = released
+            workspace.tree = released.fetch_release(release, progress=progress)
+            workspace.contract_source = f"{released.package}=={release}"
         elif (installed := installed_tree()) is not None:
             workspace.wing, workspace.tree = installed
             workspace.contract_source = f"installed {workspace.wing.label}"

@@ -237,8 +237,50 @@ def published_wheels(version: str, index: str, package: str = "vllm") -> Publish
 
 def _preferred(wheels: Published) -> str:
     """The wheel to fetch: its Python sources are the same on every platform, so any will do;
+    one this interpreter could install first (pip refuses to fetch another without its tags),
     this machine's kind first, for a stable choice."""
-    return min(wheels, key=lambda name: ("x86_64" not in name, "none-any" not in name, name))
+    from packaging.tags import sys_tags
+    from packaging.utils import InvalidWheelFilename, parse_wheel_filename
+
+    supported = set(sys_tags())
+
+    def installable(name: str) -> bool:
+        try:
+            return bool(parse_wheel_filename(name)[3] & supported)
+        except InvalidWheelFilename:
+            return False
+
+    return min(
+        wheels,
+        key=lambda name: (
+            not installable(name),
+            "x86_64" not in name,
+            "none-any" not in name,
+            name,
+        ),
+    )
+
+
+def _tag_options(name: str) -> list[str]:
+    """pip's options to fetch wheel `name` although this interpreter could not install it
+    (SGLang publishes CPython 3.10-3.13 wheels, only some of them per release)."""
+    from packaging.tags import sys_tags
+    from packaging.utils import InvalidWheelFilename, parse_wheel_filename
+
+    try:
+        tags = parse_wheel_filename(name)[3]
+    except InvalidWheelFilename:
+        return []
+    if tags & set(sys_tags()):
+        return []
+    tag = min(tags, key=str)
+    options = ["--platform", tag.platform, "--abi", tag.abi]
+    match = re.fullmatch(r"(cp|pp|py)(\d)(\d*)", tag.interpreter)
+    if match is not None:
+        implementation = "py" if match[1] == "py" else match[1]
+        version = f"{match[2]}.{match[3]}" if match[3] else match[2]
+        options += ["--implementation", implementation, "--python-version", version]
+    return options
 
 
 def _download(version: str, into: Path, progress: bool, package: str) -> tuple[Path, str]:
@@ -264,6 +306,7 @@ def _download(version: str, into: Path, progress: bool, package: str) -> tuple[P
         "--no-deps",
         # pip would build a source distribution to read its metadata, running its setup code.
         "--only-binary=:all:",
+        *_tag_options(name),
         "--require-hashes",
         "--disable-pip-version-check",
         "--quiet",

@@ -2,7 +2,7 @@
 
 SGLang has no protocol class: the contract is duck-typed, spread over the model runner (which
 calls the target's capture method once the weights are loaded, behind a `hasattr` gate since
-0.5.2x, unguarded before) and the draft workers (which bind the target's embedding and head
+0.5.23, unguarded up to 0.5.20) and the draft workers (which bind the target's embedding and head
 through `get_embed_and_head()`). The reader finds those calls by name in the runner and
 speculative folders, so a release that moves them to another file is still read; what it
 finds (or does not) is the contract the rules judge against.

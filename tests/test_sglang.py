@@ -1,0 +1,202 @@
+"""SGLang, the second engine: its tree, registry, contract and rule pack, on the era fixtures
+(fast) and on real releases (release tier: the newest, and 0.5.8 from January 2026)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from eagle3lint.cli import app
+from eagle3lint.engines import Role, tree_wing
+from eagle3lint.engines.sglang.contract import read_contract
+from eagle3lint.engines.sglang.registry import registered_architectures
+from eagle3lint.engines.sglang.wing import WING
+from eagle3lint.index.project import ProjectIndex
+from eagle3lint.sources import wheels
+
+ERAS = Path(__file__).resolve().parent.parent / "fixtures" / "eras"
+
+
+def check_json(*args: str) -> dict[str, Any]:
+    result = CliRunner().invoke(app, ["check", *args, "--format", "json", "--exit-zero"])
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)
+
+
+def by_arch(report: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {t["arch"]: t for t in report["targets"]}
+
+
+def codes(target: dict[str, Any]) -> set[str]:
+    return {f["code"] for f in target["findings"]}
+
+
+def test_an_sglang_tree_is_recognised_by_its_models_folder() -> None:
+    assert tree_wing(ERAS / "s2_gate" / "sglang") is WING
+    assert tree_wing(ERAS / "e2_stub" / "vllm") is not WING
+
+
+@pytest.mark.parametrize(
+    ("era", "gated", "bare", "accessors"),
+    [
+        (
+            "s1_bare",
+            False,
+            ["sglang/srt/model_executor/cuda_graph_runner.py:9"],
+            ["get_embed_and_head"],
+        ),
+        ("s2_gate", True, [], ["get_embed_and_head_for_draft", "get_embed_and_head"]),
+    ],
+)
+def test_the_contract_is_read_from_the_runner_and_the_draft_workers(
+    era: str, gated: bool, bare: list[str], accessors: list[str]
+) -> None:
+    tree = ERAS / era / "sglang"
+    contract = read_contract(ProjectIndex([tree.parent]), tree, "tree")
+    assert contract.capture_method == "set_eagle3_layers_to_capture"
+    assert (contract.capture_error is not None) is gated
+    assert [str(c) for c in contract.capture_calls if c.bare] == bare
+    assert list(contract.embed_head) == accessors
+    # A docstring naming the accessor (s2's pp_draft_embedding.py line 1) is not a call.
+    assert all(c.line > 1 for c in contract.embed_head_calls)
+    assert contract.pooling == {"LlamaEmbeddingModel", "Qwen2ForRewardModel"}
+    assert "LlamaForCausalLMNextN" in contract.drafts
+    message = contract.capture_message("GPT2LMHeadModel")
+    assert message.startswith(
+        "ValueError: Model GPT2LMHeadModel does not implement" if gated else "AttributeError:"
+    )
+
+
+def test_the_registry_is_every_models_module_entry_class(tmp_path: Path) -> None:
+    """Lists and single names, aliases registered under the class's own name, subpackages and
+    modules without EntryClass left out, a name listed twice kept at its first module."""
+    tree = tmp_path / "s2_gate"
+    shutil.copytree(ERAS / "s2_gate", tree)
+    models = tree / "sglang" / "srt" / "models"
+    (models / "aliased.py").write_text(
+        "from torch import nn\n\n\nclass RealForCausalLM(nn.Module):\n    pass\n\n\n"
+        "Alias = RealForCausalLM\nEntryClass = Alias\n"
+    )
+    (models / "zz_again.py").write_text(
+        "from .gpt2 import GPT2LMHeadModel\n\nEntryClass = [GPT2LMHeadModel]\n"
+    )
+    (models / "helpers.py").write_text("class NotAModelForCausalLM:\n    pass\n")
+    (models / "sub").mkdir()
+    (models / "sub" / "inner.py").write_text(
+        "class InnerForCausalLM:\n    pass\n\nEntryClass = InnerForCausalLM\n"
+    )
+    entries = registered_architectures(ProjectIndex([tree]))
+    archs = {e.arch: e for e in entries}
+    assert "RealForCausalLM" in archs and "Alias" not in archs
+    assert archs["GPT2LMHeadModel"].module == "sglang.srt.models.gpt2"
+    assert not {"NotAModelForCausalLM", "InnerForCausalLM"} & archs.keys()
+    assert archs["RealForCausalLM"].line == 9
+
+
+def test_roles_pooling_draft_and_target() -> None:
+    targets = by_arch(check_json(str(ERAS / "s2_gate")))
+    assert targets["LlamaEmbeddingModel"]["role"] == Role.POOLING
+    assert targets["LlamaForCausalLMEagle3"]["role"] == Role.DRAFT
+    assert targets["LlamaForCausalLM"]["role"] == Role.TARGET
+
+
+def test_an_unclaimed_target_is_not_an_error_until_asked_about() -> None:
+    report = check_json(str(ERAS / "s2_gate"))
+    gpt2 = by_arch(report)["GPT2LMHeadModel"]
+    assert {f["severity"] for f in gpt2["findings"]} <= {"info"}
+    asked = by_arch(check_json(str(ERAS / "s2_gate"), "--arch", "GPT2LMHeadModel"))
+    assert codes(asked["GPT2LMHeadModel"]) == {"SGL101", "SGL102"}
+    # A target that claims support (it has the capture method) is held to the whole contract.
+    assert codes(by_arch(report)["Qwen2MoeForCausalLM"]) == {"SGL102"}
+
+
+def test_an_out_of_tree_model_file_is_checked_against_an_sglang_tree(tmp_path: Path) -> None:
+    model = tmp_path / "my_model.py"
+    model.write_text(
+        "from torch import nn\n\n\nclass MineForCausalLM(nn.Module):\n"
+        "    def set_eagle3_layers_to_capture(self, layer_ids):\n        pass\n\n\n"
+        "EntryClass = MineForCausalLM\n"
+    )
+    report = check_json(str(ERAS / "s1_bare"), str(model))
+    mine = by_arch(report)["MineForCausalLM"]
+    assert codes(mine) == {"SGL102", "SGL103"}
+    assert set(by_arch(report)) == {"MineForCausalLM"}
+
+
+def test_a_wheel_for_another_interpreter_is_fetched_with_its_tags() -> None:
+    """SGLang publishes CPython 3.10-3.13 wheels, not all per release: pip is told the chosen
+    wheel's tags, and a wheel this interpreter can install is preferred."""
+    from packaging.tags import sys_tags
+
+    mine = next(iter(sys_tags()))
+    here = f"sglang-1.0-{mine.interpreter}-{mine.abi}-{mine.platform}.whl"
+    other = "sglang-1.0-cp39-cp39-manylinux_2_34_aarch64.whl"
+    published = {other: wheels.Wheel("u", "0" * 64), here: wheels.Wheel("u", "0" * 64)}
+    assert wheels._preferred(published) == here
+    assert wheels._tag_options(here) == []
+    assert wheels._tag_options(other) == [
+        "--platform", "manylinux_2_34_aarch64", "--abi", "cp39",
+        "--implementation", "cp", "--python-version", "3.9",
+    ]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--sglang", "0.5.23", "--vllm", "0.16.0"], "give --vllm or --sglang, not both"),
+        (["--sglang", "latest!"], "is not a SGLang version number"),
+    ],
+)
+def test_bad_release_options_exit_2(args: list[str], message: str) -> None:
+    result = CliRunner().invoke(app, ["check", *args])
+    assert result.exit_code == 2
+    assert message in result.output
+
+
+# -- real releases ---------------------------------------------------------------------------
+
+NEWEST = "0.5.23"
+EARLY_2026 = "0.5.8"
+
+
+@pytest.mark.parametrize("version", [EARLY_2026, NEWEST])
+def test_a_real_release(sglang_release: Callable[[str], Path], version: str) -> None:
+    """The latent bug the issue names is found, the architectures SGLang serves EAGLE-3 for
+    are ready, and the contract's facts are those of the release."""
+    tree = sglang_release(version)
+    report = check_json(str(tree))
+    assert report["sglang"]["version"] == version
+    assert report["errors"] == []
+    targets = by_arch(report)
+    assert len(targets) > 150
+    errors = {
+        arch: {f["code"] for f in t["findings"] if f["severity"] == "error"}
+        for arch, t in targets.items()
+        if any(f["severity"] == "error" for f in t["findings"])
+    }
+    assert errors == {"Qwen2MoeForCausalLM": {"SGL102"}}
+    for arch in ("LlamaForCausalLM", "Qwen3ForCausalLM", "DeepseekV3ForCausalLM"):
+        assert targets[arch]["eagle3_ready"] is True, arch
+        assert targets[arch]["implements_eagle3"] is True, arch
+    assert targets["LlamaForCausalLMEagle3"]["role"] == Role.DRAFT
+    assert targets["DeepseekV3ForCausalLMNextN"]["role"] == Role.DRAFT
+    details = report["sglang"]["details"]
+    assert details["capture_gated"] is (version == NEWEST)
+    bare = [c for c in details["capture_calls"] if "cuda_graph_runner" in c]
+    assert bool(bare) is (version == EARLY_2026)
+
+
+def test_kimi_k25_serves_eagle3_through_its_language_model(
+    sglang_release: Callable[[str], Path],
+) -> None:
+    """In SGLang, Kimi-K2.5's wrapper has the capture method (passing it to its DeepSeek
+    language model) and the accessor: the chain that failed three times in vLLM is served."""
+    report = check_json(str(sglang_release(NEWEST)), "--arch", "KimiK25ForConditionalGeneration")
+    [kimi] = report["targets"]
+    assert kimi["eagle3_ready"] is True and kimi["findings"] == []
