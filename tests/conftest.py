@@ -12,7 +12,16 @@ from pathlib import Path
 
 import pytest
 from platformdirs import user_cache_dir
-from venvs import CPU_BUILD_RELEASES, RELEASES, VLLM, VLLM_CPU, install_all, is_ready
+from venvs import (
+    CPU_BUILD_RELEASES,
+    RELEASES,
+    SGLANG,
+    SGLANG_RELEASES,
+    VLLM,
+    VLLM_CPU,
+    install_all,
+    is_ready,
+)
 
 from eagle3lint.index.cache import default_cache_dir
 from eagle3lint.sources.wheels import fetch_release
@@ -48,9 +57,10 @@ def pytest_itemcollected(item: pytest.Item) -> None:
 
 INSTALLED_TIERS = (
     (RUNTIME_TESTS, VLLM, RELEASES),
+    (RUNTIME_TESTS, SGLANG, SGLANG_RELEASES),
     (E2E_TESTS, VLLM_CPU, CPU_BUILD_RELEASES),
 )
-"""The tiers that need vLLM installed: their folder, the distribution, the releases."""
+"""The tiers that need an engine installed: their folder, the distribution, the releases."""
 
 
 @pytest.hookimpl(trylast=True)

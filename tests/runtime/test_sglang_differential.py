@@ -1,0 +1,155 @@
+"""eagle3lint's SGLang facts against real SGLang, class by class, on installed releases.
+
+For each release of `venvs.SGLANG_RELEASES` (installed once into the user cache), eagle3lint
+checks the installed `sglang` package statically and the release's own interpreter imports
+every model module as SGLang's registry does (`sglang_oracle.py`). Compared, for every class of
+an `EntryClass` that imports:
+
+- the registry: the architectures of the imported modules, both ways;
+- the capture method: present or not, the class of the MRO it comes from, a stub or not, and
+  the arguments it requires;
+- the embedding/head accessor the release's draft workers call;
+- the role: pooling where `is_generation_model` says so (drafts are a naming convention SGLang's
+  server options choose, not something a class says);
+- the findings: SGL101 exactly where the class has no capture method, SGL102 where it has none
+  of the accessors, SGL103 where the method is a stub, SGL104 where it requires an argument the
+  release's bare calls do not pass.
+
+Modules that do not import on CPU are listed, never counted either way.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+from runtime import in_venv
+from venvs import SGLANG, SGLANG_RELEASES, install, installed_package
+
+from eagle3lint.engine import CheckOptions, run_check
+from eagle3lint.engines import Role
+from eagle3lint.engines.sglang.contract import SglangContract
+from eagle3lint.engines.sglang.targets import SglangTarget
+
+ORACLE = Path(__file__).resolve().parent / "sglang_oracle.py"
+
+
+@dataclass
+class Release:
+    version: str
+    contract: SglangContract
+    targets: dict[str, SglangTarget]
+    codes: dict[str, set[str]]
+    answers: dict[str, dict[str, Any]]
+    """The oracle's record of every class that imported, by architecture."""
+    registry: dict[str, str]
+    """eagle3lint's registry: architecture → the models module whose EntryClass lists it."""
+    not_imported: dict[str, str] = field(default_factory=dict)
+    """Module → why it did not import."""
+
+
+@pytest.fixture(scope="module", params=SGLANG_RELEASES)
+def release(request: pytest.FixtureRequest) -> Release:
+    version = request.param
+    python = install(version, SGLANG)
+    tree = installed_package(version, SGLANG)
+    run = run_check(CheckOptions(paths=[tree], require=["*"]))
+    assert run.report.errors == []
+    records = in_venv(python, ORACLE, {}, timeout=1800, cwd=ORACLE.parent)
+    answers = {
+        c["arch"]: {**c, "module": r["module"], "stubs": r["stubs"]}
+        for r in records
+        for c in r.get("classes", ())
+    }
+    not_imported = {r["module"]: r["error"] for r in records if "error" in r}
+    codes = {t.arch: {f.code for f in t.findings} for t in run.report.targets}
+    registry = {e.arch: e.module for e in run.workspace.wing.registry(run.index)}
+    return Release(
+        version,
+        run.targets[0].contract,
+        {t.arch: t for t in run.targets},
+        codes,
+        answers,
+        registry,
+        not_imported,
+    )
+
+
+def _disagreements(release: Release, judge: Any) -> list[str]:
+    found = []
+    for arch, answer in sorted(release.answers.items()):
+        target = release.targets.get(arch)
+        if target is None:
+            continue  # the registry test reports it
+        problem = judge(target, answer)
+        if problem:
+            found.append(f"{arch}: {problem}")
+    return found
+
+
+def test_the_registry_equals_the_imported_entry_classes(release: Release) -> None:
+    imported = {a["module"] for a in release.answers.values()}
+    ours = {arch for arch, module in release.registry.items() if module in imported}
+    assert ours == set(release.answers), (
+        f"only eagle3lint: {sorted(ours - set(release.answers))}; "
+        f"only SGLang: {sorted(set(release.answers) - ours)}"
+    )
+    # Most of the release imports on CPU; what does not is named in the evidence.
+    assert len(release.not_imported) <= 5, release.not_imported
+
+
+def test_the_capture_method_is_the_one_python_finds(release: Release) -> None:
+    def judge(target: SglangTarget, answer: dict[str, Any]) -> str:
+        found = target.capture
+        owner = found.owner.qualname if found else None
+        if owner != answer["capture_owner"]:
+            return f"eagle3lint finds it in {owner}, Python in {answer['capture_owner']}"
+        if found and found.is_stub != answer["capture_stub"]:
+            return f"stub: eagle3lint {found.is_stub}, Python {answer['capture_stub']}"
+        required = found.method.required_args if found and found.method else None
+        if found and found.method and required != answer["capture_required"]:
+            return f"required arguments: eagle3lint {required}, Python {answer['capture_required']}"
+        return ""
+
+    assert _disagreements(release, judge) == []
+
+
+def test_the_accessor_and_the_role_agree(release: Release) -> None:
+    def judge(target: SglangTarget, answer: dict[str, Any]) -> str:
+        has = bool(set(answer["accessors"]) & set(release.contract.embed_head))
+        if (target.embed_head is not None) != has:
+            return f"accessor: eagle3lint {target.embed_head}, Python {answer['accessors']}"
+        if answer["pooling"] is not None and (target.role is Role.POOLING) != answer["pooling"]:
+            return f"role {target.role}, is_generation_model says pooling={answer['pooling']}"
+        return ""
+
+    assert _disagreements(release, judge) == []
+
+
+def test_the_findings_follow_from_what_the_classes_expose(release: Release) -> None:
+    bare = any(c.bare for c in release.contract.capture_calls)
+
+    def judge(target: SglangTarget, answer: dict[str, Any]) -> str:
+        if target.role is not Role.TARGET:
+            return ""
+        required = answer["capture_required"] or 0
+        capture = answer["capture_owner"] is not None
+        expected = set()
+        if not capture:
+            expected.add("SGL101")
+        elif answer["capture_stub"]:
+            expected.add("SGL103")
+        elif required and bare:
+            expected.add("SGL104")
+        if not set(answer["accessors"]) & set(release.contract.embed_head):
+            expected.add("SGL102")
+        got = release.codes.get(target.arch, set()) & {"SGL101", "SGL102", "SGL103", "SGL104"}
+        return (
+            ""
+            if got == expected
+            else f"eagle3lint {sorted(got)}, from the class {sorted(expected)}"
+        )
+
+    assert _disagreements(release, judge) == []
