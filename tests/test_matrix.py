@@ -187,7 +187,7 @@ def test_arch_selection_leaves_other_releases_absent() -> None:
     ("args", "message"),
     [
         (["--arch", "NoSuchForCausalLM"], "not registered in any"),
-        ([str(ERAS / "out_of_tree")], "not a vLLM tree"),
+        ([str(ERAS / "out_of_tree")], "not a vLLM or SGLang tree"),
         ([str(ERAS / "missing")], "no such file"),
         (["--vllm", "v0.16"], "not a vLLM version"),
         ([], "no releases"),

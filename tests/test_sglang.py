@@ -200,3 +200,46 @@ def test_kimi_k25_serves_eagle3_through_its_language_model(
     report = check_json(str(sglang_release(NEWEST)), "--arch", "KimiK25ForConditionalGeneration")
     [kimi] = report["targets"]
     assert kimi["eagle3_ready"] is True and kimi["findings"] == []
+
+
+def invoke(*args: str) -> tuple[int, str]:
+    result = CliRunner().invoke(app, list(args))
+    return result.exit_code, result.output
+
+
+def test_a_matrix_of_sglang_trees_in_every_format(tmp_path: Path) -> None:
+    trees = [str(ERAS / "s1_bare"), str(ERAS / "s2_gate")]
+    code, output = invoke("matrix", *trees, "--format", "json", "-o", str(tmp_path / "m.json"))
+    assert code == 0, output
+    matrix = json.loads((tmp_path / "m.json").read_text())
+    assert matrix["engine"] == "sglang"
+    assert [r["label"] for r in matrix["releases"]] == ["0.5.8", "0.5.23"]
+    rows = {r["arch"]: r for r in matrix["rows"]}
+    assert rows["Qwen2MoeForCausalLM"]["cells"]["0.5.23"]["codes"] == ["SGL102"]
+    assert rows["LlamaForCausalLM"]["first_ready"] == "0.5.8"
+    code, markdown = invoke("matrix", *trees, "--format", "markdown")
+    assert code == 0
+    assert "EAGLE-3 compatibility of SGLang's architectures" in markdown
+    assert "`eagle3lint check --sglang <release>" in markdown
+    # SGLang's contract has no model_type gate, PP relay or model runners to tabulate.
+    assert "| release | contract | targets ready | not targets |" in markdown
+    assert "model runner" not in markdown
+    for output_format in ("csv", "html", "text"):
+        code, out = invoke("matrix", *trees, "--format", output_format)
+        assert code == 0 and "Qwen2MoeForCausalLM" in out, output_format
+
+
+def test_a_matrix_is_of_one_engine() -> None:
+    code, output = invoke("matrix", str(ERAS / "s2_gate"), str(ERAS / "e2_stub"))
+    assert code == 2 and "a matrix is of one engine's releases" in output
+
+
+def test_a_matrix_over_real_sglang_releases(sglang_release: Callable[[str], Path]) -> None:
+    for version in (EARLY_2026, NEWEST):
+        sglang_release(version)
+    code, output = invoke("matrix", "--sglang", EARLY_2026, "--sglang", NEWEST, "--format", "json")
+    assert code == 0, output
+    rows = {r["arch"]: r for r in json.loads(output)["rows"]}
+    assert rows["Qwen2MoeForCausalLM"]["cells"][EARLY_2026]["codes"] == ["SGL102"]
+    assert rows["LlamaForCausalLM"]["first_ready"] == EARLY_2026
+    assert rows["LlamaForCausalLMEagle3"]["role"] == "draft"

@@ -32,13 +32,17 @@ def matrix(
     args: RunArgs,
     paths: Annotated[
         list[Path] | None,
-        typer.Argument(help="vLLM trees, one release each.", show_default=False),
+        typer.Argument(help="vLLM (or SGLang) trees, one release each.", show_default=False),
     ] = None,
     vllm: Annotated[
         list[str] | None,
         typer.Option(
             "--vllm", help="Release X.Y.Z, range A..B (every final release) or latest; repeatable."
         ),
+    ] = None,
+    sglang: Annotated[
+        list[str] | None,
+        typer.Option("--sglang", help="SGLang releases, as --vllm takes them; repeatable."),
     ] = None,
     output_format: Annotated[
         MatrixFormat, typer.Option("--format", help="Output format.")
@@ -47,7 +51,8 @@ def matrix(
         Path | None, typer.Option("--output", "-o", help="Write to this file, not stdout.")
     ] = None,
 ) -> None:
-    """EAGLE-3 readiness of every architecture across vLLM releases (columns) as a table."""
+    """EAGLE-3 readiness of every architecture across vLLM (or SGLang) releases (columns) as a
+    table."""
     with guard(args.debug):
         # Looked up when the command runs: the tests stand in for it.
         from eagle3lint.commands.check import check_json
@@ -56,8 +61,8 @@ def matrix(
         # A matrix shows full verdicts: every architecture as asked, claimed or not; no repairs.
         options.require = ["*"]
         options.plan_fixes = False
-        columns = columns_of(list(paths or []), list(vllm or []))
-        command = command_line(paths, vllm, options, output_format, output)
+        columns = columns_of(list(paths or []), list(vllm or []), list(sglang or []))
+        command = command_line(paths, vllm, options, output_format, output, sglang)
         table = build(columns, options, check_json, sys.stderr.isatty(), command)
         # A file or a pipe gets the table as wide as it needs (up to 200 columns), uncoloured.
         console = lambda: _text_console(tty=False if output else None, piped_width=200)  # noqa: E731
@@ -66,27 +71,42 @@ def matrix(
     raise typer.Exit(code)
 
 
-def columns_of(paths: list[Path], specs: list[str]) -> list[Column]:
-    """Release trees, then the versions `--vllm` names; each tree must hold a whole vLLM."""
+def columns_of(
+    paths: list[Path], specs: list[str], sglang_specs: list[str] | None = None
+) -> list[Column]:
+    """Release trees, then the versions `--vllm` (or `--sglang`) names; each tree must hold a
+    whole release, and every column must be of one engine."""
+    from eagle3lint.engines import wing_named
     from eagle3lint.matrix.columns import Column, expand_specs
     from eagle3lint.sources.discovery import discover
 
     columns = []
+    engines = set()
     for path in paths:
         workspace = discover([path])
         if workspace.missing:
             raise UsageError(f"{path}: no such file or directory")
         if workspace.tree is None or workspace.extra_roots or workspace.only_files:
             raise UsageError(
-                f"{path} is not a vLLM tree: matrix columns are whole releases (a checkout "
-                "holding vllm/, or a vllm package folder)"
+                f"{path} is not a vLLM or SGLang tree: matrix columns are whole releases (a "
+                "checkout holding vllm/ or sglang/, or such a package folder)"
             )
-        columns.append(Column(path=path))
-    columns += [Column(version=v) for v in expand_specs(specs)]
+        columns.append(Column(path=path, engine=workspace.wing.name))
+        engines.add(workspace.wing.name)
+    for engine, given in (("vllm", specs), ("sglang", sglang_specs or [])):
+        if given:
+            engines.add(engine)
+            versions = expand_specs(given, wing=wing_named(engine))
+            columns += [Column(version=v, engine=engine) for v in versions]
+    if len(engines) > 1:
+        raise UsageError(
+            f"a matrix is of one engine's releases; these are of {' and '.join(sorted(engines))}:"
+            " make one matrix per engine"
+        )
     if not columns:
         raise UsageError(
             "no releases: give vLLM trees as PATHs, or --vllm 0.16.0, --vllm 0.12.0..0.33.0, "
-            "--vllm latest (repeatable)"
+            "--vllm latest (repeatable); --sglang 0.5.8..latest for SGLang's"
         )
     return columns
 
@@ -97,10 +117,12 @@ def command_line(
     options: CheckOptions,
     output_format: MatrixFormat,
     output: Path | None,
+    sglang_specs: list[str] | None = None,
 ) -> str:
     """The command that makes this matrix, as its outputs quote it."""
     words = ["eagle3lint", "matrix", *map(str, paths or [])]
     words += [f"--vllm={spec}" for spec in specs or []]
+    words += [f"--sglang={spec}" for spec in sglang_specs or []]
     words += [f"--arch={arch}" for arch in options.archs]
     if options.hf_config is not None:
         words.append(f"--hf-config={options.hf_config}")

@@ -1,4 +1,5 @@
-"""The columns of a matrix: release trees given as paths, and `--vllm` versions, ranges, latest.
+"""The columns of a matrix: release trees given as paths, and `--vllm` (or `--sglang`) versions,
+ranges, latest.
 
 A range `A..B` means every final release on the package index from A to B inclusive (the
 engine's release list, `Wing.list_releases`).
@@ -11,7 +12,7 @@ from pathlib import Path
 
 from packaging.version import InvalidVersion, Version
 
-from eagle3lint.engines import default_wing
+from eagle3lint.engines import Wing, default_wing
 from eagle3lint.errors import DownloadError, UsageError
 
 MAX_RANGE_RELEASES = 50
@@ -27,6 +28,8 @@ class Column:
 
     path: Path | None = None
     version: str | None = None
+    engine: str = "vllm"
+    """The wing whose release `version` is."""
 
     @property
     def spec(self) -> str:
@@ -41,48 +44,52 @@ def sort_key(version: str | None) -> tuple[int, Version]:
         return (1, Version("0"))
 
 
-def expand_specs(specs: list[str], index: list[str] | None = None) -> list[str]:
-    """`0.16.0`, `0.12.0..0.33.0`, `0.12.0..latest` and `latest` → versions, in order, without
-    repeats.
+def expand_specs(
+    specs: list[str], index: list[str] | None = None, wing: Wing | None = None
+) -> list[str]:
+    """`0.16.0`, `0.12.0..0.33.0`, `0.12.0..latest` and `latest` → versions of `wing`'s engine
+    (vLLM's by default), in order, without repeats.
 
     `index` is the package index's list (fetched on first need when None)."""
+    wing = wing or default_wing()
+    flag, label = f"--{wing.name}", wing.label
     versions: list[str] = []
     for raw in specs:
         spec = raw.strip()
         if spec == LATEST or ".." in spec:
-            index = index if index is not None else default_wing().list_releases()
+            index = index if index is not None else wing.list_releases()
         if spec == LATEST:
             versions.append(index[-1])  # type: ignore[index]
         elif ".." in spec:
             low, _, high = (part.strip() for part in spec.partition(".."))
             high = index[-1] if high == LATEST else high  # type: ignore[index]
             for bound in (low, high):
-                _check_version(bound, spec)
+                _check_version(bound, spec, wing)
             if Version(low) > Version(high):
-                raise UsageError(f"--vllm {spec}: the range is empty ({low} is after {high})")
+                raise UsageError(f"{flag} {spec}: the range is empty ({low} is after {high})")
             found = [v for v in index or () if Version(low) <= Version(v) <= Version(high)]
             if not found:
-                raise UsageError(f"--vllm {spec}: no final vLLM release in that range")
+                raise UsageError(f"{flag} {spec}: no final {label} release in that range")
             if len(found) > MAX_RANGE_RELEASES:
                 newest = found[-MAX_RANGE_RELEASES:]
                 raise UsageError(
-                    f"--vllm {spec}: the range holds {len(found)} releases, more than the "
+                    f"{flag} {spec}: the range holds {len(found)} releases, more than the "
                     f"{MAX_RANGE_RELEASES} one range may expand to (each is a download and a "
-                    f"check); narrow it (--vllm {newest[0]}..{newest[-1]} holds the newest "
-                    f"{MAX_RANGE_RELEASES}) or split it into several --vllm ranges"
+                    f"check); narrow it ({flag} {newest[0]}..{newest[-1]} holds the newest "
+                    f"{MAX_RANGE_RELEASES}) or split it into several {flag} ranges"
                 )
             versions += found
         else:
-            _check_version(spec, spec)
+            _check_version(spec, spec, wing)
             versions.append(spec)
     return list(dict.fromkeys(versions))
 
 
-def _check_version(version: str, spec: str) -> None:
+def _check_version(version: str, spec: str, wing: Wing) -> None:
     try:
-        default_wing().check_version(version)
+        wing.check_version(version)
     except DownloadError:
         raise UsageError(
-            f"--vllm {spec}: {version!r} is not a vLLM version "
+            f"--{wing.name} {spec}: {version!r} is not a {wing.label} version "
             "(expected 0.16.0, a range 0.12.0..0.33.0, or latest)"
         ) from None

@@ -13,6 +13,7 @@ from pathlib import PurePosixPath
 from typing import Any
 
 from eagle3lint import __version__
+from eagle3lint.engines import Wing, wings
 from eagle3lint.matrix.columns import Column, sort_key
 from eagle3lint.matrix.verdicts import (
     ABSENT,
@@ -167,6 +168,15 @@ class Matrix:
     rows: list[Row]
     command: str = ""
     generated: str = ""
+    engine: str = "vllm"
+    """The engine whose releases the columns are (one per matrix)."""
+    engine_label: str = "vLLM"
+
+    @property
+    def runner_facts(self) -> bool:
+        """Whether the releases state a model_type gate, a PP relay and model runners (vLLM's
+        do; SGLang's contract has none of them): the per-release tables show those columns."""
+        return any(r.runner or r.gate is not None or r.pp_aux_relay for r in self.releases)
 
     @property
     def failed(self) -> list[Release]:
@@ -176,6 +186,7 @@ class Matrix:
     def to_json(self) -> dict[str, object]:
         return {
             "eagle3lint": __version__,
+            "engine": self.engine,
             "command": self.command,
             "generated": self.generated,
             "releases": [r.to_json() for r in self.releases],
@@ -197,11 +208,26 @@ def build_matrix(results: Sequence[tuple[Column, Report]]) -> Matrix:
     unchecked = {r.label for r in releases if not r.checked}
     rows = [_row(arch, seen, labels, unchecked) for arch, seen in by_arch.items()]
     rows.sort(key=lambda r: (r.family.lower(), r.arch.lower()))
-    return Matrix(releases, rows)
+    wing = next((w for _, rep in ordered if (w := engine_of(rep))), None)
+    if wing is None:
+        return Matrix(releases, rows)
+    return Matrix(releases, rows, engine=wing.name, engine_label=wing.label)
+
+
+def engine_of(report: Report) -> Wing | None:
+    """The engine a report is about: the wing whose name keys its contract block."""
+    return next((w for w in wings() if w.name in report), None)
+
+
+def _block(report: Report) -> dict[str, Any]:
+    """The report's engine block (`vllm`, `sglang`): root, version, contract, details."""
+    wing = engine_of(report)
+    block = report.get(wing.name) if wing else None
+    return block if isinstance(block, dict) else {}
 
 
 def _version(column: Column, report: Report) -> str | None:
-    return column.version or report.get("vllm", {}).get("version")
+    return column.version or _block(report).get("version")
 
 
 def _labels(results: Sequence[tuple[Column, Report]]) -> list[str]:
@@ -215,7 +241,8 @@ def _labels(results: Sequence[tuple[Column, Report]]) -> list[str]:
 
 
 def _release(label: str, column: Column, report: Report) -> Release:
-    details = report.get("vllm", {}).get("details") or {}
+    block = _block(report)
+    details = block.get("details") or {}
     gate = details.get("gate")
     targets = report.get("targets", ())
     statuses = [status_of(t) for t in {t["arch"]: t for t in targets}.values()]
@@ -223,7 +250,8 @@ def _release(label: str, column: Column, report: Report) -> Release:
         label=label,
         spec=column.spec,
         version=_version(column, report),
-        era=str(details.get("era", "")),
+        # An engine without eras (SGLang) is described by its contract line.
+        era=str(details.get("era") or block.get("contract") or ""),
         getter=str(details.get("getter", "")),
         gate=list(gate["entries"]) if gate else None,
         pp_aux_relay=bool(details.get("pp_relay")),
@@ -285,14 +313,14 @@ def _row(
 
 def _cell(target: dict[str, Any], report: Report) -> Cell:
     status = status_of(target)
-    root = str(report.get("vllm", {}).get("root") or "")
+    root = str(_block(report).get("root") or "")
     findings = [
         {
             "code": f["code"],
             "severity": f.get("severity"),
             "message": f.get("message", ""),
             "hint": f.get("hint", ""),
-            "location": f"{_inside(str(f.get('path', '')), root)}:{f.get('line')}",
+            "location": f"{_inside(str(f.get('path', '')), root, report)}:{f.get('line')}",
         }
         for f in blocking_findings(target)
     ]
@@ -305,18 +333,20 @@ def _cell(target: dict[str, Any], report: Report) -> Cell:
     )
 
 
-def _inside(path: str, root: str) -> str:
-    """A path relative to the release's `vllm/` folder when it is inside it (or inside the
-    folder a symlinked root leads to)."""
+def _inside(path: str, root: str, report: Report) -> str:
+    """A path relative to the release's package folder (`vllm/`, `sglang/`) when it is inside
+    it (or inside the folder a symlinked root leads to)."""
+    wing = engine_of(report)
+    package = wing.package if wing else "vllm"
     for folder in dict.fromkeys([root, os.path.realpath(root)] if root else []):
         if path.startswith(folder.rstrip("/") + "/"):
-            return "vllm/" + path[len(folder.rstrip("/")) + 1 :]
+            return f"{package}/" + path[len(folder.rstrip("/")) + 1 :]
     return path
 
 
 def family_of(path: str, report: Report) -> str:
     """The model file's stem, or the package's name for `models/<family>/…` packages."""
-    rel = _inside(path, str(report.get("vllm", {}).get("root") or ""))
+    rel = _inside(path, str(_block(report).get("root") or ""), report)
     for folder in _MODEL_FOLDERS:
         at = rel.find(folder)
         if at >= 0:

@@ -28,7 +28,9 @@ from eagle3lint.matrix.model import Cell, Matrix
 from eagle3lint.matrix.verdicts import ABSENT, BLOCKED, ERROR, UNVERIFIED
 from eagle3lint.report.escape import csv_cell, markdown_code_block, markdown_text
 
-TITLE = "EAGLE-3 compatibility of vLLM's architectures"
+
+def title(matrix: Matrix) -> str:
+    return f"EAGLE-3 compatibility of {matrix.engine_label}'s architectures"
 
 
 def render_markdown(matrix: Matrix) -> str:
@@ -38,7 +40,7 @@ def render_markdown(matrix: Matrix) -> str:
     labels = [md(r.label) for r in matrix.releases]
     # A `#` title would be a second one on the page that includes this file.
     if matrix.command:
-        out = [f"{TITLE}, generated on {md(matrix.generated)} by", ""]
+        out = [f"{title(matrix)}, generated on {md(matrix.generated)} by", ""]
         out += [markdown_code_block(matrix.command, "bash"), ""]
         out += [
             "The same matrix as one HTML page (search, filters, the findings of each blocked "
@@ -46,32 +48,43 @@ def render_markdown(matrix: Matrix) -> str:
             "",
         ]
     else:
-        out = [f"{TITLE}.", ""]
+        out = [f"{title(matrix)}.", ""]
     out += [
-        "Each cell is what `eagle3lint check --vllm <release> --require '*' --format json` "
+        f"Each cell is what `eagle3lint check --{matrix.engine} <release> --require '*' "
+        "--format json` "
         "(for a column that is a tree: `eagle3lint check <tree> --require '*' --format json`) "
         "says about the architecture on that release: every architecture asked about, so a "
-        "model whose code claims no EAGLE-3 support shows its blockers. A verdict is the "
-        "one of the model runner vLLM runs by default (per release below; V1 and V2 differ where "
-        '`ready_by_runner` says so), and holds for every speculative method under "methods '
-        "gated\": they all need the target's aux hidden states.",
+        "model whose code claims no EAGLE-3 support shows its blockers."
+        + (
+            f" A verdict is the one of the model runner {matrix.engine_label} runs by default "
+            "(per release below; V1 and V2 differ where `ready_by_runner` says so), and holds "
+            'for every speculative method under "methods gated": they all need the target\'s '
+            "aux hidden states."
+            if matrix.runner_facts
+            else ""
+        ),
         "",
         legend(matrix) + ".",
         "",
         "## Per release",
         "",
-        "| release | contract | targets ready (+ unverified) | not targets "
-        "| model_types the gate accepts | PP aux relay | default model runner | methods gated |",
-        "|---|---|---|---|---|---|---|---|",
     ]
+    if matrix.runner_facts:
+        out += [
+            "| release | contract | targets ready (+ unverified) | not targets "
+            "| model_types the gate accepts | PP aux relay | default model runner "
+            "| methods gated |",
+            "|---|---|---|---|---|---|---|---|",
+        ]
+    else:
+        out += ["| release | contract | targets ready | not targets |", "|---|---|---|---|"]
     for r in matrix.releases:
-        pp = release_relay_text(r)
         counts = f"{ready_text(r)} | {r.others}"
-        era = md(contract_text(r))
-        out.append(
-            f"| {md(r.label)} | {era} | {counts} | {md(gate_text(r))} | {pp} | {md(r.runner)} "
-            f"| {md(', '.join(r.methods))} |"
-        )
+        line = f"| {md(r.label)} | {md(contract_text(r))} | {counts} |"
+        if matrix.runner_facts:
+            pp = release_relay_text(r)
+            line += f" {md(gate_text(r))} | {pp} | {md(r.runner)} | {md(', '.join(r.methods))} |"
+        out.append(line)
     if matrix.failed:
         out += ["", "## ! Releases with errors", ""]
         out += [f"- {md(line)}" for line in error_lines(matrix)]

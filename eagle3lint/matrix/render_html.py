@@ -24,13 +24,13 @@ PAGE = """<!doctype html>
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
-<title>EAGLE-3 readiness of vLLM architectures</title>
+<title>EAGLE-3 readiness of {engine} architectures</title>
 <style>{css}</style>
 </head>
 <body>
 <header>
 <div>
-<h1>EAGLE-3 readiness of vLLM architectures</h1>
+<h1>EAGLE-3 readiness of {engine} architectures</h1>
 <p>{subtitle}</p>
 <p>Generated {generated} by <code>{command}</code></p>
 </div>
@@ -65,7 +65,7 @@ release that has it; vLLM has the relay from 0.30)">PP relay</th></tr>
 </table>
 </div>
 <div id="popover" role="dialog"></div>
-<footer>Each cell is what <code>eagle3lint check --vllm RELEASE --require '*' --format json</code>
+<footer>Each cell is what <code>eagle3lint check --{flag} RELEASE --require '*' --format json</code>
 (a tree's column: <code>eagle3lint check TREE --require '*' --format json</code>) says about the
 architecture: click a blocked cell for its findings. Hover a release for its contract.
 </footer>
@@ -79,13 +79,16 @@ architecture: click a blocked cell for its findings. Hover a release for its con
 def render_html(matrix: Matrix) -> str:
     assets = resources.files("eagle3lint.matrix")
     releases = matrix.releases
-    subtitle = f"{len(matrix.rows)} architectures, {len(releases)} vLLM releases" + (
-        f" ({releases[0].label} … {releases[-1].label})" if releases else ""
+    subtitle = (
+        f"{len(matrix.rows)} architectures, {len(releases)} {matrix.engine_label} releases"
+        + (f" ({releases[0].label} … {releases[-1].label})" if releases else "")
     )
     page = PAGE.format(
         css=assets.joinpath("page.css").read_text(encoding="utf-8"),
         js=assets.joinpath("page.js").read_text(encoding="utf-8"),
         subtitle=html_text(subtitle),
+        engine=html_text(matrix.engine_label),
+        flag=html_text(matrix.engine),
         generated=html_text(matrix.generated),
         command=html_text(matrix.command),
         chart=ready_chart(releases),

@@ -57,7 +57,10 @@ def render_text(matrix: Matrix, console: Console) -> None:
 
 
 def _per_release(matrix: Matrix) -> Table:
-    table = Table(title="EAGLE-3 readiness by vLLM release", title_justify="left")
+    table = Table(
+        title=rich_text(f"EAGLE-3 readiness by {matrix.engine_label} release"),
+        title_justify="left",
+    )
     table.add_column("family", style="cyan", no_wrap=True)
     table.add_column("architecture", no_wrap=True)
     table.add_column("role", style="dim")
@@ -82,7 +85,8 @@ def _timeline(matrix: Matrix, width: int) -> Table:
     first, newest = matrix.releases[0].label, matrix.releases[-1].label
     table = Table(
         title=rich_text(
-            f"EAGLE-3 readiness, {len(matrix.releases)} vLLM releases {first} … {newest} "
+            f"EAGLE-3 readiness, {len(matrix.releases)} {matrix.engine_label} releases "
+            f"{first} … {newest} "
             "(timeline: one character per release, oldest first)"
         ),
         title_justify="left",
@@ -136,16 +140,18 @@ def _grouped(matrix: Matrix) -> list[tuple[Row, str]]:
 
 def _releases(matrix: Matrix) -> Table:
     table = Table(title="Per release", title_justify="left")
-    names = ("release", "contract", "targets ready", "model_type gate", "PP aux relay", "runner")
+    names = ["release", "contract", "targets ready"]
+    if matrix.runner_facts:
+        names += ["model_type gate", "PP aux relay", "runner"]
     for name in names:
         table.add_column(name)
     for release in matrix.releases:
-        table.add_row(
-            rich_text(release.label),
-            rich_text(contract_text(release)),
-            ready_text(release),
-            rich_text(gate_text(release, limit=4)),
-            release_relay_text(release),
-            rich_text(release.runner),
-        )
+        cells = [rich_text(release.label), rich_text(contract_text(release)), ready_text(release)]
+        if matrix.runner_facts:
+            cells += [
+                rich_text(gate_text(release, limit=4)),
+                release_relay_text(release),
+                rich_text(release.runner),
+            ]
+        table.add_row(*cells)
     return table

@@ -21,7 +21,7 @@ from dataclasses import replace
 from typing import Any
 
 from eagle3lint.checkrun.options import CheckOptions, discover_for
-from eagle3lint.engines import default_wing
+from eagle3lint.engines import wing_named
 from eagle3lint.errors import (
     INCOMPLETE_ANALYSIS,
     UNREADABLE_INPUT,
@@ -181,7 +181,7 @@ def _check_column(
     """One release's report; the `--arch` names it does not register are left out (a release
     registering none of them gets a report with its contract and no targets)."""
     if column.version is not None:
-        wing = default_wing()
+        wing = wing_named(column.engine)
         if not wing.is_fetched(column.version):
             _emit(number, "downloading")
         wing.fetch_release(column.version)
@@ -198,13 +198,14 @@ def _check_column(
         options,
         paths=[column.path] if column.path is not None else [],
         release=column.version,
+        release_engine=column.engine,
         progress=False,
         on_file=on_file,
     )
     if options.archs:
         workspace = discover_for(release)
         if workspace.tree is None:
-            raise UsageError(f"{column.spec} is not a vLLM tree")
+            raise UsageError(f"{column.spec} is not an engine's tree")
         cache = SummaryCache(default_cache_dir()) if options.use_cache else None
         index = ProjectIndex([workspace.tree.parent], cache=cache, jobs=1)
         registered = {entry.arch for entry in workspace.wing.registry(index)}
