@@ -243,3 +243,109 @@ def test_a_matrix_over_real_sglang_releases(sglang_release: Callable[[str], Path
     assert rows["Qwen2MoeForCausalLM"]["cells"][EARLY_2026]["codes"] == ["SGL102"]
     assert rows["LlamaForCausalLM"]["first_ready"] == EARLY_2026
     assert rows["LlamaForCausalLMEagle3"]["role"] == "draft"
+
+
+def write_pair(
+    folder: Path, layers: int, target_arch: str, eagle_config: dict | None, **top: Any
+) -> tuple[Path, Path]:
+    """A target's config.json and an EAGLE-3 head's, as their checkpoints ship them."""
+    target, head = folder / "target", folder / "head"
+    target.mkdir(parents=True)
+    head.mkdir()
+    (target / "config.json").write_text(
+        json.dumps({"architectures": [target_arch], "num_hidden_layers": layers})
+    )
+    config: dict[str, Any] = {"architectures": ["LlamaForCausalLMEagle3"], "num_hidden_layers": 1}
+    if eagle_config is not None:
+        config["eagle_config"] = eagle_config
+    config.update(top)
+    (head / "config.json").write_text(json.dumps(config, indent=1))
+    return target, head
+
+
+def pair_json(*args: str) -> tuple[int, dict[str, Any]]:
+    result = CliRunner().invoke(app, ["pair", *args, "--format", "json"])
+    assert result.exit_code in (0, 1), result.output
+    return result.exit_code, json.loads(result.stdout)
+
+
+def test_pair_on_an_sglang_tree_shows_the_layers_it_taps(tmp_path: Path) -> None:
+    """The fixture's Llama adds one: ids [1, 2, 5] of an 8-layer target tap the outputs of
+    layers 1, 2 and 5 in SGLang, of layers 0, 1 and 4 in vLLM."""
+    target, head = write_pair(
+        tmp_path, 8, "LlamaForCausalLM", {"eagle_aux_hidden_state_layer_ids": [1, 2, 5]}
+    )
+    code, report = pair_json(str(ERAS / "s2_gate"), "--target", str(target), "--draft", str(head))
+    pairing = report["pairing"]
+    assert code == 0
+    assert (pairing["convention"], pairing["layers_to_capture"]) == ("+1", [2, 3, 6])
+    assert (pairing["tapped_outputs"], pairing["vllm_tapped_outputs"]) == ([1, 2, 5], [0, 1, 4])
+    [finding] = report["targets"][0]["findings"]
+    assert finding["code"] == "SGL203" and finding["line"] == 7  # the ids, in the head config
+
+
+def test_the_last_layer_is_out_of_reach_in_sglang(tmp_path: Path) -> None:
+    target, head = write_pair(
+        tmp_path, 8, "LlamaForCausalLM", {"eagle_aux_hidden_state_layer_ids": [1, 4, 7]}
+    )
+    code, report = pair_json(str(ERAS / "s2_gate"), "--target", str(target), "--draft", str(head))
+    assert code == 1
+    codes = {f["code"]: f for f in report["targets"][0]["findings"]}
+    assert "[8] is never reached" in codes["SGL202"]["message"]
+
+
+def test_ids_at_the_top_level_are_not_read_by_sglang(tmp_path: Path) -> None:
+    target, head = write_pair(
+        tmp_path, 8, "LlamaForCausalLM", None, eagle_aux_hidden_state_layer_ids=[1, 3, 6]
+    )
+    _, report = pair_json(str(ERAS / "s2_gate"), "--target", str(target), "--draft", str(head))
+    codes = {f["code"]: f for f in report["targets"][0]["findings"]}
+    assert "taps the target's default layers [2, 4, 5]" in codes["SGL201"]["message"]
+    assert report["pairing"]["layers_to_capture"] == [2, 4, 5]
+
+
+def test_pair_on_sglang_refuses_vllms_speculative_config(tmp_path: Path) -> None:
+    target, _ = write_pair(tmp_path, 8, "LlamaForCausalLM", None)
+    result = CliRunner().invoke(
+        app,
+        ["pair", str(ERAS / "s2_gate"), "--target", str(target), "--speculative-config", "{}"],
+    )
+    assert result.exit_code == 2 and "takes --draft" in result.output
+
+
+@pytest.mark.parametrize(
+    ("version", "arch", "ids", "convention", "captured"),
+    [
+        (NEWEST, "LlamaForCausalLM", [1, 15, 28], "+1", [2, 16, 29]),
+        # DeepSeek's model file adds one only when the first id is 1 (0.5.23) ...
+        (NEWEST, "DeepseekV3ForCausalLM", [2, 30, 57], "+1 if the first id is 1", [2, 30, 57]),
+        (NEWEST, "DeepseekV3ForCausalLM", [1, 29, 57], "+1 if the first id is 1", [2, 30, 58]),
+        # ... and always in 0.5.8.
+        (EARLY_2026, "DeepseekV3ForCausalLM", [2, 30, 57], "+1", [3, 31, 58]),
+        # Kimi-K2.5's wrapper hands the ids to its DeepSeek language model.
+        (
+            NEWEST,
+            "KimiK25ForConditionalGeneration",
+            [2, 30, 57],
+            "+1 if the first id is 1",
+            [2, 30, 57],
+        ),
+    ],
+)
+def test_pair_reads_each_model_files_convention_on_real_releases(
+    sglang_release: Callable[[str], Path],
+    tmp_path: Path,
+    version: str,
+    arch: str,
+    ids: list[int],
+    convention: str,
+    captured: list[int],
+) -> None:
+    layers = 32 if arch.startswith("Llama") else 61
+    target, head = write_pair(tmp_path, layers, arch, {"eagle_aux_hidden_state_layer_ids": ids})
+    _, report = pair_json(
+        str(sglang_release(version)), "--target", str(target), "--draft", str(head)
+    )
+    pairing = report["pairing"]
+    assert (pairing["convention"], pairing["layers_to_capture"]) == (convention, captured)
+    assert pairing["vllm_tapped_outputs"] == [i - 1 for i in ids]

@@ -38,7 +38,7 @@ if TYPE_CHECKING:
     from eagle3lint.report.model import Report
 
 
-@takes("paths", "vllm", "select", "ignore", "jobs", "no_cache", "debug")
+@takes("paths", "vllm", "sglang", "select", "ignore", "jobs", "no_cache", "debug")
 def pair(
     args: RunArgs,
     target: Annotated[
@@ -69,6 +69,13 @@ def pair(
         ),
     ] = None,
     pp: Annotated[int, typer.Option("--pp", min=1, help="Pipeline-parallel size.")] = 1,
+    engine: Annotated[
+        str | None,
+        typer.Option(
+            "--engine",
+            help="vllm or sglang: the installed engine's tree, when no PATH or release is given.",
+        ),
+    ] = None,
     output_format: FormatOpt = OutputFormat.text,
     exit_zero: ExitZeroOpt = False,
     quiet: QuietOpt = False,
@@ -78,9 +85,19 @@ def pair(
     with guard(args.debug):
         from eagle3lint.drafts.draft import DraftPairing, SpeculativeConfig
 
+        options = replace(args, hf_config=target).check_options(progress=False)
+        if engine is not None:
+            options.paths = options.paths or _installed(engine, options)
+        if _is_sglang(options):
+            output, code = run_sglang_pair(
+                options, draft, target, speculative_config, output_format, quiet, verbose,
+                exit_zero,
+            )  # fmt: skip
+            sys.stdout.write(output)
+            sys.stdout.flush()
+            raise typer.Exit(code)
         settings = SpeculativeConfig.parse(speculative_config) if speculative_config else None
         pairing = DraftPairing.load(draft, list(draft_weights or []), target, pp, settings)
-        options = replace(args, hf_config=target).check_options(progress=False)
         view = View(output_format, quiet, verbose, exit_zero, False, Terminal.of(sys.stdout))
         output, code = run_pair(
             options, pairing, output_format.value, lambda report: render(report, view), exit_zero
@@ -88,6 +105,145 @@ def pair(
         sys.stdout.write(output)
         sys.stdout.flush()
     raise typer.Exit(code)
+
+
+def _installed(engine: str, options: CheckOptions) -> list[Path]:
+    """`--engine NAME` with no PATH: the installed engine's tree (none with a release given)."""
+    from eagle3lint.engines import wing_named
+    from eagle3lint.errors import UsageError
+
+    try:
+        wing = wing_named(engine)
+    except KeyError:
+        raise UsageError(f"--engine {engine}: not an engine (vllm or sglang)") from None
+    if options.release is not None:
+        if options.release_engine != wing.name:
+            raise UsageError(f"--engine {engine} and --{options.release_engine} disagree")
+        return []
+    tree = wing.installed_tree()
+    if tree is None:
+        raise UsageError(
+            f"--engine {engine}: no installed {wing.label} was found; pass the tree of a "
+            f"{wing.label} release as PATH, or --{wing.name} X.Y.Z"
+        )
+    return [tree]
+
+
+def _is_sglang(options: CheckOptions) -> bool:
+    """Whether the pair is judged against an SGLang tree (`--sglang X.Y.Z` or a PATH in one)."""
+    if options.release is not None:
+        return options.release_engine == "sglang"
+    if not options.paths:
+        return False
+    from eagle3lint.checkrun.options import discover_for
+
+    return discover_for(options).wing.name == "sglang"
+
+
+def run_sglang_pair(
+    options: CheckOptions,
+    draft: Path | None,
+    target: Path,
+    speculative_config: str | None,
+    output_format: OutputFormat,
+    quiet: bool,
+    verbose: bool,
+    exit_zero: bool,
+) -> tuple[str, int]:
+    """`pair` on an SGLang tree: the target's check with the sglang-pairing rule, led by a
+    table of the layers SGLang taps for the head."""
+    from eagle3lint.engine import run_check
+    from eagle3lint.engines.sglang.pairing import SglangPairing
+    from eagle3lint.errors import UsageError
+
+    if speculative_config is not None or draft is None:
+        raise UsageError(
+            "pair on an SGLang tree takes --draft (the head SGLang loads with "
+            "--speculative-draft-model-path); --speculative-config is vLLM's"
+        )
+    pairing = SglangPairing.load(draft, target)
+    if not pairing.target_architecture():
+        raise UsageError(f"{pairing.target_path} names no architecture (its `architectures`)")
+    options.archs = [pairing.target_architecture()]
+    options.hf_config = pairing.target_path
+    options.pairing = pairing
+    report = run_check(options).report
+    view = View(output_format, quiet, verbose, exit_zero, False, Terminal.of(sys.stdout))
+    analysis = pairing.analysis
+    if output_format is OutputFormat.json:
+        data = report.to_json()
+        data["pairing"] = _sglang_json(pairing)
+        return json.dumps(data, indent=2) + "\n", report.exit_code(exit_zero)
+    body = render(report, view)
+    if output_format is not OutputFormat.text or analysis is None:
+        return body, report.exit_code(exit_zero)
+    return _sglang_table(pairing, _verdict(report, None)) + body, report.exit_code(exit_zero)
+
+
+def _sglang_json(pairing: object) -> dict[str, object] | None:
+    from eagle3lint.engines.sglang.pairing import SglangPairing
+
+    assert isinstance(pairing, SglangPairing)
+    analysis = pairing.analysis
+    if analysis is None:
+        return None
+    return {
+        "engine": "sglang",
+        "target": pairing.target_architecture(),
+        "target_layers": analysis.layers,
+        "ids": analysis.ids,
+        "top_level_ids": analysis.top_level_ids,
+        "convention": analysis.convention,
+        "convention_class": analysis.convention_owner,
+        "layers_to_capture": analysis.captured,
+        "tapped_outputs": analysis.outputs,
+        "vllm_tapped_outputs": analysis.vllm_outputs(),
+    }
+
+
+def _sglang_table(pairing: object, verdict: str) -> str:
+    from rich.console import Console
+    from rich.table import Table
+
+    from eagle3lint.engines.sglang.pairing import SglangPairing
+    from eagle3lint.report.escape import rich_text
+
+    assert isinstance(pairing, SglangPairing) and pairing.analysis is not None
+    analysis = pairing.analysis
+    tty = sys.stdout.isatty()
+    buffer = io.StringIO()
+    console = Console(
+        file=buffer,
+        force_terminal=tty,
+        width=shutil.get_terminal_size().columns if tty else 10_000,
+        no_color=bool(os.environ.get("NO_COLOR")),
+        highlight=False,
+    )
+    table = Table(show_header=False, box=None, padding=(0, 2, 0, 0))
+    table.add_column(style="bold")
+    table.add_column()
+
+    def row(name: str, value: str) -> None:
+        table.add_row(name, rich_text(value))
+
+    def layers(outputs: list[int]) -> str:
+        return ", ".join("embedding" if o < 0 else f"out of layer {o}" for o in outputs)
+
+    row("target", f"{pairing.target_architecture()} ({analysis.layers} layers)")
+    row("engine", "SGLang")
+    if analysis.ids is not None:
+        source = f'{analysis.ids} from eagle_config["eagle_aux_hidden_state_layer_ids"]'
+    else:
+        source = "none under eagle_config: the target's default [2, L // 2, L - 3]"
+    row("ids", source)
+    row("convention", f"{analysis.convention} ({analysis.convention_owner})")
+    row("taps", f"{analysis.captured} → {layers(analysis.outputs)}")
+    vllm = analysis.vllm_outputs()
+    if vllm is not None:
+        same = " (the same)" if vllm == analysis.outputs else ""
+        row("in vLLM", f"{layers(vllm)}{same}")
+    row("verdict", verdict)
+    return _printed(console, buffer, table, tty)
 
 
 def run_pair(

@@ -100,9 +100,14 @@ class ClassReader:
                     summary.assigns_layers = True
                     if target == "layers":
                         _layer_candidates(init, value, summary)
-                if "." in target or target in summary.init_assigns:
+                if "." in target:
                     continue
-                summary.init_assigns[target] = _init_assign(value, init_line)
+                assign = _init_assign(value, init_line)
+                earlier = summary.init_assigns.get(target)
+                # `self.language_model = None` then, under a condition, the model built: the
+                # attribute holds what is built (SGLang's Kimi-K2.5 wrapper).
+                if earlier is None or (earlier.callee is None and assign.callee is not None):
+                    summary.init_assigns[target] = assign
             helpers.extend(self_calls(stmt))
         for helper in helpers:
             func = functions.get(helper)

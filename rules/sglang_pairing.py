@@ -1,0 +1,160 @@
+"""SGL2xx sglang-pairing: an EAGLE-3 head against an SGLang target (`eagle3lint pair` on an
+SGLang tree): where SGLang reads the head's layer ids, what the target's model file makes of
+them, and whether the decoder ever reaches the layers it is asked to tap."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from eagle3lint.api import Code, Example, Explanation, Finding, Rule, RuleContext, Severity
+from eagle3lint.engines.sglang.pairing import IDS_KEY, SglangPairing, analyse
+from eagle3lint.engines.sglang.targets import SglangTarget
+
+_IDS_RUNTIME = (
+    "When the server starts with `--speculative-algorithm EAGLE3`, SGLang's model runner reads "
+    "the head's layer ids from its config's `eagle_config` "
+    '(`eagle_config["eagle_aux_hidden_state_layer_ids"]`, in a `try` whose bare `except` sets '
+    "them to None) and passes them to the target's `set_eagle3_layers_to_capture`. With None "
+    "the target taps its default layers `[2, L // 2, L - 3]`."
+)
+
+_SGL201 = Explanation(
+    runtime=_IDS_RUNTIME,
+    error="None: the head is fed the default layers' hidden states instead of those it was "
+    "trained on, and accepts fewer draft tokens.",
+    releases="Every SGLang release read (0.5.8 to 0.5.23).",
+    example="""\
+{"architectures": ["LlamaForCausalLMEagle3"], "eagle_aux_hidden_state_layer_ids": [1, 23, 44]}
+""",
+    fix="""\
+{"architectures": ["LlamaForCausalLMEagle3"],
+ "eagle_config": {"eagle_aux_hidden_state_layer_ids": [1, 23, 44]}}
+""",
+    language="json",
+)
+
+_SGL202 = Explanation(
+    runtime=_IDS_RUNTIME + " The target's decoder collects the state entering layer c for each "
+    "c of `layers_to_capture`; most model files set it to the ids plus one (id i: the output "
+    "of layer i). An index of L or more is never reached.",
+    error="The head receives fewer aux hidden states than its `fc` expects: a shape error in "
+    "its first forward, after both models are loaded. The last layer's id (L - 1, which vLLM "
+    "0.18+ taps) is such an id in SGLang's +1 convention.",
+    releases="Every SGLang release read.",
+    example="""\
+{"eagle_config": {"eagle_aux_hidden_state_layer_ids": [1, 16, 31]}}  # a 32-layer Llama
+""",
+    fix="""\
+{"eagle_config": {"eagle_aux_hidden_state_layer_ids": [1, 16, 30]}}
+""",
+    language="json",
+)
+
+_SGL203 = Explanation(
+    runtime="vLLM reads an id i as the state entering layer i (the output of layer i - 1); "
+    "SGLang's model files mostly add one first (the output of layer i), DeepSeek-V2's only when "
+    "the first id is 1. A head trained for one engine taps neighbouring layers in the other.",
+    error="None: acceptance drops when a head is served by the engine it was not trained for.",
+    releases="Every SGLang release read; vLLM 0.10 and later.",
+    example="eagle3lint pair --sglang 0.5.23 --target llama/ --draft head/\n",
+    fix="# Write the ids for the engine that serves the head (or train it for that engine).\n",
+    language="shell",
+)
+
+
+class SglangPairingRule(Rule):
+    slug = "sglang-pairing"
+    engines = ("sglang",)
+    codes = (
+        Code(
+            "SGL201",
+            "ids-outside-eagle-config",
+            "The head's layer ids are at its config's top level, where SGLang does not read them.",
+            Severity.WARNING,
+            explain=_SGL201,
+        ),
+        Code(
+            "SGL202",
+            "capture-layer-unreachable",
+            "SGLang would tap a layer the target does not have.",
+            Severity.ERROR,
+            explain=_SGL202,
+        ),
+        Code(
+            "SGL203",
+            "taps-differ-from-vllm",
+            "The same head taps other layers in SGLang than in vLLM.",
+            Severity.INFO,
+            explain=_SGL203,
+        ),
+    )
+    # A check without a head (`check`) has nothing for this rule: `pair` gives it one
+    # (tests/test_sglang.py pairs real heads).
+    valid = (
+        Example(
+            era="s2_gate",
+            source="""
+from torch import nn
+
+
+class GoodForCausalLM(nn.Module):
+    def set_eagle3_layers_to_capture(self, layer_ids=None):
+        self.model.layers_to_capture = [val + 1 for val in layer_ids]
+
+    def get_embed_and_head(self):
+        return self.model.embed_tokens.weight, self.lm_head.weight
+
+
+EntryClass = GoodForCausalLM
+""",
+        ),
+    )
+
+    def check(self, target: SglangTarget, ctx: RuleContext) -> Iterator[Finding]:  # type: ignore[override]
+        pairing = ctx.pairing
+        if not isinstance(pairing, SglangPairing) or target.capture is None:
+            return
+        if target.arch != pairing.target_architecture():
+            return
+        analysis = analyse(pairing, target)
+        pairing.analysis = analysis
+        path = str(pairing.draft_path)
+        line = pairing.line_of(IDS_KEY)
+        if analysis.ids is None and analysis.top_level_ids is not None:
+            yield self.report(
+                "SGL201",
+                f"{IDS_KEY} {analysis.top_level_ids} is at the top level of the head's config: "
+                "SGLang reads it only under eagle_config and taps the target's default layers "
+                f"{analysis.captured} instead.",
+                path,
+                line,
+                hint=f'Move it into "eagle_config": {{"{IDS_KEY}": [...]}}.',
+            )
+        if analysis.unreachable:
+            yield self.report(
+                "SGL202",
+                f"{target.ref.name} has {analysis.layers} layers; with its "
+                f"{analysis.convention_owner}'s convention ({analysis.convention}) SGLang "
+                f"collects the states entering layers {analysis.captured}, and "
+                f"{analysis.unreachable} is never reached: the head gets fewer aux hidden "
+                "states than it expects.",
+                path,
+                line,
+            )
+        vllm = analysis.vllm_outputs()
+        if vllm is not None and analysis.outputs != vllm:
+            yield self.report(
+                "SGL203",
+                f"SGLang taps the outputs of layers {_layers(analysis.outputs)} of "
+                f"{target.ref.name} for this head ({analysis.convention_owner}: "
+                f"{analysis.convention}); vLLM would tap {_layers(vllm)} for the same ids.",
+                path,
+                line,
+            )
+
+
+def _layers(outputs: list[int]) -> str:
+    return "[" + ", ".join("embedding" if o < 0 else str(o) for o in outputs) + "]"
+
+
+RULES = [SglangPairingRule]
