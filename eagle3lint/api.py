@@ -24,6 +24,9 @@ package may change without notice. `docs/writing-rules.md` walks through writing
   raises `CodemodRefused` for code it cannot rewrite safely.
 - `DraftPairing`, `PairingAnalysis`, `analyse_pairing`: the draft `eagle3lint pair` checks
   (`ctx.pairing`, None in `check`) and how the target's release builds the pair.
+- SGLang's side (`Rule.engines = ("sglang",)`): `SglangTarget`, `SglangContract` (with its
+  `SglangCallSite`s), and for `pair` on an SGLang tree `SglangPairing`,
+  `analyse_sglang_pairing` and `SGLANG_IDS_KEY`.
 """
 
 from __future__ import annotations
@@ -59,6 +62,12 @@ if TYPE_CHECKING:
     from eagle3lint.drafts.analysis import analyse as analyse_pairing
     from eagle3lint.drafts.draft import SPECULATORS as SPECULATORS_FORMAT
     from eagle3lint.drafts.draft import DraftPairing
+    from eagle3lint.engines.sglang.contract import CallSite as SglangCallSite
+    from eagle3lint.engines.sglang.contract import SglangContract
+    from eagle3lint.engines.sglang.pairing import IDS_KEY as SGLANG_IDS_KEY
+    from eagle3lint.engines.sglang.pairing import SglangPairing
+    from eagle3lint.engines.sglang.pairing import analyse as analyse_sglang_pairing
+    from eagle3lint.engines.sglang.targets import SglangTarget
     from eagle3lint.engines.vllm.contract.drafter import IDS_KEY as DRAFT_IDS_KEY
     from eagle3lint.engines.vllm.contract.model import (
         Contract,
@@ -86,6 +95,12 @@ _LAZY = {
     "AUX_LAYERS_ATTR": ("eagle3lint.engines.vllm.names", "AUX_LAYERS_ATTR"),
     "LANGUAGE_MODEL_ATTR": ("eagle3lint.engines.vllm.names", "LANGUAGE_MODEL_ATTR"),
     "Target": ("eagle3lint.engines.vllm.targets", "Target"),
+    "SglangCallSite": ("eagle3lint.engines.sglang.contract", "CallSite"),
+    "SglangContract": ("eagle3lint.engines.sglang.contract", "SglangContract"),
+    "SGLANG_IDS_KEY": ("eagle3lint.engines.sglang.pairing", "IDS_KEY"),
+    "SglangPairing": ("eagle3lint.engines.sglang.pairing", "SglangPairing"),
+    "analyse_sglang_pairing": ("eagle3lint.engines.sglang.pairing", "analyse"),
+    "SglangTarget": ("eagle3lint.engines.sglang.targets", "SglangTarget"),
     "ClassSummary": ("eagle3lint.index.model", "ClassSummary"),
     "ForwardSummary": ("eagle3lint.index.model", "ForwardSummary"),
     "MethodSummary": ("eagle3lint.index.model", "MethodSummary"),
@@ -115,6 +130,7 @@ __all__ = [
     "DECIDE_WITH_MODEL_TYPE",
     "DRAFT_IDS_KEY",
     "LANGUAGE_MODEL_ATTR",
+    "SGLANG_IDS_KEY",
     "SPECULATORS_FORMAT",
     "STREAM",
     "AddAuxMethods",
@@ -147,9 +163,14 @@ __all__ = [
     "Rule",
     "RuleContext",
     "Severity",
+    "SglangCallSite",
+    "SglangContract",
+    "SglangPairing",
+    "SglangTarget",
     "TapSummary",
     "Target",
     "TargetEmbedding",
     "Unverified",
     "analyse_pairing",
+    "analyse_sglang_pairing",
 ]

@@ -6,9 +6,19 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from eagle3lint.api import Code, Example, Explanation, Finding, Rule, RuleContext, Severity
-from eagle3lint.engines.sglang.pairing import IDS_KEY, SglangPairing, analyse
-from eagle3lint.engines.sglang.targets import SglangTarget
+from eagle3lint.api import (
+    SGLANG_IDS_KEY,
+    Code,
+    Example,
+    Explanation,
+    Finding,
+    Rule,
+    RuleContext,
+    Severity,
+    SglangPairing,
+    SglangTarget,
+    analyse_sglang_pairing,
+)
 
 _IDS_RUNTIME = (
     "When the server starts with `--speculative-algorithm EAGLE3`, SGLang's model runner reads "
@@ -116,19 +126,20 @@ EntryClass = GoodForCausalLM
             return
         if target.arch != pairing.target_architecture():
             return
-        analysis = analyse(pairing, target)
+        analysis = analyse_sglang_pairing(pairing, target)
         pairing.analysis = analysis
         path = str(pairing.draft_path)
-        line = pairing.line_of(IDS_KEY)
+        line = pairing.line_of(SGLANG_IDS_KEY)
         if analysis.ids is None and analysis.top_level_ids is not None:
             yield self.report(
                 "SGL201",
-                f"{IDS_KEY} {analysis.top_level_ids} is at the top level of the head's config: "
+                f"{SGLANG_IDS_KEY} {analysis.top_level_ids} is at the top level of the head's "
+                "config: "
                 "SGLang reads it only under eagle_config and taps the target's default layers "
                 f"{analysis.captured} instead.",
                 path,
                 line,
-                hint=f'Move it into "eagle_config": {{"{IDS_KEY}": [...]}}.',
+                hint=f'Move it into "eagle_config": {{"{SGLANG_IDS_KEY}": [...]}}.',
             )
         if analysis.unreachable:
             yield self.report(

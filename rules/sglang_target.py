@@ -15,9 +15,10 @@ from eagle3lint.api import (
     Rule,
     RuleContext,
     Severity,
+    SglangCallSite,
+    SglangContract,
+    SglangTarget,
 )
-from eagle3lint.engines.sglang.contract import CallSite, SglangContract
-from eagle3lint.engines.sglang.targets import SglangTarget
 
 _CAPTURE_RUNTIME = (
     "With `--speculative-algorithm EAGLE3` (and a drafter whose config does not turn "
@@ -289,7 +290,7 @@ EntryClass = StubForCausalLM
             )
 
 
-def _first(calls: tuple[CallSite, ...]) -> str:
+def _first(calls: tuple[SglangCallSite, ...]) -> str:
     return str(calls[0]) if calls else "the model runner"
 
 

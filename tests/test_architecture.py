@@ -40,7 +40,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("eagle3lint.shapes",),
     ("eagle3lint.index",),
     ("eagle3lint.config_classes", "eagle3lint.hf_config"),
-    ("eagle3lint.engines.vllm",),
+    ("eagle3lint.engines.vllm", "eagle3lint.engines.sglang"),
     ("eagle3lint.rule", "eagle3lint.codes", "eagle3lint.explain"),
     ("eagle3lint.drafts",),
     ("eagle3lint.api", "eagle3lint.rules"),

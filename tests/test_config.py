@@ -110,13 +110,13 @@ def test_command_line_flags_override_the_config(project: Callable[[str], Path]) 
     )
     from_config = RunArgs().check_options(progress=False)
     assert (from_config.select, from_config.ignore) == (["EAG1"], ["EAG101"])
-    assert from_config.vllm_version == "0.16.0"
+    assert (from_config.release, from_config.release_engine) == ("0.16.0", "vllm")
     assert from_config.hf_config == Path.cwd() / "config.json"
     overridden = RunArgs(
         vllm="0.17.0", hf_config=Path("other.json"), select=["EAG3"], ignore=["EAG301"]
     ).check_options(progress=False)
     assert (overridden.select, overridden.ignore) == (["EAG3"], ["EAG301"])
-    assert overridden.vllm_version == "0.17.0"
+    assert overridden.release == "0.17.0"
     assert overridden.hf_config == Path("other.json")
 
 

@@ -39,6 +39,7 @@ from test_hostile import (  # noqa: F401 (fixtures)
 )
 
 from eagle3lint.sources import wheels as download
+from eagle3lint.sources.download_line import DownloadLine, largest_file
 
 PIECE = 64 * 1024
 PAUSE = 0.04
@@ -63,7 +64,7 @@ def draw(folder: Path, total: int | None, *, terminal: bool) -> str:
     partial.write_bytes(b"")
     out = io.StringIO()
     console = Console(file=out, force_terminal=terminal, width=100)
-    with download._DownloadLine("Downloading vllm==0.16.0", total, [folder], console):
+    with DownloadLine("Downloading vllm==0.16.0", total, [folder], console):
         for size in (1_000_000, 1_500_000):
             with open(partial, "ab") as growing:
                 growing.write(b"x" * (size - partial.stat().st_size))
@@ -100,7 +101,7 @@ def test_more_bytes_than_published_do_not_overrun_the_line(tmp_path: Path) -> No
     out = io.StringIO()
     (tmp_path / "big").write_bytes(b"x" * 5_000_000)
     console = Console(file=out, force_terminal=True, width=100)
-    with download._DownloadLine("x", 1_000_000, [tmp_path], console):
+    with DownloadLine("x", 1_000_000, [tmp_path], console):
         pass
     assert "1.0/1.0 MB" in plain(out.getvalue())
 
@@ -294,4 +295,4 @@ def test_the_largest_file_is_measured_without_following_links(tmp_path: Path) ->
     (watched / "small").write_bytes(b"x" * 10)
     (tmp_path / "big").write_bytes(b"x" * 5000)
     (watched / "link").symlink_to(tmp_path / "big")
-    assert download._largest_file([watched, tmp_path / "gone"]) == 1000
+    assert largest_file([watched, tmp_path / "gone"]) == 1000

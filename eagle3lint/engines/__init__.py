@@ -146,33 +146,23 @@ class Wing(ABC):
         folder = Path(next(iter(spec.submodule_search_locations)))
         return folder if self.is_tree(folder) else None
 
-    # Releases come from PyPI as the `package` distribution's wheels; a wing whose engine is
-    # published otherwise overrides these four.
+    @abstractmethod
     def fetch_release(
         self, version: str, cache_root: Path | None = None, progress: bool = False
     ) -> Path:
         """The package folder of release `version`, fetched (sources only) on first use."""
-        from eagle3lint.sources.wheels import fetch_release
 
-        return fetch_release(version, cache_root, progress, self.package)
-
+    @abstractmethod
     def check_version(self, version: str) -> None:
         """Raise `DownloadError` for what is not a release number of this engine."""
-        from eagle3lint.sources.wheels import check_version
 
-        check_version(version, self.package)
-
+    @abstractmethod
     def is_fetched(self, version: str, cache_root: Path | None = None) -> bool:
         """Whether release `version` is already in the cache (no download needed)."""
-        from eagle3lint.sources.wheels import COMPLETE, release_dir
 
-        return (release_dir(version, cache_root, self.package) / COMPLETE).is_file()
-
+    @abstractmethod
     def list_releases(self, cache_root: Path | None = None) -> list[str]:
         """The releases its package index lists, oldest first."""
-        from eagle3lint.sources.release_index import indexed_releases
-
-        return indexed_releases(cache_root, self.package)
 
     @abstractmethod
     def read_contract(self, index: ProjectIndex, tree: Path, source: str) -> Contract:

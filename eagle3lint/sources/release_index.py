@@ -14,8 +14,8 @@ from pathlib import Path
 
 from packaging.version import InvalidVersion, Version
 
+from eagle3lint.cachedir import default_cache_dir, trusted_folder
 from eagle3lint.errors import UsageError
-from eagle3lint.index.cache import default_cache_dir, trusted_folder
 from eagle3lint.sources.files import MAX_CACHE_ENTRY_BYTES, UnreadableSource, read_regular
 from eagle3lint.sources.wheels import label
 from eagle3lint.storage import write_atomically

@@ -16,6 +16,7 @@ import tokenize
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from eagle3lint.engines.sglang.layout import (
     CAPTURE_METHOD,
@@ -25,9 +26,11 @@ from eagle3lint.engines.sglang.layout import (
     SPECULATIVE_FOLDER,
     VERSION_MODULES,
 )
-from eagle3lint.index.project import ProjectIndex
 from eagle3lint.sources.files import UnreadableSource
 from eagle3lint.sources.source_text import function_named, line_at, strip_comments
+
+if TYPE_CHECKING:
+    from eagle3lint.index.project import ProjectIndex
 
 
 @dataclass(frozen=True)

@@ -6,10 +6,13 @@ registers the class it names."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from eagle3lint.engines.sglang.layout import MODELS_PACKAGE, REGISTRY
-from eagle3lint.index.project import ProjectIndex
 from eagle3lint.index.refs import ClassRef
+
+if TYPE_CHECKING:
+    from eagle3lint.index.project import ProjectIndex
 
 ENTRY = "EntryClass"
 

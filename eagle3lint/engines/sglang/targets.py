@@ -8,12 +8,15 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from functools import cached_property
+from typing import TYPE_CHECKING
 
 from eagle3lint.engines import Role
 from eagle3lint.engines.sglang.contract import SglangContract
-from eagle3lint.index.model import MethodSummary
-from eagle3lint.index.project import ProjectIndex
 from eagle3lint.index.refs import ClassRef, ExternalRef
+
+if TYPE_CHECKING:
+    from eagle3lint.index.model import MethodSummary
+    from eagle3lint.index.project import ProjectIndex
 
 DRAFT_NAME = re.compile(
     r"(ForCausalLMEagle3?|Eagle3?$|^Eagle3[A-Z]|NextN$|MTP$|MTPHead$|DSpark|DFlash|DraftModel"

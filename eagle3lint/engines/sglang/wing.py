@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from eagle3lint.engines import Wing
 from eagle3lint.engines.sglang.layout import MODELS_PACKAGE, REGISTRY
+from eagle3lint.sources.pypi_releases import PypiReleases
 
 if TYPE_CHECKING:
     from eagle3lint.engines.sglang.contract import SglangContract
@@ -22,7 +23,7 @@ MODEL_NAME = re.compile(r"(ForCausalLM|ForConditionalGeneration|LMHeadModel)$")
 model not registered yet."""
 
 
-class SglangWing(Wing):
+class SglangWing(PypiReleases, Wing):
     name = "sglang"
     label = "SGLang"
     package = "sglang"

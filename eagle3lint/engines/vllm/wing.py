@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 from eagle3lint.engines import Wing
 from eagle3lint.engines.vllm.layout import MODELS_PACKAGE, REGISTRY
+from eagle3lint.sources.pypi_releases import PypiReleases
 
 if TYPE_CHECKING:
     from eagle3lint.engines.vllm.contract.model import Contract
@@ -21,7 +22,7 @@ ENTRY_CLASS = re.compile(r"(ForCausalLM|ForConditionalGeneration|LMHeadModel)$")
 model not registered yet."""
 
 
-class VllmWing(Wing):
+class VllmWing(PypiReleases, Wing):
     name = "vllm"
     label = "vLLM"
     package = "vllm"
