@@ -45,6 +45,7 @@ from eagle3lint.findings import (
 from eagle3lint.repairs import (
     AddAuxMethods,
     AddDelegatingMethods,
+    AddEmbedHeadAccessor,
     AddForwardTaps,
     AddGateEntry,
     AddMixinTaps,
@@ -135,6 +136,7 @@ __all__ = [
     "STREAM",
     "AddAuxMethods",
     "AddDelegatingMethods",
+    "AddEmbedHeadAccessor",
     "AddForwardTaps",
     "AddGateEntry",
     "AddMixinTaps",

@@ -55,6 +55,17 @@ class AddAuxMethods(Repair):
 
 
 @dataclass(frozen=True, slots=True)
+class AddEmbedHeadAccessor(Repair):
+    """Give an SGLang target `cls` `get_embed_and_head()`, returning the weights of
+    `self.<embed>` and `self.<head>` (codemod: `codemod.accessors.add_embed_head_accessor`)."""
+
+    cls: str
+    embed: str = "model.embed_tokens"
+    head: str = "lm_head"
+    kind: ClassVar[str] = "add-embed-head-accessor"
+
+
+@dataclass(frozen=True, slots=True)
 class AddDelegatingMethods(Repair):
     """Give a multimodal wrapper `cls` the setter and `getter`, forwarding to its language model
     (codemod: `codemod.methods.add_delegating_methods`)."""

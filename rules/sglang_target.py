@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from eagle3lint.api import (
+    AddEmbedHeadAccessor,
     Code,
     Example,
     Expected,
@@ -133,6 +134,30 @@ EntryClass = GoodForCausalLM
 """
 
 
+_NO_ACCESSOR = """
+from torch import nn
+
+
+class NoAccessorForCausalLM(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.model = Decoder(config)
+        self.lm_head = nn.Linear(config.hidden_size, config.vocab_size)
+
+    def set_eagle3_layers_to_capture(self, layer_ids=None):
+        self.model.layers_to_capture = [val + 1 for val in layer_ids]
+
+
+class Decoder(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.embed_tokens = nn.Embedding(config.vocab_size, config.hidden_size)
+
+
+EntryClass = NoAccessorForCausalLM
+"""
+
+
 class SglangTargetContract(Rule):
     slug = "sglang-target"
     engines = ("sglang",)
@@ -150,6 +175,7 @@ class SglangTargetContract(Rule):
             "The target has no get_embed_and_head(), through which the draft worker shares its "
             "embedding and head.",
             Severity.ERROR,
+            fixable=True,
             explain=_SGL102,
         ),
         Code(
@@ -207,6 +233,16 @@ class CaptureOnlyForCausalLM(nn.Module):
 
 EntryClass = [CaptureOnlyForCausalLM]
 """,
+        ),
+        Example(
+            era="s2_gate",
+            expect=(Expected("SGL102", line=4, message="has no get_embed_and_head_for_draft()"),),
+            source=_NO_ACCESSOR,
+            expected_replacement=_NO_ACCESSOR.replace(
+                "val in layer_ids]\n",
+                "val in layer_ids]\n\n    def get_embed_and_head(self):\n"
+                "        return self.model.embed_tokens.weight, self.lm_head.weight\n",
+            ),
         ),
         Example(
             era="s2_gate",
@@ -276,6 +312,13 @@ EntryClass = StubForCausalLM
                 )
         if contract.embed_head and target.embed_head is None:
             names = " nor ".join(f"{name}()" for name in contract.embed_head)
+            parts = target.accessor_parts()
+            repair = None
+            if not isinstance(parts, str):
+                owner, embed, head = parts
+                repair = AddEmbedHeadAccessor(
+                    ctx.path(owner), cls=owner.name, embed=embed, head=head
+                )
             yield self.report(
                 "SGL102",
                 f"{cls.name} has no {names}: the EAGLE-3 draft worker binds the target's "
@@ -287,6 +330,8 @@ EntryClass = StubForCausalLM
                 cls.column,
                 hint="Add get_embed_and_head(self) returning (embed_tokens.weight, "
                 "lm_head.weight).",
+                repair=repair,
+                fix_refused=parts if isinstance(parts, str) else "",
             )
 
 

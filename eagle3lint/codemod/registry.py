@@ -16,6 +16,7 @@ from typing import Any
 
 import libcst as cst
 
+from eagle3lint.codemod.accessors import add_embed_head_accessor
 from eagle3lint.codemod.gate import add_gate_entry
 from eagle3lint.codemod.methods import add_aux_methods, add_delegating_methods, rename_method
 from eagle3lint.codemod.proposer import add_proposer_branch
@@ -25,6 +26,7 @@ from eagle3lint.errors import CodemodRefused
 from eagle3lint.repairs import (
     AddAuxMethods,
     AddDelegatingMethods,
+    AddEmbedHeadAccessor,
     AddForwardTaps,
     AddGateEntry,
     AddMixinTaps,
@@ -72,6 +74,10 @@ def _gate_entry(m: cst.Module, r: AddGateEntry, _: bool) -> cst.Module:
     return add_gate_entry(m, r.model_type)
 
 
+def _embed_head_accessor(m: cst.Module, r: AddEmbedHeadAccessor, _: bool) -> cst.Module:
+    return add_embed_head_accessor(m, r.cls, embed=r.embed, head=r.head)
+
+
 def _proposer_branch(m: cst.Module, r: AddProposerBranch, _: bool) -> cst.Module:
     return add_proposer_branch(m, r.cls, r.attribute)
 
@@ -85,6 +91,7 @@ BUILTIN: Mapping[type[Repair], Codemod] = {
     AddMixinTaps: _mixin_taps,
     AddGateEntry: _gate_entry,
     AddProposerBranch: _proposer_branch,
+    AddEmbedHeadAccessor: _embed_head_accessor,
 }
 """The built-in codemods, in the order edits are applied within one file (the base before the
 methods, as vLLM's own changes read; a getter renamed before the methods are added, which then

@@ -26,14 +26,16 @@ from typing import Any
 
 import pytest
 from runtime import in_venv
-from venvs import SGLANG, SGLANG_RELEASES, install, installed_package
+from venvs import SGLANG, SGLANG_RELEASES, copy_python_files, install, installed_package
 
 from eagle3lint.engine import CheckOptions, run_check
 from eagle3lint.engines import Role
 from eagle3lint.engines.sglang.contract import SglangContract
 from eagle3lint.engines.sglang.targets import SglangTarget
+from eagle3lint.fixer import run_fix
 
 ORACLE = Path(__file__).resolve().parent / "sglang_oracle.py"
+PROOF = ORACLE.parent / "sglang_accessor_proof.py"
 
 
 @dataclass
@@ -153,3 +155,31 @@ def test_the_findings_follow_from_what_the_classes_expose(release: Release) -> N
         )
 
     assert _disagreements(release, judge) == []
+
+
+@pytest.mark.parametrize("version", SGLANG_RELEASES)
+def test_fix_gives_qwen2_moe_the_accessor_sglang_calls(version: str, tmp_path: Path) -> None:
+    """The latent bug of every release read, repaired: before `fix`, SGLang's own accessor
+    lookup fails on Qwen2MoeForCausalLM with AttributeError; after, it returns the class's
+    embedding and head weights."""
+    python = install(version, SGLANG)
+    tree = tmp_path / "sglang"
+    copy_python_files(installed_package(version, SGLANG), tree)
+    model = tree / "srt" / "models" / "qwen2_moe.py"
+    request = {
+        "file": str(model),
+        "module": "sglang.srt.models.qwen2_moe",
+        "class": "Qwen2MoeForCausalLM",
+    }
+    [before] = in_venv(python, PROOF, request, timeout=600, cwd=ORACLE.parent)
+    assert before == {
+        "ok": False,
+        "error": "AttributeError: 'Qwen2MoeForCausalLM' object has no attribute "
+        "'get_embed_and_head'",
+    }
+    options = CheckOptions(paths=[tree], archs=["Qwen2MoeForCausalLM"])
+    run_fix(options)
+    [after] = in_venv(python, PROOF, request, timeout=600, cwd=ORACLE.parent)
+    assert after == {"ok": True, "shapes": [[8, 4], [8, 4]]}
+    report = run_check(options).report
+    assert [t.eagle3_ready for t in report.targets] == [True]

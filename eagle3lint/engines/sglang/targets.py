@@ -84,6 +84,38 @@ class SglangTarget:
             (found for name in self.contract.embed_head if (found := self.lookup(name))), None
         )
 
+    def built(self, attr: str) -> tuple[ClassRef, ClassRef | None] | None:
+        """The class of the MRO whose `__init__` sets `self.<attr>`, and the class it builds
+        there (None when the value is no call of a class found)."""
+        for entry in self.mro:
+            if not isinstance(entry, ClassRef):
+                continue
+            assign = entry.cls.init_assigns.get(attr)
+            if assign is None:
+                continue
+            found = (
+                self.index.resolve_dotted(entry.file.module, assign.callee)
+                if assign.callee
+                else None
+            )
+            return entry, found if isinstance(found, ClassRef) else None
+        return None
+
+    def accessor_parts(self) -> tuple[ClassRef, str, str] | str:
+        """Where `get_embed_and_head` goes and what it returns: the class that builds
+        `self.lm_head`, and the paths of the embedding and the head; else why they are not
+        known (the accessor is then left to a person)."""
+        head = self.built("lm_head")
+        model = self.built("model")
+        if head is None:
+            return "its __init__ sets no self.lm_head"
+        if model is None or model[1] is None:
+            return "its __init__ builds no self.model of a class found"
+        inner = SglangTarget(model[1].name, model[1], self.index, self.contract, registered=False)
+        if inner.built("embed_tokens") is None:
+            return f"{model[1].name}.__init__ sets no self.embed_tokens"
+        return head[0], "model.embed_tokens", "lm_head"
+
     @cached_property
     def role(self) -> Role:
         if self.arch in self.contract.pooling:
