@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -349,3 +350,29 @@ def test_pair_reads_each_model_files_convention_on_real_releases(
     pairing = report["pairing"]
     assert (pairing["convention"], pairing["layers_to_capture"]) == (convention, captured)
     assert pairing["vllm_tapped_outputs"] == [i - 1 for i in ids]
+
+
+def test_the_pair_example_of_the_docs_prints_what_they_show(
+    sglang_release: Callable[[str], Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """docs/sglang.md's `pair` example, with the configs the page shows: its table and its
+    finding, as the page shows them."""
+    text = (Path(__file__).resolve().parent.parent / "docs" / "sglang.md").read_text()
+    block = text[text.index("$ eagle3lint pair --sglang 0.5.23") :]
+    block = block[: block.index("```")]
+    command, *shown = block.splitlines()
+    configs = re.findall(r"```json\n(.*?)```", text, flags=re.DOTALL)
+    for folder, config in zip(("llama", "head"), configs[:2], strict=True):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "config.json").write_text(config)
+    sglang_release(NEWEST)
+    monkeypatch.chdir(tmp_path)
+    args = command.removeprefix("$ eagle3lint ").split()
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 1
+    blank = shown.index("")
+    for line in shown[:blank]:
+        assert line in result.stdout.splitlines(), line
+    # The page wraps the finding's line at 100 columns.
+    finding = " ".join(shown[blank + 1 :]).strip()
+    assert finding in result.stdout.splitlines(), finding
