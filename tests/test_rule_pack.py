@@ -73,6 +73,7 @@ def test_the_pack_is_listed_checked_and_fixed(site: Path, tmp_path: Path) -> Non
     assert [f for target in json.loads(again.stdout)["targets"] for f in target["findings"]] == []
 
 
+@pytest.mark.slow  # a whole pytest session in a subprocess; the pack's loading is fast-tier
 def test_the_pack_examples_pass_the_built_in_example_tests(site: Path) -> None:
     result = run(
         site, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-k", "acme",
