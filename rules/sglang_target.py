@@ -61,7 +61,7 @@ class MyModelForCausalLM(nn.Module):
 _SGL102 = Explanation(
     runtime="The EAGLE-3 draft worker shares the target's input embedding (and, for heads "
     "that ask, its LM head) with the draft model: it calls `target.get_embed_and_head()` "
-    "(0.5.23: `get_embed_and_head_for_draft(...)` when the target has it) while the draft is "
+    "(from 0.5.22: `get_embed_and_head_for_draft(...)` when the target has it) while the draft is "
     "set up, after both models are loaded.",
     error="```text\nAttributeError: 'Qwen2MoeForCausalLM' object has no attribute "
     "'get_embed_and_head'\n```",

@@ -19,4 +19,4 @@ CAPTURE_METHOD = "set_eagle3_layers_to_capture"
 for it by this name and records where it is called)."""
 EMBED_HEAD_PREFIX = "get_embed_and_head"
 """The accessors the draft worker reads the target's embedding and head through start so
-(`get_embed_and_head`, 0.5.23's `get_embed_and_head_for_draft`)."""
+(`get_embed_and_head`, from 0.5.22 also `get_embed_and_head_for_draft`)."""
