@@ -12,6 +12,7 @@ from eagle3lint.engines.sglang.layout import MODELS_PACKAGE, REGISTRY
 from eagle3lint.index.refs import ClassRef
 
 if TYPE_CHECKING:
+    from eagle3lint.index.model import FileSummary
     from eagle3lint.index.project import ProjectIndex
 
 ENTRY = "EntryClass"
@@ -56,6 +57,13 @@ def model_modules(index: ProjectIndex) -> list[str]:
     return [f"{MODELS_PACKAGE}.{name}" for name in names]
 
 
+def entry_names(summary: FileSummary) -> list[str] | None:
+    """The names a module's `EntryClass` lists (one for a single class); None without one."""
+    if ENTRY in summary.name_lists:
+        return summary.name_lists[ENTRY]
+    return [summary.aliases[ENTRY]] if ENTRY in summary.aliases else None
+
+
 def _read_registry(index: ProjectIndex) -> list[RegistryEntry]:
     modules = model_modules(index)
     index.preload(modules)  # in parallel; each is read for its EntryClass
@@ -64,11 +72,8 @@ def _read_registry(index: ProjectIndex) -> list[RegistryEntry]:
         summary = index.summary(module)
         if summary is None:
             continue
-        listed = summary.name_lists.get(ENTRY)
-        if listed is None and ENTRY in summary.aliases:
-            listed = [summary.aliases[ENTRY]]
         line = summary.name_lines.get(ENTRY, 0)
-        for name in listed or ():
+        for name in entry_names(summary) or ():
             found = index.resolve_dotted(module, name)
             arch = found.name if isinstance(found, ClassRef) else name.rsplit(".", 1)[-1]
             entries.setdefault(arch, RegistryEntry(arch, module, name, line))

@@ -89,7 +89,7 @@ class SglangWing(PypiReleases, Wing):
     ) -> list[SglangTarget]:
         """The classes a model file's `EntryClass` lists (what SGLang would register once the
         file is in its models package), else its model-named `nn.Module` classes."""
-        from eagle3lint.engines.sglang.registry import ENTRY
+        from eagle3lint.engines.sglang.registry import entry_names
         from eagle3lint.engines.sglang.targets import SglangTarget
         from eagle3lint.index.refs import ClassRef
 
@@ -98,9 +98,7 @@ class SglangWing(PypiReleases, Wing):
             summary = index.summary(module)
             if summary is None:
                 continue
-            listed = summary.name_lists.get(ENTRY) or (
-                [summary.aliases[ENTRY]] if ENTRY in summary.aliases else None
-            )
+            listed = entry_names(summary)
             names = (
                 listed
                 if listed is not None
