@@ -5,12 +5,20 @@ does to `self`), class attributes, what `__init__` assigns and builds, and its f
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 
 import libcst as cst
 
 from eagle3lint.index.extract_forward import forward_summary
 from eagle3lint.index.locate import HeaderLocator
-from eagle3lint.index.model import AttrSummary, ClassSummary, InitAssign, MethodSummary
+from eagle3lint.index.model import (
+    UNKNOWN_BUILDER,
+    AttrSummary,
+    ClassSummary,
+    InitAssign,
+    MethodSummary,
+    ModuleListSummary,
+)
 from eagle3lint.shapes.residual import classify
 from eagle3lint.shapes.submodel import built_model
 from eagle3lint.shapes.syntax import (
@@ -96,6 +104,9 @@ class ClassReader:
         for stmt in statements(init.body):
             summary.super_init_classes.update(_super_init_classes(stmt))
             for target, value in self_assignments(stmt):
+                listed = _module_list(init, value)
+                if listed is not None and "." not in target:
+                    summary.module_lists[target] = listed
                 if target == "layers" or target.endswith(".layers"):
                     summary.assigns_layers = True
                     if target == "layers":
@@ -158,6 +169,11 @@ def _method(node: cst.FunctionDef, line: int, column: int) -> MethodSummary:
     params = node.params
     positional = [*params.posonly_params, *params.params][1:]  # after `self`
     method.required_args = sum(p.default is None for p in [*positional, *params.kwonly_params])
+    for decorator in node.decorators:
+        applied = decorator.decorator
+        name = dotted(applied.func if isinstance(applied, cst.Call) else applied)
+        if name:
+            method.decorators.append(name)
     # Asserts before the call (Llama 4's `assert hasattr(self.language_model, ...)`) do not
     # change what the method does when it runs.
     own = [
@@ -269,6 +285,96 @@ def _layer_candidates(init: cst.FunctionDef, value: cst.BaseExpression, cls: Cla
     cls.layer_params = {p: d for p, d in defaults.items() if p in mentioned and d}
     found = {n for text in texts for n in _DOTTED.findall(text)}
     cls.layer_classes = sorted(n for n in found if n.rpartition(".")[2][:1].isupper())
+
+
+def _module_list(init: cst.FunctionDef, value: cst.BaseExpression) -> ModuleListSummary | None:
+    """What builds the elements of `nn.ModuleList(...)`: a comprehension or a list literal of
+    calls, or a local list a `for` loop of `__init__` appends them to (Bamba's
+    `decoder_layers`); None when `value` is no such call."""
+    if not (isinstance(value, cst.Call) and (dotted(value.func) or "").endswith("ModuleList")):
+        return None
+    found = ModuleListSummary()
+    built = value.args[0].value if value.args else None
+    if isinstance(built, cst.ListComp):
+        found.count = _range_end(built.for_in.iter)
+        found.classes = sorted(set(_builders(built.elt, {})))
+    elif isinstance(built, cst.List):
+        found.classes = sorted({c for e in built.elements for c in _builders(e.value, {})})
+    elif isinstance(built, cst.Name):
+        for loop in _loops(init.body):
+            appended = _appended(loop.body, built.value)
+            if appended:
+                local = _local_values(loop.body)
+                found.count = _range_end(loop.iter)
+                found.classes = sorted({c for e in appended for c in _builders(e, dict(local))})
+                break
+    else:
+        found.classes = [UNKNOWN_BUILDER]
+    return found
+
+
+def _builders(node: cst.BaseExpression, local: dict[str, cst.BaseExpression]) -> Iterator[str]:
+    """The classes that may build one element: `A(...)`, either branch of `A(...) if c else
+    B(...)`, `MAP[]` for `MAP[key](...)`, through a name the loop body assigns (`layer_class =
+    MAP[key]`)."""
+    if isinstance(node, cst.IfExp):
+        yield from _builders(node.body, local)
+        yield from _builders(node.orelse, local)
+        return
+    func = node.func if isinstance(node, cst.Call) else node
+    name = dotted(func)
+    if isinstance(func, cst.Subscript) and (owner := dotted(func.value)):
+        yield f"{owner}[]"
+    elif name and name.rpartition(".")[2][:1].isupper():
+        yield name
+    elif name in local:
+        yield from _builders(local.pop(name), local)
+    else:
+        yield UNKNOWN_BUILDER
+
+
+def _range_end(node: cst.BaseExpression) -> str | None:
+    """`N` of `range(N)`, as written."""
+    if isinstance(node, cst.Call) and dotted(node.func) == "range" and len(node.args) == 1:
+        return code(node.args[0].value)
+    return None
+
+
+def _loops(body: cst.BaseSuite) -> Iterator[cst.For]:
+    for stmt in body.body if isinstance(body, cst.IndentedBlock) else ():
+        if isinstance(stmt, cst.For):
+            yield stmt
+
+
+def _local_values(body: cst.BaseSuite) -> dict[str, cst.BaseExpression]:
+    """The values a loop body assigns to plain names."""
+    found: dict[str, cst.BaseExpression] = {}
+    for stmt in statements(body):
+        for small in stmt.body if isinstance(stmt, cst.SimpleStatementLine) else ():
+            if isinstance(small, cst.Assign) and len(small.targets) == 1:
+                target = small.targets[0].target
+                if isinstance(target, cst.Name):
+                    found[target.value] = small.value
+    return found
+
+
+def _appended(body: cst.BaseSuite, name: str) -> list[cst.BaseExpression]:
+    """What the statements of `body` (and of the blocks under it) append to list `name`."""
+    found: list[cst.BaseExpression] = []
+
+    class Appends(cst.CSTVisitor):
+        def visit_Call(self, call: cst.Call) -> None:
+            func = call.func
+            if (
+                isinstance(func, cst.Attribute)
+                and func.attr.value == "append"
+                and dotted(func.value) == name
+                and call.args
+            ):
+                found.append(call.args[0].value)
+
+    body.visit(Appends())
+    return found
 
 
 def _super_init_classes(stmt: cst.BaseStatement) -> dict[str, str]:

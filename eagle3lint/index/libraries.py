@@ -17,9 +17,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 TRANSFORMERS = "transformers"
-CONFIG_MODULES = re.compile(r"transformers\.(configuration_utils|models\.\w+\.configuration_\w+)")
-"""The modules of transformers the index reads: those of its config classes (its package
-`__init__` files import lazily, so a name imported from them is found by `config_classes`)."""
+READ_MODULES = re.compile(
+    r"transformers\.(configuration_utils|models\.\w+\.(?:configuration|modeling)_\w+)"
+)
+"""The modules of transformers the index reads: those of its config classes, and of its model
+classes for the Transformers modeling backend (its package `__init__` files import lazily, so a
+name imported from them is found by `config_classes`). `modeling_utils`, whose
+`PreTrainedModel` is the largest file of the package, stays external: what the backend needs
+from it is one documented default."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,7 +55,7 @@ def find_transformers(import_root: Path | None) -> tuple[Library | None, list[Pa
     for folder in beside:
         marker = folder / TRANSFORMERS / "__init__.py"
         if marker.is_file():
-            library = Library(TRANSFORMERS, folder.resolve(), CONFIG_MODULES, _version(folder))
+            library = Library(TRANSFORMERS, folder.resolve(), READ_MODULES, _version(folder))
             return library, looked
         looked.append(marker)
     return None, looked

@@ -21,7 +21,7 @@ from eagle3lint.shapes.model import LayerConvention, LayerLoop
 
 T = TypeVar("T")
 
-SUMMARY_FORMAT = 13
+SUMMARY_FORMAT = 14
 """Bumped whenever the shape or meaning of a summary changes: old cache entries are then ignored."""
 
 
@@ -59,6 +59,9 @@ class MethodSummary:
     """Dotted callee of the first `return <callee>(...)` (factory methods such as `_init_model`)."""
     required_args: int = 0
     """Parameters after `self` without a default: what a call must pass."""
+    decorators: list[str] = field(default_factory=list)
+    """Its decorators as dotted names, as written (`capture_outputs` for
+    `@capture_outputs(tie_last_hidden_states=False)`)."""
 
 
 @dataclass(slots=True)
@@ -135,6 +138,22 @@ class ForwardSummary:
     MRO runs the layers (vLLM's MistralModel over LlamaModel)."""
 
 
+UNKNOWN_BUILDER = "?"
+"""A `ModuleListSummary.classes` entry for an element built by something not read here."""
+
+
+@dataclass(slots=True)
+class ModuleListSummary:
+    """`self.<name> = nn.ModuleList(...)` in `__init__`: what builds its elements."""
+
+    classes: list[str] = field(default_factory=list)
+    """The capitalised callees that build the elements, as written; a class picked from a map
+    shows as `MAP[]` (`ALL_DECODER_LAYER_TYPES[config.layer_types[i]](...)`)."""
+    count: str | None = None
+    """What the `range(...)` building the elements runs to, as written
+    (`config.num_hidden_layers`); None when they are not built over a range."""
+
+
 @dataclass(slots=True)
 class ClassSummary:
     name: str
@@ -155,6 +174,8 @@ class ClassSummary:
     layer_classes: list[str] = field(default_factory=list)
     """Capitalised names (as written) in what `__init__` assigns to `self.layers`: the decoder
     layer classes, or maps of them."""
+    module_lists: dict[str, ModuleListSummary] = field(default_factory=dict)
+    """The `nn.ModuleList`s `__init__` assigns to `self`, by attribute."""
     layer_params: dict[str, str] = field(default_factory=dict)
     """`__init__` parameters that pick the layer class there, with their defaults as written."""
     super_init_classes: dict[str, str] = field(default_factory=dict)

@@ -31,6 +31,7 @@ NEWEST_FIELDS = (
     "target_embeddings",
     "runners",
     "methods",
+    "backend_capture",
 )
 """The facts `newest.json` keeps: what applies to a model file wherever the tree is (not the
 gate, whose file a model file never edits, nor where this copy was read)."""
@@ -52,7 +53,12 @@ def contract_to_json(contract: Contract, vllm_root: str) -> dict:
 
 def _located(data: dict) -> list[dict]:
     """The facts of `data` that say in which file of the tree they were read."""
-    found = [data.get("image_tokens"), data.get("runners"), *data.get("target_embeddings", ())]
+    found = [
+        data.get("image_tokens"),
+        data.get("runners"),
+        data.get("backend_capture"),
+        *data.get("target_embeddings", ()),
+    ]
     return [fact for fact in found if isinstance(fact, dict)]
 
 

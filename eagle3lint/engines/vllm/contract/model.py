@@ -162,6 +162,25 @@ class TargetEmbedding:
 
 
 @dataclass(frozen=True, slots=True)
+class BackendCapture:
+    """How the Transformers modeling backend records the aux hidden states
+    (`set_aux_hidden_state_layers` of `model_executor/models/transformers/base.py`)."""
+
+    path: str
+    line: int
+    recorder_module: str | None
+    """The transformers module it imports `OutputRecorder` from."""
+    min_transformers: str | None
+    """The transformers version it checks for before capturing (`check_version`)."""
+    version_error: str | None
+    """The `ImportError` that check raises, f-string fields as written."""
+    input_offset: int
+    """It records the input of layer `id - input_offset` (1: id 0 names no layer)."""
+    layer_count: str | None
+    """The text config's attribute the layer list's length must equal (`num_hidden_layers`)."""
+
+
+@dataclass(frozen=True, slots=True)
 class Contract:
     """What a target model must satisfy to run EAGLE-3 in one vLLM tree."""
 
@@ -202,6 +221,8 @@ class Contract:
     target_embeddings: tuple[TargetEmbedding, ...] = ()
     """What each runner's proposer takes from the target, V1's first."""
     runners: Runners | None = None
+    backend_capture: BackendCapture | None = None
+    """How the Transformers modeling backend captures; None where it cannot."""
     methods: tuple[str, ...] = ()
     """The speculative methods that make the runner request the target's aux hidden states
     (so this contract gates them all), as the tree's runners test them."""

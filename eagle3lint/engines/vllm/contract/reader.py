@@ -27,6 +27,7 @@ from eagle3lint.engines.vllm.contract.model import (
     TargetEmbedding,
 )
 from eagle3lint.engines.vllm.contract.runners import read_methods, read_runners
+from eagle3lint.engines.vllm.contract.transformers_backend import read_backend_capture
 from eagle3lint.engines.vllm.names import MIXIN, PROTOCOL
 from eagle3lint.index.cache import content_key
 from eagle3lint.index.project import ProjectIndex
@@ -89,6 +90,7 @@ def read_contract(index: ProjectIndex, vllm_dir: Path, source: str) -> Contract:
     contract = _read_config_registry(index, vllm_dir, contract)
     runners = read_runners(vllm_dir, lambda path: _read_if_there(index, path))
     methods = read_methods(vllm_dir, runners, lambda path: _read_if_there(index, path))
+    backend = read_backend_capture(vllm_dir, lambda path: _read_if_there(index, path))
     facts = config_facts()
     return replace(
         contract,
@@ -97,6 +99,7 @@ def read_contract(index: ProjectIndex, vllm_dir: Path, source: str) -> Contract:
         target_embeddings=facts.target_embeddings,
         runners=runners,
         methods=methods,
+        backend_capture=backend,
     )
 
 
