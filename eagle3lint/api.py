@@ -14,7 +14,9 @@ package may change without notice. `docs/writing-rules.md` walks through writing
   `ConfigFacts`, `BASE_CONFIGS`). `RuleContext`: the run's contract, model type and
   options, and `ctx.path(ref)` for the path a finding shows.
 - `ClassRef` (with the read-only `ClassSummary`, `MethodSummary`, `ForwardSummary` it holds):
-  a class of the analysed trees. `Contract`: the vLLM contract read from the analysed tree.
+  a class of the analysed trees. `Contract`: the vLLM contract read from the analysed tree
+  (with `BackendCapture`, how its Transformers backend records the aux hidden states; what
+  that meets in transformers is `Target.backend_capture`).
 - `Finding`, `Severity`: what `Rule.report` returns; `Unverified` (with `DECIDE_WITH_CONFIG`,
   `DECIDE_WITH_MODEL_TYPE`): what a finding says when readiness depends on something only the
   checkpoint's config.json decides (the target is then `eagle3_ready: null`).
@@ -71,6 +73,7 @@ if TYPE_CHECKING:
     from eagle3lint.engines.sglang.targets import SglangTarget
     from eagle3lint.engines.vllm.contract.drafter import IDS_KEY as DRAFT_IDS_KEY
     from eagle3lint.engines.vllm.contract.model import (
+        BackendCapture,
         Contract,
         Gate,
         ImageTokenMap,
@@ -89,6 +92,7 @@ _LAZY = {
     "SPECULATORS_FORMAT": ("eagle3lint.drafts.draft", "SPECULATORS"),
     "DraftPairing": ("eagle3lint.drafts.draft", "DraftPairing"),
     "DRAFT_IDS_KEY": ("eagle3lint.engines.vllm.contract.drafter", "IDS_KEY"),
+    "BackendCapture": ("eagle3lint.engines.vllm.contract.model", "BackendCapture"),
     "Contract": ("eagle3lint.engines.vllm.contract.model", "Contract"),
     "Gate": ("eagle3lint.engines.vllm.contract.model", "Gate"),
     "ImageTokenMap": ("eagle3lint.engines.vllm.contract.model", "ImageTokenMap"),
@@ -142,6 +146,7 @@ __all__ = [
     "AddMixinTaps",
     "AddProposerBranch",
     "AddProtocolBase",
+    "BackendCapture",
     "ClassRef",
     "ClassSummary",
     "Code",

@@ -25,11 +25,11 @@ if TYPE_CHECKING:  # what a rule is handed; importing the API must not load the 
     from eagle3lint.index.refs import ClassRef
 
 ENTRY_POINT_GROUP = "eagle3lint.rules"
-API_VERSION = (1, 2)
+API_VERSION = (1, 3)
 """The rule API's version, (major, minor): a minor release only adds to `eagle3lint.api`, a
 major one may change or remove what it holds. 1.1 added `Rule.engines` and this handshake;
 1.2 `Rule.report(..., runners=)` (a finding on some model runners' path only) and
-`TargetEmbedding`."""
+`TargetEmbedding`; 1.3 `BackendCapture` and `Target.backend_capture`."""
 
 
 @dataclass(frozen=True, slots=True)

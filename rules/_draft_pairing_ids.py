@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from eagle3lint.api import (
     DRAFT_IDS_KEY,
@@ -14,6 +14,9 @@ from eagle3lint.api import (
     RuleContext,
     Target,
 )
+
+if TYPE_CHECKING:  # loading the rules must not load the contract's reader
+    from eagle3lint.api import BackendCapture
 
 Locate = Callable[[str], tuple[str, int]]
 """A key of the draft config → where a finding about it is reported (its config.json line)."""
@@ -55,8 +58,12 @@ class LayerIdChecks(Rule):
                 hint="Put the ids at the top level as eagle_aux_hidden_state_layer_ids.",
                 runners=() if every else tuple(r.runner.runner.rsplit(" ", 1)[-1] for r in missing),
             )
+        # The Transformers backend records the input of layer `id - offset`: id 0 names none.
+        backend = ctx.contract.backend_capture
+        if backend is not None and target.backend_capture(ctx.model_type) is None:
+            backend = None
         for runners, request in self._id_groups(analysis):
-            yield from self._requested_ids(analysis, request, runners, target, at)
+            yield from self._requested_ids(analysis, request, runners, target, at, backend)
 
     @staticmethod
     def _id_groups(analysis: PairingAnalysis) -> list[tuple[tuple[str, ...], Any]]:
@@ -80,30 +87,34 @@ class LayerIdChecks(Rule):
         runners: tuple[str, ...],
         target: Target,
         at: Locate,
+        backend: BackendCapture | None,
     ) -> Iterator[Finding]:
         requested = request.ids
         where = at(request.key if requested is not None else DRAFT_IDS_KEY)
         who = f"model runner {'/'.join(r.upper() for r in runners)}" if runners else "the runner"
         layers = analysis.target_layers
         if requested is not None and layers is not None:
+            fewer = "the target returns fewer aux states than fc expects"
             for k in requested:
                 problem = ""
                 if not isinstance(k, int) or isinstance(k, bool):
-                    problem = "is not an integer"
+                    problem = f"is not an integer: {fewer}"
                 elif k < 0 or k > layers:
-                    problem = f"is outside 0..{layers} ({layers} layers)"
+                    problem = f"is outside 0..{layers} ({layers} layers): {fewer}"
                 elif k == layers and analysis.pre_layer_taps:
                     problem = (
                         f"equals num_hidden_layers ({layers}) and {target.arch} taps before each "
-                        "layer, so the last layer's output is never captured"
+                        f"layer, so the last layer's output is never captured: {fewer}"
+                    )
+                elif backend is not None and k < backend.input_offset:
+                    problem = (
+                        f"names no layer on the Transformers backend, which records the input "
+                        f"of layer id - {backend.input_offset}: its set_aux_hidden_state_layers "
+                        f"({backend.path}:{backend.line}) raises KeyError: {k - 1}"
                     )
                 if problem:
                     yield self.report(
-                        "EAG623",
-                        f"Layer id {k!r} {problem}: the target returns fewer aux states than "
-                        f"fc expects.",
-                        *where,
-                        runners=runners,
+                        "EAG623", f"Layer id {k!r} {problem}.", *where, runners=runners
                     )
             if requested and requested[0] == 1 and all(isinstance(k, int) for k in requested):
                 # SGLang's convention: id k is the output of layer k, i.e. vLLM's index k + 1.

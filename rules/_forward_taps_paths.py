@@ -51,7 +51,8 @@ def unresolved_decoder_note(owner: Target) -> tuple[str, str] | None:
             f"{name} builds its decoder with transformers' AutoModel (vLLM's Transformers "
             "backend): the backend records the aux hidden states with transformers' output "
             "recorders, not with taps in a layer loop of vLLM's code.",
-            "What transformers' model decides is checked by EAG412/EAG413.",
+            "What transformers' model decides is checked by EAG412/EAG413 (its embedding) and "
+            "EAG421-EAG424 (its capture).",
         )
     if _checkpoint_chooses(owner):
         return (

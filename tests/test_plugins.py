@@ -166,7 +166,7 @@ BROKEN_RULES = {
                 return iter(())
         RULES = [Future]
         """,
-        "rule future was written for rule API 1.99; this eagle3lint offers 1.2",
+        "rule future was written for rule API 1.99; this eagle3lint offers 1.3",
     ),
     "another major rule API": (
         """

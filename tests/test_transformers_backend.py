@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -184,3 +185,47 @@ def test_without_transformers_the_backend_targets_are_unverified(
         [unverified] = targets[arch]["unverified"]
         assert unverified["code"] == "EAG413"
         assert "transformers is not installed" in unverified["why"]
+
+
+ERA = Path(__file__).resolve().parent.parent / "fixtures" / "eras" / "e3_mixin"
+BACKEND_TARGET = """\
+from vllm.model_executor.models.transformers import TransformersForCausalLM
+
+
+class RecordedLmForCausalLM(TransformersForCausalLM):
+    pass
+"""
+
+
+def era_with_backend_target(root: Path, transformers_version: str) -> Path:
+    """A copy of the e3_mixin era (its backend shaped like 0.18's, transformers beside it) with
+    a backend target, and transformers' metadata saying `transformers_version`."""
+    tree = root / "e3_mixin"
+    shutil.copytree(ERA, tree)
+    (tree / "transformers-5.20.0.dist-info").rename(
+        tree / f"transformers-{transformers_version}.dist-info"
+    )
+    model = tree / "vllm" / "model_executor" / "models" / "recorded_lm.py"
+    model.write_text(BACKEND_TARGET)
+    return model
+
+
+@pytest.mark.parametrize(("version", "codes"), [("4.57.6", {"EAG421"}), ("5.20.0", set())])
+def test_the_backends_version_check_decides_before_the_model(
+    tmp_path: Path, version: str, codes: set[str]
+) -> None:
+    """0.16-0.22 check transformers' version before capturing (vLLM 0.16.0 and 0.18.0 require
+    transformers<5, and check for 5.0.0 and 5.2.0): below it nothing else matters."""
+    model = era_with_backend_target(tmp_path, version)
+    target = check(str(model), "--model-type", "recorded_lm", "--require", "*")[
+        "RecordedLmForCausalLM"
+    ]
+    found = {f["code"] for f in target["findings"] if f["code"].startswith("EAG42")}
+    assert found == codes
+    if codes:
+        assert target["eagle3_ready"] is False
+        [eag421] = [f for f in target["findings"] if f["code"] == "EAG421"]
+        assert (
+            "raises ImportError: Transformers modeling backend requires transformers>=5.2.0 for "
+            "Eagle3 support, but got 4.57.6." in eag421["message"]
+        )

@@ -11,7 +11,14 @@ from functools import cached_property
 from typing import TYPE_CHECKING
 
 from eagle3lint.engines.vllm.contract.model import V1, V2
-from eagle3lint.engines.vllm.hf_models import HfDecoder, auto_mappings, hf_decoder
+from eagle3lint.engines.vllm.contract.transformers_backend import BACKEND_MODULE
+from eagle3lint.engines.vllm.hf_models import (
+    HfCapture,
+    HfDecoder,
+    auto_mappings,
+    hf_capture,
+    hf_decoder,
+)
 from eagle3lint.engines.vllm.names import AUTO_MODEL_BUILDER, DECODER_ATTR
 from eagle3lint.index.refs import ClassRef
 
@@ -103,6 +110,19 @@ class RunnerPaths:
             if model_type is None:
                 return f"transformers names no model_type for {self.arch}: the checkpoint's decides"
         return hf_decoder(self.index, model_type)
+
+    def backend_capture(self: Target, model_type: str | None) -> HfCapture | str | None:
+        """What the Transformers backend's `set_aux_hidden_state_layers` meets for this target:
+        None when the target is not the backend's (its decoder is no `AutoModel`, or its setter
+        is not the backend's), the reason when transformers' class is not known here."""
+        capture = self.contract.backend_capture
+        setter = self.method(self.contract.setter)
+        if capture is None or setter is None or not self.builds_auto_model:
+            return None
+        if not setter[0].file.module.endswith(BACKEND_MODULE):
+            return None
+        decoder = self.auto_model(model_type)
+        return decoder if isinstance(decoder, str) else hf_capture(self.index, decoder, capture)
 
 
 MODEL_KINDS = (("hybrid", "IsHybrid"), ("attention-free", "IsAttentionFree"))
