@@ -816,3 +816,28 @@ def test_dspark_pairs(
     assert errors == codes, report["pairing"]
     # 0.25.0's V1 reads no top-level target_layer_ids: its findings are V1's alone.
     assert all(f["runners"] == ["v1"] for f in findings if f["severity"] == "warning")
+
+
+@pytest.mark.parametrize(("ids", "refused"), [([0, 8, 13], True), ([1, 8, 13], False)])
+def test_layer_id_0_names_no_layer_on_the_transformers_backend(
+    vllm_release: Callable, tmp_path: Path, ids: list[int], refused: bool
+) -> None:
+    """The backend records the input of layer `id - 1`: id 0 is a KeyError in its
+    `set_aux_hidden_state_layers`, where a model of vLLM's own taps the embedding output."""
+    target = json.loads(LLAMA.read_text()) | {
+        "architectures": ["Olmo2ForCausalLM"],
+        "model_type": "olmo2",
+        "num_hidden_layers": 16,
+    }
+    target_path = tmp_path / "target" / "config.json"
+    target_path.parent.mkdir()
+    target_path.write_text(json.dumps(target))
+    config = head(eagle_aux_hidden_state_layer_ids=ids)
+    _, report = pair(vllm_release, "0.33.0", target_path, draft_folder(tmp_path, config, tensors()))
+    found = [f for t in report["targets"] for f in t["findings"] if f["code"] == "EAG623"]
+    if not refused:
+        assert found == []
+        return
+    [eag623] = found
+    assert "Layer id 0 names no layer on the Transformers backend" in eag623["message"]
+    assert "raises KeyError: -1" in eag623["message"]
