@@ -3,7 +3,8 @@
 This script runs inside an oracle venv (`venvs.py`), never in eagle3lint's environment. It has two
 questions, both answered by the installed vLLM's own code:
 
-- **decide** (input: a JSON list of cases `{arch, moe, hybrid, attention_free}`): the value of
+- **decide** (input: a JSON list of cases `{arch, moe, hybrid, attention_free}`, each
+  optionally with `platform` and the `key` its answer is given under): the value of
   vLLM's own `VllmConfig.use_v2_model_runner` property for the plain CUDA EAGLE-3 setup, with a
   model config showing those traits. The property and every `VllmConfig` method it calls
   (`_is_default_v2_model_runner_model`, `_get_v2_model_runner_unsupported_features`, ...) are
@@ -11,7 +12,9 @@ questions, both answered by the installed vLLM's own code:
   the values of the plain setup (each documented below). Output: `{arch: "v1" | "v2" |
   "error: ..."}` plus, under `"_stand_in_reads"`, every attribute the code read that the
   stand-in does not set (answered with None: absent / off), so that a guess is never silent.
-  A release without the property (0.18 and earlier) has no choice to make: V1 runs, "v1".
+  A release without the property has no choice to make: V1 runs where V1's runner is there
+  (0.18 and earlier), V2 where it is gone (0.34). A case with `"platform": "cpu"` asks the
+  same of vLLM's CPU build: a CPU platform and no Triton.
 - **traits** (input: `{"traits": [archs]}`): for each arch, the class vLLM's registry loads, the
   platform vLLM resolved, whether the class is a `MixtureOfExperts` subclass, and vLLM's own
   `is_hybrid` / `is_attention_free` for it (the registry's `_ModelInfo`, as `ModelConfig` reads
@@ -23,6 +26,7 @@ The JSON comes as the first argument, else on stdin; the answer is one JSON obje
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import sys
@@ -71,18 +75,33 @@ def _own_member(cls: type, name: str) -> Any:
     return None
 
 
-def _cuda_platform() -> Any:
-    """A platform that is CUDA (not ROCm, not unspecified, not CPU): vLLM's own `Platform` with
-    the CUDA enum, so that its `is_cuda()`, `is_rocm()`, `is_cuda_alike()`... answer as on an
-    NVIDIA GPU, without importing the CUDA platform module (it needs the GPU's libraries)."""
+def _platform(name: str) -> Any:
+    """A platform that is CUDA (not ROCm, not unspecified) or CPU: vLLM's own `Platform` with
+    that enum, so that its `is_cuda()`, `is_rocm()`, `is_cpu()`... answer as on that device,
+    without importing the CUDA platform module (it needs the GPU's libraries)."""
     from vllm.platforms.interface import Platform, PlatformEnum
 
-    cuda = type(
-        "PlainCudaPlatform",
+    enum = PlatformEnum.CUDA if name == "cuda" else PlatformEnum.CPU
+    plain = type(
+        f"Plain{name.title()}Platform",
         (Platform,),
-        {"_enum": PlatformEnum.CUDA, "device_name": "cuda", "device_type": "cuda"},
+        {"_enum": enum, "device_name": name, "device_type": name},
     )
-    return cuda()
+    return plain()
+
+
+def _use_platform(module: Any, name: str) -> None:
+    """Make the property see platform `name`: Triton is there on a CUDA install (the plain
+    setup) and not in the CPU build; the platform is set wherever the property reads it, the
+    module's global (0.33) and the lazily resolved `vllm.platforms.current_platform` (for a
+    function importing it locally)."""
+    import vllm.platforms
+
+    module.HAS_TRITON = name == "cuda"
+    platform = _platform(name)
+    vllm.platforms.current_platform = platform
+    if hasattr(module, "current_platform"):
+        module.current_platform = platform
 
 
 def decide(cases: list[dict[str, Any]]) -> dict[str, Any]:
@@ -90,20 +109,10 @@ def decide(cases: list[dict[str, Any]]) -> dict[str, Any]:
 
     config_cls = module.VllmConfig
     if not isinstance(_own_member(config_cls, PROPERTY), property):
-        # Before 0.22 there is no runner choice in VllmConfig: V1 is the model runner.
-        return {case["arch"]: "v1" for case in cases} | {"_stand_in_reads": []}
-
-    # Triton is present on a CUDA install (the CPU machine running this has it or not; the plain
-    # setup has it).
-    module.HAS_TRITON = True
-    # The platform is CUDA, wherever the property reads it: the module's global (0.33) and the
-    # lazily resolved `vllm.platforms.current_platform` (for a function importing it locally).
-    platform = _cuda_platform()
-    import vllm.platforms
-
-    vllm.platforms.current_platform = platform
-    if hasattr(module, "current_platform"):
-        module.current_platform = platform
+        # No runner choice in VllmConfig: V1 before 0.22, V2 alone once V1's runner is gone.
+        v1 = importlib.util.find_spec("vllm.v1.worker.gpu_model_runner") is not None
+        runner = "v1" if v1 else "v2"
+        return {case.get("key", case["arch"]): runner for case in cases} | {"_stand_in_reads": []}
 
     members = {
         name: value
@@ -116,12 +125,13 @@ def decide(cases: list[dict[str, Any]]) -> dict[str, Any]:
     answers: dict[str, Any] = {}
     reads: set[str] = set()
     for case in cases:
-        arch = case["arch"]
+        key = case.get("key", case["arch"])
+        _use_platform(module, case.get("platform", "cuda"))
         try:
-            answers[arch] = "v2" if _evaluate(stand_in_cls, module, case, reads) else "v1"
+            answers[key] = "v2" if _evaluate(stand_in_cls, module, case, reads) else "v1"
         except Exception as error:  # reported per arch, not raised
             tail = traceback.format_exc().strip().splitlines()[-3:]
-            answers[arch] = f"error: {type(error).__name__}: {error} | {' / '.join(tail)}"
+            answers[key] = f"error: {type(error).__name__}: {error} | {' / '.join(tail)}"
     answers["_stand_in_reads"] = sorted(reads)
     return answers
 

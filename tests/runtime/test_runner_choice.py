@@ -40,9 +40,12 @@ from venvs import install
 RUNNER_CHOICE = Path(__file__).resolve().parent / "runner_choice.py"
 TIMEOUT = 1800
 
-RUNNER_RELEASES: tuple[str, ...] = ("0.16.0", "0.25.0", "0.33.0")
+RUNNER_RELEASES: tuple[str, ...] = ("0.16.0", "0.18.0", "0.25.0", "0.33.0", "0.34.0")
 """Before the choice (V1 only by default), the 0.22-0.25 era (listed architectures, dense
-models, hybrid and attention-free kept on V1), and V2 by default."""
+models, hybrid and attention-free kept on V1), V2 by default, and V2 alone (V1 gone): every
+release the runtime suite installs."""
+CPU = "@cpu"
+"""The key suffix of the same question for vLLM's CPU build (a CPU platform, no Triton)."""
 
 SAMPLE: tuple[str, ...] = (
     # Dense.
@@ -82,11 +85,15 @@ class Choice:
     stand_in_reads: list[str]
     """Attributes vLLM's code read that the stand-in config does not set (answered None)."""
 
-    def eagle3lint_runner(self, arch: str) -> str | None:
-        """eagle3lint's runner; null (one runner only) is that runner."""
+    def eagle3lint_runner(self, arch: str, platform: str = "cuda") -> str | None:
+        """eagle3lint's runner on `platform`: `runner_by_platform`'s where it says, else the
+        default `runner`; null (one runner only) is that runner."""
         target = self.eagle3lint.get(arch)
         if target is None:
             return None
+        on_platform = (target.get("runner_by_platform") or {}).get(platform)
+        if on_platform is not None:
+            return str(on_platform)
         if target["runner"] is None and len(self.runners.get("present", ())) == 1:
             return str(self.runners["present"][0])
         return target["runner"]
@@ -96,23 +103,27 @@ class Choice:
         if target is None or not trait["ok"]:
             return False
         module = trait["module"].replace(".", "/")
-        return target["class"] == trait["qualname"] and target["path"].endswith(f"{module}.py")
+        paths = (f"{module}.py", f"{module}/__init__.py")  # a module or a package
+        return target["class"] == trait["qualname"] and target["path"].endswith(paths)
 
     def table(self) -> str:
         lines = [
             f"vLLM {self.version}: runners {self.runners.get('present')} "
             f"default {self.runners.get('default')}; stand-in reads: {self.stand_in_reads or 0}",
-            f"  {'arch':34} {'moe':5} {'hyb':5} {'af':5} {'eagle3lint':10} {'vLLM':10} class",
+            f"  {'arch':34} {'moe':5} {'hyb':5} {'af':5} {'eagle3lint':10} {'vLLM':10} "
+            f"{'cpu':9} class",
         ]
         for arch in SAMPLE:
             trait = self.traits[arch]
             flags = [str(trait.get(k, "?")) for k in ("moe", "hybrid", "attention_free")]
             ours, theirs = self.eagle3lint_runner(arch), self.vllm.get(arch, "not asked")
-            mark = "" if ours == theirs else "  <-- DIFFERENT"
+            cpu = f"{self.eagle3lint_runner(arch, 'cpu')}/{self.vllm.get(arch + CPU, '-')[:3]}"
+            same = ours == theirs and cpu.split("/")[0] == cpu.split("/")[1]
+            mark = "" if same else "  <-- DIFFERENT"
             where = f"{trait['module']}.{trait['qualname']}" if trait["ok"] else trait["error"]
             lines.append(
                 f"  {arch:34} {flags[0]:5} {flags[1]:5} {flags[2]:5} {ours!s:10} "
-                f"{theirs[:60]:10} {where[:90]}{mark}"
+                f"{theirs[:60]:10} {cpu:9} {where[:90]}{mark}"
             )
         return "\n".join(lines)
 
@@ -146,9 +157,11 @@ def choice(request: pytest.FixtureRequest) -> Choice:
                 "moe": trait["moe"],
                 "hybrid": trait["hybrid"],
                 "attention_free": trait["attention_free"],
+                **platform,
             }
             for arch, trait in traits.items()
             if trait["ok"]
+            for platform in ({}, {"platform": "cpu", "key": arch + CPU})
         ]
         answers = _in_venv(python, cases)
         reads = answers.pop("_stand_in_reads", [])
@@ -188,3 +201,15 @@ def test_eagle3lint_runner_is_vllms_default(choice: Choice) -> None:
         if choice.same_class(arch) and choice.eagle3lint_runner(arch) != choice.vllm.get(arch)
     ]
     assert not different, f"eagle3lint and vLLM disagree on {different}:\n{choice.table()}"
+
+
+def test_eagle3lint_runner_on_cpu_is_vllms(choice: Choice) -> None:
+    """vLLM's CPU build (no Triton) runs what eagle3lint's `runner_by_platform["cpu"]` says, or
+    the default runner where it says nothing."""
+    different = [
+        arch
+        for arch in SAMPLE
+        if choice.same_class(arch)
+        and choice.eagle3lint_runner(arch, "cpu") != choice.vllm.get(arch + CPU)
+    ]
+    assert not different, f"eagle3lint and vLLM disagree on CPU for {different}:\n{choice.table()}"
