@@ -142,6 +142,32 @@ class ShapedForCausalLM(nn.Module):
     )
     invalid = (
         Example(
+            era="e3_mixin",
+            expect=(
+                Expected(
+                    "EAG411", line=12, message="(its language model, MarkedModel) has no `model`"
+                ),
+            ),
+            source="""
+from torch import nn
+
+from .interfaces import SupportsMultiModal
+
+
+class MarkedModel(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.embed_tokens = nn.Embedding(8, 4)
+
+
+class MarkedForCausalLM(nn.Module, SupportsMultiModal):
+    def __init__(self, vllm_config):
+        super().__init__()
+        with self._mark_language_model(vllm_config):
+            self.model = MarkedModel()
+""",
+        ),
+        Example(
             era="e2_stub",
             expect=(Expected("EAG411", line=6, message="has no attribute 'model'"),),
             source="""
@@ -187,7 +213,7 @@ class WteForCausalLM(nn.Module):
         # The proposer asks `supports_multimodal()`; before the protocol was read (0.10) the
         # wrapper's own `get_language_model` says the same.
         wrapper = target.is_multimodal or target.method("get_language_model") is not None
-        language = target.language_model if wrapper else target
+        language = target.marked_language_model if wrapper else target
         if language is None or not _closed(language.mro):
             return
         path, cls = ctx.path(target.ref), target.ref.cls
@@ -206,8 +232,14 @@ class WteForCausalLM(nn.Module):
                 path,
                 cls.line,
                 cls.column,
-                hint=f"Keep the decoder in `self.{shape.holder}`, as vLLM's Llama does; adding "
-                "SupportsEagle3 alone does not make this target run.",
+                hint=(
+                    f"Keep the decoder in `self.{shape.holder}`, as vLLM's Llama does"
+                    if own
+                    else f"Make the language model a class holding its decoder in "
+                    f"`self.{shape.holder}` (as LlamaForCausalLM holds LlamaModel), or return one "
+                    "from get_language_model"
+                )
+                + "; adding SupportsEagle3 alone does not make this target run.",
             )
             return
         decoder = language.part(shape.holder)

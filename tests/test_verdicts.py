@@ -482,3 +482,24 @@ class LoopModel(nn.Module):
     summary = summarize(source, "vllm/model_executor/models/m.py")
     taps = summary.classes["LoopModel"].forward.loops[0].taps
     assert [t.residual_guarded for t in taps] == [False, True]
+
+
+@pytest.mark.parametrize("version", ["0.33.0", "0.34.0"])
+def test_a_language_model_marked_in_init_is_the_one_the_proposer_reads(
+    version: str, vllm_release: Callable
+) -> None:
+    """Phi-4-multimodal and MuseGlimmer build their decoder under `with
+    self._mark_language_model(...)` as `self.model`: vLLM's default `get_language_model()`
+    returns that decoder, whose own `.model` the EAGLE proposer then reads (EAG411). The
+    claimed MuseGlimmer is blocked; the unclaimed Phi-4-multimodal is no longer promised a
+    `fix` that adds SupportsEagle3 to a model that still could not run."""
+    vllm_release(version)
+    archs = ("Phi4MMForCausalLM", "MuseGlimmerForCausalLM")
+    _, report = check("--vllm", version, *(a for arch in archs for a in ("--arch", arch)))
+    targets = by_arch(report)
+    for arch in archs:
+        [eag411] = [f for f in targets[arch]["findings"] if f["code"] == "EAG411"]
+        assert "(its language model, " in eag411["message"], eag411
+        assert targets[arch]["eagle3_ready"] is False
+    [eag101] = [f for f in targets["Phi4MMForCausalLM"]["findings"] if f["code"] == "EAG101"]
+    assert not eag101["fixable"] and "EAG411" in eag101["fix_refused"]

@@ -34,6 +34,8 @@ from eagle3lint.shapes.syntax import (
 
 _NAME = re.compile(r"[A-Za-z_]\w*")
 CONFIG = "config"
+LANGUAGE_MODEL_MARK = "_mark_language_model"
+"""The context manager under which a multimodal model builds its language model (0.17 on)."""
 _DOTTED = re.compile(r"(?<![\w.])([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)")
 
 
@@ -102,6 +104,17 @@ class ClassReader:
         init_line = summary.methods["__init__"].line
         helpers: list[str] = []
         for stmt in statements(init.body):
+            if isinstance(stmt, cst.With) and any(
+                isinstance(item.item, cst.Call)
+                and dotted(item.item.func) == f"self.{LANGUAGE_MODEL_MARK}"
+                for item in stmt.items
+            ):
+                summary.language_model_marks += [
+                    target
+                    for inner in statements(stmt.body)
+                    for target, _ in self_assignments(inner)
+                    if "." not in target and target not in summary.language_model_marks
+                ]
             summary.super_init_classes.update(_super_init_classes(stmt))
             for target, value in self_assignments(stmt):
                 listed = _module_list(init, value)

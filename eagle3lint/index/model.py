@@ -175,6 +175,9 @@ class ClassSummary:
     """Capitalised names (as written) in what `__init__` assigns to `self.layers`: the decoder
     layer classes, or maps of them."""
     module_lists: dict[str, ModuleListSummary] = field(default_factory=dict)
+    language_model_marks: list[str] = field(default_factory=list)
+    """What `__init__` assigns to `self` inside `with self._mark_language_model(...)`: the
+    language model vLLM's default `get_language_model` returns (their common prefix)."""
     """The `nn.ModuleList`s `__init__` assigns to `self`, by attribute."""
     layer_params: dict[str, str] = field(default_factory=dict)
     """`__init__` parameters that pick the layer class there, with their defaults as written."""

@@ -201,9 +201,29 @@ class Target(RunnerPaths):
     @cached_property
     def language_model(self) -> Target | None:
         """For a multimodal wrapper: the model built in `self.language_model`."""
+        return self._built_in(LANGUAGE_MODEL_ATTR)
+
+    @cached_property
+    def marked_language_model(self) -> Target | None:
+        """The model vLLM's default `get_language_model` returns: `self.language_model`, else
+        the one attribute `__init__` builds under `with self._mark_language_model(...)`
+        (Phi-4-multimodal's `self.model`, its decoder itself)."""
+        if self.language_model is not None:
+            return self.language_model
+        marks = {
+            name
+            for entry in self.mro
+            if isinstance(entry, ClassRef)
+            for name in entry.cls.language_model_marks
+        }
+        return self._built_in(marks.pop()) if len(marks) == 1 else None
+
+    def _built_in(self, attr: str) -> Target | None:
+        """The model `__init__` builds in `self.<attr>`: by the architecture it names, else
+        by the class it calls."""
         if self.depth >= MAX_WRAPPER_DEPTH:
             return None
-        found = self.init_assign(LANGUAGE_MODEL_ATTR)
+        found = self.init_assign(attr)
         if found is None:
             return None
         owner, assign = found
