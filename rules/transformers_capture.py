@@ -59,8 +59,9 @@ _EAG422 = Explanation(
     "class's `_can_record_outputs` in a registry at `__init__`, so a class that left it at "
     "None never sees the dict the backend sets afterwards.",
     example="""\
-class CodeGenModel(CodeGenPreTrainedModel):   # no _can_record_outputs
-    def forward(self, input_ids=None, ...):   # no @capture_outputs
+class CodeGenModel(CodeGenPreTrainedModel):  # no _can_record_outputs
+    def forward(self, input_ids=None, **kwargs):  # no @capture_outputs
+        ...
 """,
     fix="""\
 class LlamaPreTrainedModel(PreTrainedModel):
@@ -68,7 +69,8 @@ class LlamaPreTrainedModel(PreTrainedModel):
 
 class LlamaModel(LlamaPreTrainedModel):
     @capture_outputs
-    def forward(self, input_ids=None, ...):
+    def forward(self, input_ids=None, **kwargs):
+        ...
 """,
 )
 
@@ -81,9 +83,13 @@ _EAG423 = Explanation(
     example="""\
 class LongcatFlashConfig(PreTrainedConfig):
     @property
-    def num_hidden_layers(self): return 2 * self.num_layers
-class LongcatFlashModel(...):
-    self.layers = nn.ModuleList([... for i in range(config.num_layers)])
+    def num_hidden_layers(self):
+        return 2 * self.num_layers
+
+
+class LongcatFlashModel(LongcatFlashPreTrainedModel):
+    def __init__(self, config):
+        self.layers = nn.ModuleList([... for i in range(config.num_layers)])
 """,
     fix="Serve the architecture with vLLM's own implementation, which taps its layer loop.\n",
 )

@@ -503,3 +503,20 @@ def test_a_language_model_marked_in_init_is_the_one_the_proposer_reads(
         assert targets[arch]["eagle3_ready"] is False
     [eag101] = [f for f in targets["Phi4MMForCausalLM"]["findings"] if f["code"] == "EAG101"]
     assert not eag101["fixable"] and "EAG411" in eag101["fix_refused"]
+
+
+def test_0_33_platform_variants_behind_getattr_and_type_checking(vllm_release: Callable) -> None:
+    """vLLM 0.33's `qwen4_exp` imports each platform's classes in its module `__getattr__`, and
+    `kimi_k3` picks them after a `TYPE_CHECKING` branch and a `device_type == "tpu"` test: both
+    are platform families, and Kimi Linear's ROCm and XPU class (`amd/linear.py`) lacks the
+    SupportsEagle3 its CUDA class has (EAG104)."""
+    vllm_release("0.33.0")
+    archs = ("Qwen4ExpForCausalLM", "KimiLinearForCausalLM", "KimiK3ForConditionalGeneration")
+    _, report = check("--vllm", "0.33.0", *(a for arch in archs for a in ("--arch", arch)))
+    targets = by_arch(report)
+    assert {arch: targets[arch]["variant"] for arch in archs} == dict.fromkeys(archs, "cuda")
+    eag104 = [f["message"] for f in targets["KimiLinearForCausalLM"]["findings"]]
+    assert any(
+        m.startswith("The rocm variant vllm.models.kimi_k3.amd.linear.KimiLinearForCausalLM")
+        for m in eag104
+    ), eag104

@@ -121,6 +121,8 @@ class _FileBuilder:
             elif isinstance(stmt, cst.FunctionDef):
                 self.has_module_getattr |= stmt.name.value == "__getattr__"
                 self._factory(stmt)
+                if stmt.name.value == "__getattr__" and platform is None:
+                    self._lazy_platform_imports(stmt)
             elif isinstance(stmt, cst.If):
                 self._if(stmt)
             elif isinstance(stmt, cst.Try):
@@ -129,6 +131,16 @@ class _FileBuilder:
                     self.walk(handler.body.body, platform)
             elif isinstance(stmt, cst.With):
                 self.walk(stmt.body.body, platform)
+
+    def _lazy_platform_imports(self, getattr_def: cst.FunctionDef) -> None:
+        """A module `__getattr__` that imports each platform's classes when asked for them
+        (0.33's `qwen4_exp`): its platform `if` chains are read as the module's own, so the
+        other platforms' classes are variants of the names the module hands out."""
+        for stmt in statements(getattr_def.body):
+            if isinstance(stmt, cst.If) and platforms_in(stmt.test):
+                imports_only, self._imports_only = self._imports_only, True
+                self._if(stmt)
+                self._imports_only = imports_only
 
     def _if(self, stmt: cst.If) -> None:
         branches: list[tuple[cst.BaseExpression | None, Sequence[cst.CSTNode]]] = []

@@ -109,10 +109,20 @@ def _version_test(test: cst.BaseExpression) -> bool | None:
 
 
 def platform_test(test: cst.BaseExpression) -> str | None:
-    """`current_platform.is_rocm()` → "rocm"; None for any other condition."""
+    """`current_platform.is_rocm()` → "rocm", `current_platform.device_type == "tpu"` → "tpu";
+    None for any other condition."""
     if isinstance(test, cst.Call) and not test.args and isinstance(test.func, cst.Attribute):
         attr = test.func.attr.value
         owner = dotted(test.func.value) or ""
         if attr.startswith("is_") and owner.split(".")[-1] == "current_platform":
             return attr.removeprefix("is_")
+    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
+        target = test.comparisons[0]
+        name = dotted(test.left) or ""
+        if (
+            isinstance(target.operator, cst.Equal)
+            and isinstance(target.comparator, cst.SimpleString)
+            and name.split(".")[-2:] == ["current_platform", "device_type"]
+        ):
+            return target.comparator.evaluated_value
     return None

@@ -21,7 +21,7 @@ from eagle3lint.shapes.model import LayerConvention, LayerLoop
 
 T = TypeVar("T")
 
-SUMMARY_FORMAT = 15
+SUMMARY_FORMAT = 17
 """Bumped whenever the shape or meaning of a summary changes: old cache entries are then ignored."""
 
 
