@@ -261,3 +261,26 @@ def test_the_pairing_examples_print_what_the_docs_show(
     printed = done.stdout.splitlines()
     for line in shown:
         assert shown_in(line, printed), f"{line!r} not in:\n{done.stdout}"
+
+
+def _table_rows(path: Path) -> list[list[str]]:
+    """The cells of each data row of the first markdown table of `path` (after its header)."""
+    lines = path.read_text().splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("|"))
+    end = next((i for i in range(start, len(lines)) if not lines[i].startswith("|")), len(lines))
+    rows = [line for line in lines[start:end] if line.startswith("| ")]
+    return [[cell.strip() for cell in row.strip("|").split("|")] for row in rows[1:]]
+
+
+def test_the_readme_agreement_figures_are_the_suites_last_measure() -> None:
+    """The README's agreement figures are those the end-to-end suite and the sweep last wrote
+    (`docs/end-to-end.md`, `docs/e2e-sweep/README.md`, both generated): a run that changes them
+    must change the README too."""
+    readme = " ".join((REPO / "README.md").read_text().split())
+    for release, cases, agree, _, cannot in _table_rows(REPO / "docs" / "end-to-end.md"):
+        decided = int(cases) - int(cannot)
+        assert f"{release} {agree} of {decided}" in readme, (release, agree, decided)
+    sweep = REPO / "docs" / "e2e-sweep" / "README.md"
+    for release, targets, swept, decided, agree, *_ in _table_rows(sweep):
+        wanted = f"{release}: {agree} of {decided} decided ({swept} of {targets} targets swept)"
+        assert wanted in readme, wanted
