@@ -199,6 +199,7 @@ def test_each_shape_keeps_the_promise(name: str, tmp_path: Path) -> None:
     assert_promise_kept(SHAPES[name], tmp_path)
 
 
+@pytest.mark.slow  # twelve generated trees, each fixed twice: the explicit shapes above are fast
 @settings(
     max_examples=12,
     deadline=None,

@@ -98,6 +98,7 @@ def cases(draw: st.DrawFn) -> tuple[list[bytes], dict[bytes, bytes]]:
     return files, ignores
 
 
+@pytest.mark.slow  # 300 generated trees, each listed by git: the explicit cases are fast
 @settings(
     max_examples=300,
     deadline=None,
