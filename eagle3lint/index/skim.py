@@ -23,8 +23,9 @@ _DEFINES_CLASS = re.compile(r"^[ \t]+class\b", re.MULTILINE)
 def bodies_of(lines: list[str], module: ast.Module) -> tuple[list[BodySpan], list[BodySpan]]:
     """Where the bodies of the top-level classes of a file (its `source_lines`) are, and those
     of its top-level functions that no summary reads: all but class factories (a function that
-    defines a class) and a module `__getattr__` (its per-platform imports are variants). A body that shares a line with its header (`class A(B): pass`) is not
-    listed: there is nothing to save."""
+    defines a class) and a module `__getattr__` (its per-platform imports are variants). A body
+    that shares a line with its header (`class A(B): pass`) is not listed: there is nothing to
+    save."""
     classes, functions = [], []
     for node in module.body:
         if isinstance(node, ast.ClassDef):
