@@ -51,6 +51,9 @@ class CheckRun:
     targets: list[Target]
     plan: Plan = field(default_factory=Plan)
     """What `fix` writes: the repair plan of every target shown with repairs."""
+    every_finding: list[Finding] = field(default_factory=list)
+    """Every finding the rules gave (after suppressions, before the runner's, the baseline's
+    and the files' filters): what a message may quote, shown or not."""
 
 
 def _index_for(
@@ -115,6 +118,7 @@ def _checked(
         None if options.archs else lambda code: selected(code, options.select, options.ignore),
         index.source_bytes,
     )
+    every_finding = [finding for findings in per_target for finding in findings]
     by_runner = [runner_readiness(t, f) for t, f in zip(targets, per_target, strict=True)]
     per_target = [for_default_runner(t, f) for t, f in zip(targets, per_target, strict=True)]
     baseline = _baseline(options, index)
@@ -145,7 +149,7 @@ def _checked(
         else None,
         baselined=len(shown.baselined),
     )
-    return CheckRun(report, index, workspace, targets, fix_plan)
+    return CheckRun(report, index, workspace, targets, fix_plan, every_finding)
 
 
 def _rule_context(options: CheckOptions, index: ProjectIndex, contract: Contract) -> RuleContext:

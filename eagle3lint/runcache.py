@@ -7,9 +7,10 @@ command's options and working directory, how the output is shown, the workspace 
 resolved to, and the code of eagle3lint and of every rule plugin. It lists every file the run
 read (module files, the contract's runner and config files, `--hf-config`, the baseline) with
 the hash of the bytes it read, and every path it looked for a file at and did not find: if any
-of them changed, the entry is not used, but the summarised files among the changed ones (after
-an edit, the edited file) start parsing at once, before the run reaches them. Runs that
-reported input errors are never stored.
+of them changed, the entry is not used (unless the change is whole comment or blank lines, in a
+way that cannot change the output: `Manifest.settle`), but the summarised files among the
+changed ones (after an edit, the edited file) start parsing at once, before the run reaches
+them. Runs that reported input errors are never stored.
 
 Finding that entry takes the options as the engine sees them (the configuration read, the
 rule plugins loaded): a fifth of a second of start-up. `Guess` looks first, from the command
@@ -45,10 +46,11 @@ from eagle3lint.trust import make_folders
 
 if TYPE_CHECKING:
     from eagle3lint.checkrun.options import CheckOptions
+    from eagle3lint.engine import CheckRun
     from eagle3lint.index.parsing import ParsesAhead
     from eagle3lint.report.model import Report
 
-FORMAT = 3
+FORMAT = 4
 
 UNKEYED_OPTIONS = ("on_file", "progress", "jobs")
 """Options that change how a run goes, never what it outputs."""
@@ -84,7 +86,7 @@ def cached_check(
         if found.stored is not None and not found.changed:
             cache.touch(key)
             return found.stored[0], found.stored[1]
-        if found.stored is not None and found.appended:
+        if found.stored is not None and found.settled:
             output, code, manifest = found.stored
             cache.store(key, output, code, manifest)  # the files as they are now
             return output, code
@@ -96,8 +98,30 @@ def cached_check(
     output, code = present(run.report)
     if not run.report.errors:
         repaired = sorted({str(edit.path.resolve()) for edit in run.plan.edits})
-        cache.store(key, output, code, Manifest(*run.index.inputs(), repaired=repaired))
+        manifest = Manifest(*run.index.inputs(), repaired=repaired)
+        manifest.code_lines = _unquoted_code_lines(run, output, manifest)
+        cache.store(key, output, code, manifest)
     return output, code
+
+
+def _unquoted_code_lines(run: CheckRun, output: str, manifest: Manifest) -> dict[str, str]:
+    """`code_lines_digest` of each summarised file given on the command line whose name
+    neither the output nor any finding's message (shown or not: a baselined one is matched by
+    its message) mentions: moving its lines cannot change the output. A pre-commit hook runs
+    on the files it was given, and those are the files the next edit touches."""
+    if not run.workspace.only_files:
+        return {}
+    given = {str(path.resolve()) for path in run.workspace.files}
+    quoted = "\n".join([output, *(finding.message for finding in run.every_finding)])
+    digests = {}
+    for path in manifest.summarised:
+        data = run.index.source_bytes(path)
+        if data is None or str(Path(path).resolve()) not in given or Path(path).name in quoted:
+            continue
+        digest = code_lines_digest(data)
+        if digest is not None:
+            digests[path] = digest
+    return digests
 
 
 class Guess:
@@ -114,8 +138,9 @@ class Guess:
         self.stored: tuple[str, int, Manifest] | None = None
         self.changed: list[str] = []
         """The entry's inputs that are no longer as its run found them."""
-        self.appended = False
-        """Every changed input only gained comment lines at its end (`Manifest.settle`)."""
+        self.settled = False
+        """Every changed input only gained or lost comment lines, in a way that leaves the
+        output as it was (`Manifest.settle`)."""
         self._ahead = ahead
 
     @classmethod
@@ -137,8 +162,8 @@ class Guess:
             return
         manifest = self.stored[2]
         self.changed = manifest.changed()
-        self.appended = bool(self.changed) and manifest.settle(self.changed)
-        if self.changed and not self.appended:
+        self.settled = bool(self.changed) and manifest.settle(self.changed)
+        if self.changed and not self.settled:
             # Imported only here: a run answered from the cache never loads libcst.
             from eagle3lint.index.cache import SummaryCache
             from eagle3lint.index.parsing import ParsesAhead
@@ -206,6 +231,9 @@ class Manifest:
     """path → how many bytes the run read of each file it summarised."""
     repaired: list[str] = field(default_factory=list)
     """The files `fix` would edit: a repair is planned on their bytes, comments included."""
+    code_lines: dict[str, str] = field(default_factory=dict)
+    """path → `code_lines_digest` of the files whose lines may move without changing the
+    output (`_unquoted_code_lines`)."""
 
     def __post_init__(self) -> None:
         self._now: dict[str, bytes] = {}
@@ -214,9 +242,11 @@ class Manifest:
     def settle(self, changed: list[str]) -> bool:
         """Whether every file of `changed` is a summarised one that only gained comment or
         blank lines after the bytes the run read (a comment added at the end of a model file,
-        the commonest harmless edit), and so would give the same output: its code, every line
-        a finding or a fingerprint quotes and every suppression are the ones the run read. If
-        so the manifest takes the files as they are now."""
+        the commonest harmless edit), or gained or lost whole comment or blank lines anywhere
+        where no line number of it can reach the output (`code_lines`), and so would give the
+        same output: its code, every line a finding or a fingerprint quotes and every
+        suppression are the ones the run read. If so the manifest takes the files as they are
+        now."""
         now: dict[str, bytes] = {}
         for path in changed:
             size, digest = self.sizes.get(path), self.present.get(path)
@@ -224,7 +254,8 @@ class Manifest:
             data = self._now.get(path)
             if path not in self.summarised or planned or size is None or data is None:
                 return False
-            if not _comments_appended(data, size, digest):
+            moved = path in self.code_lines and code_lines_digest(data) == self.code_lines[path]
+            if not moved and not _comments_appended(data, size, digest):
                 return False
             now[path] = data
         read_at = time.time_ns()
@@ -283,6 +314,31 @@ def _comments_appended(data: bytes, size: int, digest: str) -> bool:
     return True
 
 
+def code_lines_digest(data: bytes) -> str | None:
+    """A digest of `data`'s encoding and of its lines except blank and comment-only lines
+    outside any token (a line inside a string is code); a comment naming eagle3lint (which may
+    silence a finding) is kept. Two versions with the same digest differ only by whole comment
+    or blank lines. None when `data` does not tokenize."""
+    import io
+    import tokenize
+
+    layout = {tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT}
+    layout |= {tokenize.ENDMARKER, tokenize.ENCODING}
+    code_rows: set[int] = set()
+    try:
+        tokens = list(tokenize.tokenize(io.BytesIO(data).readline))
+    except (tokenize.TokenError, SyntaxError, UnicodeDecodeError):
+        return None
+    for token in tokens:
+        if token.type not in layout:
+            code_rows.update(range(token.start[0], token.end[0] + 1))
+    # Lines as tokenize numbers them.
+    lines = iter(io.BytesIO(data).readline, b"")
+    kept = [tokens[0].string.encode()]  # the ENCODING token: how every other byte reads
+    kept += [line for row, line in enumerate(lines, 1) if row in code_rows or b"eagle3lint" in line]
+    return file_digest(b"\0".join(kept))
+
+
 class RunCache:
     """Entries under `<cache>/runs/<key>.json`."""
 
@@ -337,6 +393,7 @@ class RunCache:
                 {path: tuple(stamp) for path, stamp in dict(data["stamps"]).items()},
                 {path: int(size) for path, size in dict(data["sizes"]).items()},
                 [str(path) for path in data["repaired"]],
+                {str(path): str(digest) for path, digest in dict(data["code_lines"]).items()},
             )
             output, code = data["output"], data["code"]
         except (UnreadableSource, ValueError, KeyError, TypeError, RecursionError):

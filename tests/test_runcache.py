@@ -310,3 +310,80 @@ def test_comments_appended_to_a_file_fix_would_edit_are_a_run(tree: Path, runs: 
     model.write_text(model.read_text() + "# a comment\n")
     check(tree, "--require", "*")
     assert len(runs) == 2
+
+
+def _moved(text: str, edit: str) -> str:
+    lines = text.splitlines(keepends=True)
+    loop = next(i for i, line in enumerate(lines) if "aux_hidden_states = []" in line)
+    docstring = next(i for i, line in enumerate(lines) if "Stub era:" in line)
+    return {
+        "comment at the top": "# a note\n" + text,
+        "comment and blank line in a function": "".join(
+            [*lines[: loop + 1], "\n", "        # why the taps go here\n", *lines[loop + 1 :]]
+        ),
+        "comment removed": "".join(lines[1:]),
+        "comment inside the docstring": "".join(
+            [*lines[: docstring + 1], "# read as text\n", *lines[docstring + 1 :]]
+        ),
+        "comment added to a code line": text.replace(
+            "aux_hidden_states = []", "aux_hidden_states = []  # the taps"
+        ),
+        "suppression line": "# eagle3lint: ignore[EAG301]\n" + text,
+        "code": text.replace("aux_hidden_states = []", "aux_hidden_states = [] * 1"),
+    }[edit]
+
+
+@pytest.mark.parametrize(
+    ("edit", "replayed"),
+    [
+        ("comment at the top", True),
+        ("comment and blank line in a function", True),
+        ("comment removed", True),
+        ("comment inside the docstring", False),  # a string's text is code
+        ("comment added to a code line", False),  # a fingerprint quotes the line's text
+        ("suppression line", False),
+        ("code", False),
+    ],
+)
+def test_comment_lines_moved_in_a_given_file_replay_the_run(
+    tree: Path, runs: list[int], edit: str, replayed: bool
+) -> None:
+    """What pre-commit does: the file given again after a harmless edit anywhere in it. Its
+    line numbers move, but the output names nothing of it: the run is replayed."""
+    model = tree / MODELS / "good_llama.py"
+    check(model, "--format", "text")
+    model.write_text(_moved(model.read_text(), edit))
+    after = check(model, "--format", "text")
+    assert len(runs) == (1 if replayed else 2)
+    assert after == check(model, "--format", "text", "--no-cache")
+
+
+def test_comment_lines_moved_in_a_file_the_output_names_are_a_run(
+    tree: Path, runs: list[int]
+) -> None:
+    """Its findings' line numbers move with the comment: the run says where they are now."""
+    model = tree / MODELS / "rank_local.py"
+    before = check(model, "--format", "text")
+    assert "rank_local.py:58:" in before
+    model.write_text("# a note\n" + model.read_text())
+    after = check(model, "--format", "text")
+    assert len(runs) == 2
+    assert "rank_local.py:59:" in after
+
+
+def test_a_file_a_message_quotes_may_not_move(tree: Path) -> None:
+    """A message quoting `path:line` of a file (a baselined finding's too, matched by its
+    message) would change if the file's lines moved."""
+    from dataclasses import replace
+
+    from eagle3lint.engine import CheckOptions, run_check
+    from eagle3lint.runcache import Manifest, _unquoted_code_lines
+
+    model = tree / MODELS / "good_llama.py"
+    run = run_check(CheckOptions(paths=[model]))
+    manifest = Manifest(*run.index.inputs())
+    assert list(_unquoted_code_lines(run, "", manifest)) == [str(model)]
+    quoting = replace(run.every_finding[0], message="gate (good_llama.py:12)")
+    run.every_finding.append(quoting)
+    assert _unquoted_code_lines(run, "", manifest) == {}
+    assert _unquoted_code_lines(replace(run, every_finding=[]), "good_llama.py", manifest) == {}
