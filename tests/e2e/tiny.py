@@ -153,6 +153,7 @@ def generic_config(arch: str, layers: int) -> Any:
                 # A derived attribute (Falcon's `head_dim`) is a property without a setter.
                 with contextlib.suppress(AttributeError):
                     setattr(part, key, value)
+        _consistent(part)
         counts = [k for k in LAYER_COUNTS if isinstance(getattr(part, k, None), int)]
         if not counts:
             continue
@@ -164,6 +165,25 @@ def generic_config(arch: str, layers: int) -> Any:
             if isinstance(value, list) and len(value) == before and before > layers:
                 setattr(part, key, value[:layers])
     return config
+
+
+def _consistent(part: Any) -> None:
+    """What the smaller sizes leave inconsistent in a config built from defaults: a padding id
+    past the small vocabulary (GLM, SmolLM3: the embedding refuses it), a rotary width past the
+    head (GPT-J), and an MoE whose routing is left to the checkpoint (DeepSeek-V2's
+    `n_group`, `topk_group` and `num_experts_per_tok` default to None, which vLLM's router
+    cannot take)."""
+    pad = getattr(part, "pad_token_id", None)
+    if isinstance(pad, int) and pad >= VOCAB:
+        part.pad_token_id = 0
+    rotary = getattr(part, "rotary_dim", None)
+    if isinstance(rotary, int) and rotary > HIDDEN // HEADS:
+        part.rotary_dim = HIDDEN // HEADS
+    experts = ("n_routed_experts", "num_experts", "num_local_experts")
+    if any(isinstance(getattr(part, k, None), int) for k in experts):
+        for key in ("n_group", "topk_group", "num_expert_group", "num_experts_per_tok"):
+            if hasattr(part, key) and getattr(part, key) is None:
+                setattr(part, key, SMALL[key])
 
 
 def write_target(arch: str, folder: Path, layers: int) -> dict[str, Any]:
