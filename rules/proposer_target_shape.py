@@ -10,6 +10,7 @@ implements.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from typing import Any
 
 from eagle3lint.api import (
     DECIDE_WITH_MODEL_TYPE,
@@ -261,7 +262,7 @@ class WteForCausalLM(nn.Module):
             cls.line,
             cls.column,
             hint=f"Name the decoder's input embedding {' or '.join(shape.embeddings)}.",
-            severity=None if shape.embedding_exception else Severity.WARNING,
+            **_raising_runners(ctx, shape),
         )
 
     def _auto_model(
@@ -309,8 +310,21 @@ class WteForCausalLM(nn.Module):
             cls.column,
             hint=f"{found.name} keeps its input embedding under another name ({found.path}); "
             "the backend would have to expose it as embed_tokens.",
-            severity=None if shape.embedding_exception else Severity.WARNING,
+            **_raising_runners(ctx, shape),
         )
+
+
+def _raising_runners(ctx: RuleContext, shape: TargetEmbedding) -> dict[str, Any]:
+    """EAG412's severity and runners: an error where the default runner's proposer raises; an
+    error on the path of the other runners whose proposer raises, where the default runner's
+    only runs the drafter with its own embedding (vLLM 0.25.0's V2 shares it without a check,
+    V1 raises; the CPU build runs V1); else a warning."""
+    if shape.embedding_exception:
+        return {}
+    raising = tuple(e.runner for e in ctx.contract.target_embeddings if e.embedding_exception)
+    if raising:
+        return {"runners": raising}
+    return {"severity": Severity.WARNING}
 
 
 def _holder_raises(shape: TargetEmbedding, name: str) -> str:

@@ -65,3 +65,25 @@ def test_few_ready_targets_keep_a_cannot_check_warning(report: dict) -> None:
     )
     print(f"{len(warned)} of {len(ready)} ready targets cannot be checked: {warned}")
     assert len(warned) < 0.1 * len(ready), warned
+
+
+def test_an_embedding_only_v1_cannot_share_blocks_only_v1() -> None:
+    """vLLM 0.25.0 runs the Transformers backend on model runner V2 by default, whose proposer
+    shares the target's embedding without a check; V1's raises (what the CPU build, V1 for want
+    of Triton, did with GPT-BigCode in the sweep: `docs/e2e-sweep/0.25.0.json`)."""
+    install("0.25.0")
+    result = subprocess.run(
+        [
+            *(sys.executable, "-m", "eagle3lint", "check", str(installed_tree("0.25.0"))),
+            *("--arch", "GPTBigCodeForCausalLM", "--format", "json", "--no-cache"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert result.returncode in (0, 1), result.stderr
+    [target] = json.loads(result.stdout)["targets"]
+    assert (target["runner"], target["ready_by_runner"]) == ("v2", {"v1": False, "v2": True})
+    [eag412] = [f for f in target["findings"] if f["code"] == "EAG412"]
+    assert (eag412["severity"], eag412["runners"]) == ("warning", ["v1"])
+    assert "Only under model runner V1" in eag412["message"]
