@@ -8,6 +8,7 @@ a second test run with the venvs present reads the outcome instead of starting v
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import os
@@ -123,7 +124,7 @@ class Workbench:
         key = self._key(target, head, overlay, method)
         cached = results_dir() / f"{key}.json"
         if cached.is_file():
-            return Outcome(**json.loads(cached.read_text()))
+            return _placeless(Outcome(**json.loads(cached.read_text())))
         args = ["generate", str(target)] + (["--head", str(head)] if head else [])
         if method is None:
             args.append("--no-method")
@@ -148,7 +149,7 @@ class Workbench:
         partial = cached.with_suffix(".partial")
         partial.write_text(json.dumps(outcome.__dict__))
         partial.replace(cached)
-        return outcome
+        return _placeless(outcome)
 
     def _key(
         self, target: Path, head: Path | None, overlay: Path | None, method: str | None
@@ -199,6 +200,18 @@ class Workbench:
             f"tiny.py {' '.join(args)} gave no result (exit {done.returncode}, {seconds:.0f} s):\n"
             + log[-4000:]
         )
+
+
+_MODEL_FOLDER = re.compile(r"/[^'\"\s]*/(target|head)-[^'\"\s/]*")
+
+
+def _placeless(outcome: Outcome) -> Outcome:
+    """`outcome` with the models' folders in vLLM's message named `<target>` or `<head>`: the
+    same run is kept once for every scratch folder its models were written to."""
+    if outcome.error is None:
+        return outcome
+    message = _MODEL_FOLDER.sub(lambda m: f"<{m.group(1)}>", outcome.error["message"])
+    return dataclasses.replace(outcome, error={**outcome.error, "message": message})
 
 
 def _result_prefix() -> str:

@@ -19,18 +19,23 @@ from pathlib import Path
 import pytest
 from builds import Release
 from judge import ready_on_cpu
-from runs import record
+from runs import CANNOT, record
+from test_e2e_verdicts import limits, stopped
 from venvs import CPU_BUILD_RELEASES, copy_python_files
 
 from eagle3lint.engine import CheckOptions, run_check
 
 REPAIRS: dict[str, tuple[str, ...]] = {
+    "0.16.0": ("DeepseekV3ForCausalLM", "KimiK25ForConditionalGeneration"),
     "0.25.0": ("GemmaForCausalLM",),
     "0.32.0": ("GemmaForCausalLM",),
 }
-"""Per release, blocked architectures whose repair is run end to end (Gemma's takes every
-repair kind a plain decoder needs: SupportsEagle3, the aux-layer methods, the forward's taps).
-0.16.0's CPU build runs no speculative decoding (see test_e2e_verdicts.CANNOT_RUN_ON_CPU)."""
+"""Per release, blocked architectures whose repair is run end to end. Gemma's takes every
+repair kind a plain decoder needs (SupportsEagle3, the aux-layer methods, the forward's taps).
+The seed family on 0.16.0 takes the rest (the model-type gate in the speculative config, the
+wrapper's delegation, the image token's name); that build runs no speculative decoding and no
+MLA (test_e2e_verdicts.CANNOT_RUN_ON_CPU), so what is decided there is that the repaired run
+gets past the gate that stopped the unrepaired one, to the CPU build's own limit."""
 
 
 def _cases() -> list[tuple[str, str]]:
@@ -78,14 +83,24 @@ def test_a_repaired_target_runs_eagle3_with_the_same_tokens(
     (after,) = [t for t in run_check(options).report.targets if t.arch == arch]
     assert ready_on_cpu(after), [f.code for f in after.findings]
 
+    fixed_by = f"fix changed {', '.join(changed)}"
+    limit = limits(release.version, arch)
     reference = bench.generate(target)
-    assert reference.ran, reference.describe()
+    assert reference.ran or stopped(reference, limit), reference.describe()
     plain = bench.generate(target, overlay=overlay)
-    assert plain.tokens == reference.tokens, plain.describe()
-    assert set(plain.overlaid or []) >= set(changed), (plain.overlaid, changed)
+    assert (plain.tokens, plain.raised()) == (reference.tokens, reference.raised()), (
+        plain.describe()
+    )
     speculative = bench.generate(target, bench.head(target), overlay=overlay)
+    if stopped(speculative, limit):
+        before = bench.generate(target, bench.head(target))
+        assert not stopped(before, limit), f"{arch} unrepaired: {before.describe()}"
+        did = f"unrepaired: {before.describe()}; repaired: {speculative.describe()}"
+        record(release.version, "repair", arch, CANNOT, fixed_by, did)
+        return
+    assert set(plain.overlaid or []) >= set(changed), (plain.overlaid, changed)
     assert speculative.ran, f"{arch} repaired on {release.version}: {speculative.describe()}"
     assert speculative.tokens == reference.tokens
     assert speculative.drafts is None or speculative.drafts > 0
     did = f"repaired: ran ({speculative.runner}), {speculative.drafts} drafts, the same tokens"
-    record(release.version, "repair", arch, "agree", f"fix changed {', '.join(changed)}", did)
+    record(release.version, "repair", arch, "agree", fixed_by, did)

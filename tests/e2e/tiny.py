@@ -87,9 +87,9 @@ def _configs() -> dict[str, Any]:
             topk_group=1,
             moe_intermediate_size=64,
             q_lora_rank=64,
-            # MLA's cache width (kv_lora_rank + qk_rope_head_dim) must be one vLLM's MLA
-            # kernels take (320, 512 or 576).
-            kv_lora_rank=256,
+            # MLA's cache width (kv_lora_rank + qk_rope_head_dim) must be 576, DeepSeek's own:
+            # the only one the reference CPU MLA kernel (0.32.0's `CPU_MLA`) is built for.
+            kv_lora_rank=512,
             qk_rope_head_dim=64,
             qk_nope_head_dim=16,
             v_head_dim=32,
@@ -127,6 +127,28 @@ where the config has that attribute (in its text config too)."""
 LAYER_COUNTS = ("num_hidden_layers", "n_layer", "num_layers")
 CONFIG_ONLY = "config-only"
 """What `write_target` reports for a generic recipe: no weights, vLLM's dummy loader fills them."""
+
+
+def _config_only_recipes() -> dict[str, Any]:
+    """Per architecture, the config.json of a target run with vLLM's dummy weights, for the
+    architectures whose config class is the release's own, not transformers'."""
+
+    def kimi_k25(layers: int) -> dict[str, Any]:
+        # Kimi-K2.5's checkpoint: vLLM's KimiK25Config (model_type kimi_k25) around a DeepSeek-V3
+        # text config whose model_type is kimi_k2, the one the EAGLE-3 gate of 0.10-0.17
+        # rejected (the seed case). Its placeholder token is `media_placeholder_token_id`.
+        text = _configs()["DeepseekV3ForCausalLM"](layers).to_dict()
+        text["model_type"] = "kimi_k2"
+        vision = {"hidden_size": 64, "intermediate_size": 128, "num_attention_heads": 2}
+        return {
+            "architectures": ["KimiK25ForConditionalGeneration"],
+            "model_type": "kimi_k25",
+            "text_config": text,
+            "vision_config": {**vision, "num_hidden_layers": 2, "mm_hidden_size": 64},
+            "media_placeholder_token_id": VOCAB - 1,
+        }
+
+    return {"KimiK25ForConditionalGeneration": kimi_k25}
 
 
 def generic_config(arch: str, layers: int) -> Any:
@@ -189,12 +211,18 @@ def _consistent(part: Any) -> None:
 def write_target(arch: str, folder: Path, layers: int) -> dict[str, Any]:
     """A random `arch` model of `layers` layers in `folder`: with a recipe of `_configs()`, its
     config.json and safetensors written by transformers (the weight names are the checkpoint
-    names vLLM loads); otherwise `generic_config` alone, config.json without weights, which
-    `tiny_generate` runs with vLLM's dummy loader."""
+    names vLLM loads); otherwise the config alone, config.json without weights, which
+    `tiny_generate` runs with vLLM's dummy loader: a recipe of `_config_only_recipes()`, else
+    `generic_config`."""
     import torch
     import transformers as tf
 
     recipes = _configs()
+    written = _config_only_recipes()
+    if arch in written:
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "config.json").write_text(json.dumps(written[arch](layers), indent=1))
+        return {"arch": arch, "layers": layers, "folder": str(folder), "weights": CONFIG_ONLY}
     if arch not in recipes:
         config = generic_config(arch, layers)
         config.architectures = [arch]
@@ -227,8 +255,10 @@ def write_head(
     from safetensors.torch import save_file
 
     base = json.loads((target / "config.json").read_text())
-    hidden = base.get("hidden_size", base.get("n_embd"))
-    vocab = base["vocab_size"]
+    # A multimodal target's sizes are its text config's.
+    sizes = base if "vocab_size" in base else base.get("text_config", base)
+    hidden = sizes.get("hidden_size", sizes.get("n_embd"))
+    vocab = sizes["vocab_size"]
     draft = draft_vocab or vocab
     head_dim = hidden // HEADS
     config: dict[str, Any] = {
