@@ -200,6 +200,35 @@ class WteForCausalLM(nn.Module):
         self.model = WteModel()
 """,
         ),
+        # The decoder class as an `__init__` parameter (InternLM2): vLLM's loader builds its
+        # default; a subclass passing another builds that one.
+        Example(
+            era="e2_stub",
+            expect=(
+                Expected("EAG412", line=6, message="as TokModel, which has none of embed_tokens"),
+            ),
+            source="""
+from torch import nn
+class TokModel(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.tok_embeddings = nn.Embedding(8, 4)
+class TokForCausalLM(nn.Module):
+    def __init__(self, *, vllm_config, prefix="", model_type: type[TokModel] = TokModel):
+        super().__init__()
+        self.model = model_type(vllm_config=vllm_config, prefix=prefix)
+class EmbedModel(TokModel):
+    def __init__(self):
+        super().__init__()
+        self.embed_tokens = self.tok_embeddings
+class EmbedForCausalLM(TokForCausalLM):
+    def __init__(self, *, vllm_config, prefix=""):
+        super().__init__(vllm_config=vllm_config, prefix=prefix, model_type=EmbedModel)
+class BackForCausalLM(EmbedForCausalLM):
+    def __init__(self, *, vllm_config, prefix=""):
+        super().__init__(vllm_config=vllm_config, prefix=prefix)
+""",
+        ),
     )
 
     def check(self, target: Target, ctx: RuleContext) -> Iterator[Finding]:

@@ -102,6 +102,7 @@ class ClassReader:
         # Assignments are located at the `def __init__` line: exact positions would need
         # libcst's position pass over the whole method, which costs more than the parse itself.
         init_line = summary.methods["__init__"].line
+        classes = _class_defaults(init)
         helpers: list[str] = []
         for stmt in statements(init.body):
             if isinstance(stmt, cst.With) and any(
@@ -127,6 +128,8 @@ class ClassReader:
                 if "." in target:
                     continue
                 assign = _init_assign(value, init_line)
+                if assign.callee in classes:
+                    assign.param, assign.callee = assign.callee, classes[assign.callee]
                 earlier = summary.init_assigns.get(target)
                 # `self.language_model = None` then, under a condition, the model built: the
                 # attribute holds what is built (SGLang's Kimi-K2.5 wrapper).
@@ -399,6 +402,16 @@ def _super_init_classes(stmt: cst.BaseStatement) -> dict[str, str]:
         if arg.keyword is not None and name and name.rpartition(".")[2][:1].isupper():
             found[arg.keyword.value] = name
     return found
+
+
+def _class_defaults(init: cst.FunctionDef) -> dict[str, str]:
+    """`__init__` parameters whose default is a class as written (`model_type: type[M] = M`)."""
+    defaults = {
+        p.name.value: dotted(p.default)
+        for p in (*init.params.params, *init.params.kwonly_params)
+        if p.default is not None
+    }
+    return {p: d for p, d in defaults.items() if d and d.rpartition(".")[2][:1].isupper()}
 
 
 def _init_assign(value: cst.BaseExpression, line: int) -> InitAssign:

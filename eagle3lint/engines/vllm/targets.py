@@ -165,11 +165,18 @@ class Target(RunnerPaths):
         return None
 
     def _built_class(self, attr: str) -> ClassRef | None:
-        """The class whose instance `__init__` stores in `self.<attr>`."""
+        """The class whose instance `__init__` stores in `self.<attr>`: for a class-valued
+        `__init__` parameter, the one a subclass passes up to `super().__init__`, else its
+        default."""
         found = self.init_assign(attr)
         if found is None or found[1].callee is None:
             return None
         owner, assign = found
+        for entry in self.mro if assign.param is not None else ():
+            if entry == owner:
+                break
+            if isinstance(entry, ClassRef) and assign.param in entry.cls.super_init_classes:
+                return resolve_callee(self, entry, entry.cls.super_init_classes[assign.param])
         return resolve_callee(self, owner, assign.callee)
 
     def part(self, attr: str) -> Target | None:
