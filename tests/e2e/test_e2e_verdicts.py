@@ -43,6 +43,8 @@ SAMPLE: dict[str, tuple[str, ...]] = {
         "GPT2LMHeadModel",
         "OPTForCausalLM",
         "DeepseekV3ForCausalLM",
+        # Remote-code config (a Llama config stands in); its decoder is an `__init__` parameter.
+        "InternLM2ForCausalLM",
     ),
 }
 """Per release, the architectures run end to end: ready ones of the Llama and Qwen families and
