@@ -19,9 +19,12 @@ class Release:
     tree: Path
     """The installed `vllm` package eagle3lint checks."""
 
-    def verdict(self, arch: str, target: Path) -> TargetResult:
+    def verdict(self, arch: str, target: Path, tree: Path | None = None) -> TargetResult:
         """eagle3lint's verdict on `arch`, asked as a user asks about a checkpoint:
-        `check --arch ARCH --hf-config TARGET/config.json`."""
-        options = CheckOptions(paths=[self.tree], archs=[arch], hf_config=target / "config.json")
+        `check --arch ARCH --hf-config TARGET/config.json`, on the installed tree or `tree` (a
+        repaired copy of it)."""
+        options = CheckOptions(
+            paths=[tree or self.tree], archs=[arch], hf_config=target / "config.json"
+        )
         (result,) = [t for t in run_check(options).report.targets if t.arch == arch]
         return result

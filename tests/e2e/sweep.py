@@ -18,14 +18,17 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 # Run as a script: the test folders are not on the path as they are under pytest.
 sys.path[:0] = [str(Path(__file__).resolve().parent), str(Path(__file__).resolve().parents[1])]
 
 from builds import Release  # noqa: E402
-from judge import did, disagreement, said  # noqa: E402
+from judge import blockers, did, disagreement, said  # noqa: E402
+from repairs import repair  # noqa: E402
 from runs import Workbench  # noqa: E402
 from tiny import STAND_IN  # noqa: E402
 from venvs import VLLM_CPU, installed_package, runtime_root  # noqa: E402
@@ -35,8 +38,7 @@ from eagle3lint.storage import write_atomically  # noqa: E402
 
 OUT = Path(__file__).resolve().parents[2] / "docs" / "e2e-sweep"
 CANNOT_BUILD = "cannot build"
-"""No tiny target could be made: transformers has no config class for it, or building it
-failed (the reason is kept)."""
+"""No tiny target could be made: building its config failed (the reason is kept)."""
 PLAIN_FAILS = "plain run fails"
 """The tiny target does not run even without EAGLE-3: a CPU limit (kernel, attention backend)
 or a config the generic shrinking made inconsistent; vLLM's error says which."""
@@ -75,6 +77,37 @@ def _case(arch: str, status: str, eagle3lint: str, vllm: str) -> dict[str, str]:
     return {"arch": arch, "status": status, "eagle3lint": eagle3lint, "vllm": vllm}
 
 
+def repairable(release: Release, arch: str) -> bool:
+    """Whether eagle3lint blocks `arch` with an error `fix` says it repairs."""
+    verdict = release.verdict(arch, release.bench.target(arch))
+    return any(f.fixable for f in blockers(verdict))
+
+
+def decide_repair(release: Release, arch: str, workdir: Path) -> dict[str, str]:
+    """`fix` run on a copy of the tree for a blocked `arch`, and the repaired files laid over the
+    CPU build: the repaired target must give the plain run's tokens without EAGLE-3, and its
+    run with EAGLE-3 is held against eagle3lint's verdict on the repaired tree (ready: it runs
+    with the same tokens; still blocked by what `fix` cannot repair: it fails with an error a
+    remaining finding names)."""
+    bench = release.bench
+    target = bench.target(arch)
+    repaired = repair(release, arch, target, workdir)
+    changed = ", ".join(m.removeprefix("vllm.") for m in repaired.changed) or "nothing"
+    after = said(repaired.after)
+    if not repaired.changed:
+        return _case(arch, "disagree", after, f"fix changed nothing:\n{repaired.output[-300:]}")
+    reference = bench.generate(target)
+    plain = bench.generate(target, overlay=repaired.overlay)
+    if plain.tokens != reference.tokens:
+        return _case(arch, "disagree", after, f"the repair changed the model: {plain.describe()}")
+    speculative = bench.generate(target, bench.head(target), overlay=repaired.overlay)
+    differs = disagreement(repaired.after, plain, speculative)
+    status = "agree" if differs is None else "disagree"
+    return _case(
+        arch, status, f"fix changed {changed}; then {after}", differs or did(plain, speculative)
+    )
+
+
 def render(folder: Path) -> str:
     """docs/e2e-sweep/README.md: coverage per release, then every case."""
     lines = [
@@ -83,13 +116,16 @@ def render(folder: Path) -> str:
         "Every registered target architecture of a vLLM CPU build, run tiny with and without a "
         "random EAGLE-3 head and held against eagle3lint's verdict (`tests/e2e/sweep.py`; "
         "rendered from the JSON files beside this page). *decided* counts the cases where the "
-        "CPU build ran far enough to decide EAGLE-3.",
+        "CPU build ran far enough to decide EAGLE-3. A target's config is the suite's recipe, "
+        "else transformers' config class, else the release's own, else a Llama config standing "
+        "in for a remote-code one (the case says so); *cannot build* means none could be made.",
         "",
         "| release | targets | swept | decided | agree | disagree | plain run fails "
         "| cannot build |",
         "|---|---|---|---|---|---|---|---|",
     ]
-    sections = []
+    sections: list[str] = []
+    repaired: list[str] = []
     for path in sorted(folder.glob("*.json")):
         data = json.loads(path.read_text())
         cases = data["cases"]
@@ -100,13 +136,35 @@ def render(folder: Path) -> str:
             f"| {count['agree']} | {count['disagree']} | {count[PLAIN_FAILS]} "
             f"| {count[CANNOT_BUILD]} |"
         )
-        sections += [f"\n## vLLM {data['release']}\n", "| arch | status | eagle3lint | vLLM |"]
-        sections.append("|---|---|---|---|")
-        sections += [
-            f"| {c['arch']} | {c['status']} | {c['eagle3lint']} | {_cell(c['vllm'])} |"
-            for c in sorted(cases, key=lambda c: c["arch"])
+        sections += [f"\n## vLLM {data['release']}\n", *_table(cases)]
+        repairs = data.get("repairs", [])
+        if repairs:
+            agree = sum(r["status"] == "agree" for r in repairs)
+            repaired.append(
+                f"| {data['release']} | {len(repairs)} | {agree} | {len(repairs) - agree} |"
+            )
+            sections += [f"\n### Repairs on vLLM {data['release']}\n", *_table(repairs)]
+    if repaired:
+        lines += [
+            "",
+            "Repairs (`sweep.py --repairs`): `eagle3lint fix` run on a copy of the tree for each "
+            "decided target it blocks with a repairable error, the changed files laid over the "
+            "CPU build; the repaired target must give the plain run's tokens without EAGLE-3, "
+            "and its run with EAGLE-3 is held against the verdict on the repaired tree.",
+            "",
+            "| release | repaired | agree | disagree |",
+            "|---|---|---|---|",
+            *repaired,
         ]
     return "\n".join(lines + sections) + "\n"
+
+
+def _table(cases: list[dict[str, str]]) -> list[str]:
+    rows = [
+        f"| {c['arch']} | {c['status']} | {c['eagle3lint']} | {_cell(c['vllm'])} |"
+        for c in sorted(cases, key=lambda c: c["arch"])
+    ]
+    return ["| arch | status | eagle3lint | vLLM |", "|---|---|---|---|", *rows]
 
 
 def _cell(text: str) -> str:
@@ -119,6 +177,12 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--arch", action="append", help="only these architectures")
     parser.add_argument("--limit", type=int, help="stop after deciding this many new cases")
     parser.add_argument("--hours", type=float, help="stop starting new cases after this long")
+    parser.add_argument(
+        "--repairs",
+        action="store_true",
+        help="run `fix` for the decided cases eagle3lint blocks with a repairable error, and the "
+        "repaired targets (those not repaired yet, or the --arch ones)",
+    )
     parser.add_argument(
         "--again",
         action="store_true",
@@ -140,6 +204,8 @@ def main(argv: list[str]) -> int:
     scratch.mkdir(parents=True, exist_ok=True)
     release = Release(args.release, Workbench(args.release, scratch), tree)
     start = time.monotonic()
+    if args.repairs:
+        return _repairs(args, release, out, everything, start)
     for count, arch in enumerate(todo):
         over = args.hours is not None and time.monotonic() - start > args.hours * 3600
         if over or (args.limit is not None and count >= args.limit):
@@ -153,11 +219,46 @@ def main(argv: list[str]) -> int:
             continue
         print(f"{arch}: {case['status']}: {case['vllm'][:160]}", flush=True)
         kept = [c for c in kept if c["arch"] != arch] + [case]
-        data = {"release": args.release, "targets": len(everything), "cases": kept}
-        write_atomically(out, (json.dumps(data, indent=1) + "\n").encode(), sync=False)
-        # The page never lags what the JSON holds.
-        write_atomically(OUT / "README.md", render(OUT).encode(), sync=False)
+        data = json.loads(out.read_text()) if out.is_file() else {}
+        _write(out, {**data, "release": args.release, "targets": len(everything), "cases": kept})
     return 0
+
+
+def _repairs(
+    args: argparse.Namespace, release: Release, out: Path, everything: list[str], start: float
+) -> int:
+    """`--repairs`: the repair of each decided case eagle3lint blocks with a repairable error."""
+    data = json.loads(out.read_text())
+    done = {r["arch"] for r in data.get("repairs", []) if r["arch"] not in (args.arch or ())}
+    blocked = [
+        c["arch"]
+        for c in data["cases"]
+        if c["status"] == "agree" and c["eagle3lint"].startswith("blocked")
+    ]
+    todo = [a for a in blocked if a not in done and (not args.arch or a in args.arch)]
+    with tempfile.TemporaryDirectory(prefix="eagle3lint-repair-") as scratch:
+        for count, arch in enumerate(todo):
+            over = args.hours is not None and time.monotonic() - start > args.hours * 3600
+            if over or (args.limit is not None and count >= args.limit):
+                break
+            if not repairable(release, arch):
+                continue
+            try:
+                case = decide_repair(release, arch, Path(scratch) / arch)
+            except AssertionError as error:
+                print(f"{arch}: repair undecided: {str(error)[:300]}", flush=True)
+                continue
+            print(f"{arch}: repair {case['status']}: {case['vllm'][:160]}", flush=True)
+            data = json.loads(out.read_text())  # as the file is now
+            repairs = [r for r in data.get("repairs", []) if r["arch"] != arch] + [case]
+            _write(out, {**data, "targets": len(everything), "repairs": repairs})
+    return 0
+
+
+def _write(out: Path, data: dict[str, Any]) -> None:
+    write_atomically(out, (json.dumps(data, indent=1) + "\n").encode(), sync=False)
+    # The page never lags what the JSON holds.
+    write_atomically(OUT / "README.md", render(OUT).encode(), sync=False)
 
 
 if __name__ == "__main__":

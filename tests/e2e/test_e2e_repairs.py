@@ -12,18 +12,15 @@ reference's).
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from builds import Release
 from judge import ready_on_cpu
+from repairs import repair
 from runs import CANNOT, record
 from test_e2e_verdicts import limits, stopped
-from venvs import CPU_BUILD_RELEASES, copy_python_files
-
-from eagle3lint.engine import CheckOptions, run_check
+from venvs import CPU_BUILD_RELEASES
 
 REPAIRS: dict[str, tuple[str, ...]] = {
     "0.16.0": ("DeepseekV3ForCausalLM", "KimiK25ForConditionalGeneration"),
@@ -48,42 +45,14 @@ def test_a_repaired_target_runs_eagle3_with_the_same_tokens(
 ) -> None:
     bench = release.bench
     target = bench.target(arch)
-    config = target / "config.json"
     assert ready_on_cpu(release.verdict(arch, target)) is False, f"{arch} is not blocked"
-
-    copy = tmp_path / "copy" / "vllm"
-    copy_python_files(release.tree, copy)
-    fixed = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "eagle3lint",
-            "fix",
-            str(copy),
-            "--arch",
-            arch,
-            "--hf-config",
-            str(config),
-        ],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    assert fixed.returncode in (0, 1), fixed.stdout[-3000:] + fixed.stderr[-3000:]
-    overlay = tmp_path / "overlay"
-    changed = []
-    for path in sorted(copy.rglob("*.py")):
-        relative = path.relative_to(copy)
-        if path.read_bytes() != (release.tree / relative).read_bytes():
-            (overlay / "vllm" / relative).parent.mkdir(parents=True, exist_ok=True)
-            (overlay / "vllm" / relative).write_bytes(path.read_bytes())
-            changed.append("vllm." + ".".join(relative.with_suffix("").parts))
-    assert changed, f"fix changed nothing for {arch}:\n{fixed.stdout}{fixed.stderr}"
-    options = CheckOptions(paths=[copy], archs=[arch], hf_config=config)
-    (after,) = [t for t in run_check(options).report.targets if t.arch == arch]
+    repaired = repair(release, arch, target, tmp_path)
+    assert repaired.changed, f"fix changed nothing for {arch}:\n{repaired.output}"
+    after = repaired.after
     assert ready_on_cpu(after), [f.code for f in after.findings]
 
-    fixed_by = f"fix changed {', '.join(changed)}"
+    fixed_by = f"fix changed {', '.join(repaired.changed)}"
+    overlay = repaired.overlay
     limit = limits(release.version, arch)
     reference = bench.generate(target)
     assert reference.ran or stopped(reference, limit), reference.describe()
@@ -98,7 +67,7 @@ def test_a_repaired_target_runs_eagle3_with_the_same_tokens(
         did = f"unrepaired: {before.describe()}; repaired: {speculative.describe()}"
         record(release.version, "repair", arch, CANNOT, fixed_by, did)
         return
-    assert set(plain.overlaid or []) >= set(changed), (plain.overlaid, changed)
+    assert set(plain.overlaid or []) >= set(repaired.changed), (plain.overlaid, repaired.changed)
     assert speculative.ran, f"{arch} repaired on {release.version}: {speculative.describe()}"
     assert speculative.tokens == reference.tokens
     assert speculative.drafts is None or speculative.drafts > 0

@@ -24,6 +24,22 @@ def test_the_page_counts_each_status_and_escapes_cells(tmp_path: Path) -> None:
     assert "| A | disagree | ready | x \\| y |" in page
 
 
+def test_the_page_counts_repairs_per_release(tmp_path: Path) -> None:
+    case = {"arch": "G", "status": "agree", "eagle3lint": "blocked: EAG101", "vllm": "E"}
+    repairs = [
+        {"arch": "G", "status": "agree", "eagle3lint": "fix changed m; then ready", "vllm": "ran"},
+        {"arch": "H", "status": "disagree", "eagle3lint": "fix changed m; then ready", "vllm": "E"},
+    ]
+    data = {"release": "0.25.0", "targets": 9, "cases": [case], "repairs": repairs}
+    (tmp_path / "0.25.0.json").write_text(json.dumps(data))
+    (tmp_path / "0.32.0.json").write_text(json.dumps({**data, "release": "0.32.0", "repairs": []}))
+    page = render(tmp_path).splitlines()
+    assert "| 0.25.0 | 2 | 1 | 1 |" in page
+    assert "### Repairs on vLLM 0.25.0" in page
+    assert "### Repairs on vLLM 0.32.0" not in page
+    assert "| H | disagree | fix changed m; then ready | E |" in page
+
+
 def test_the_committed_page_is_what_the_committed_json_holds() -> None:
     """A sweep stopped midway once left a JSON file with 39 decided cases fewer than its page
     showed: the page is rendered from the files as they are."""
