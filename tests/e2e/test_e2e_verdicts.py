@@ -45,11 +45,14 @@ SAMPLE: dict[str, tuple[str, ...]] = {
         "DeepseekV3ForCausalLM",
         # Remote-code config (a Llama config stands in); its decoder is an `__init__` parameter.
         "InternLM2ForCausalLM",
+        # Multimodal, run text-only: model runner V1's proposer reads `image_token_index`.
+        "Qwen2VLForConditionalGeneration",
     ),
 }
 """Per release, the architectures run end to end: ready ones of the Llama and Qwen families and
 blocked ones whose first blocker differs (the runner's interface check, the model-type gate, the
-proposer's `.model` and embedding reads), and the seed family (DeepSeek-V3, Kimi-K2.5)."""
+proposer's `.model` and embedding reads, its image-token read), and the seed family (DeepSeek-V3,
+Kimi-K2.5)."""
 
 KNOWN_DISAGREEMENTS: dict[tuple[str, str], str] = {}
 """(release, arch) → the error vLLM raises, where eagle3lint's verdict does not name it yet.

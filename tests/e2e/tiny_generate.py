@@ -23,8 +23,16 @@ def generate(target: Path, head: Path | None, method: str | None = "eagle3") -> 
     exception vLLM raised (its type, first line, and the innermost vLLM frame). A target folder
     without weights (a config alone) is run with vLLM's dummy loader, the head then too."""
     from vllm import LLM, SamplingParams
+    from vllm.engine.arg_utils import EngineArgs
 
     weights = any(target.glob("*.safetensors"))
+    # A multimodal target runs text-only where the release can (0.17 on): the vision tower and
+    # the processor, which needs files a tiny target has not, are never built, while the
+    # target class and what the EAGLE proposer reads of it stay the same. A text-only target
+    # ignores the option.
+    text_only = (
+        {"language_model_only": True} if _has_field(EngineArgs, "language_model_only") else {}
+    )
 
     _strict_linear_widths()
     speculative: dict[str, Any] | None = None
@@ -46,6 +54,7 @@ def generate(target: Path, head: Path | None, method: str | None = "eagle3") -> 
             # One process (with VLLM_ENABLE_V1_MULTIPROCESSING=0): vLLM's own exception reaches
             # this frame, not "Engine core initialization failed", and start-up is shorter.
             distributed_executor_backend="uni",
+            **text_only,
         )
         outputs = llm.generate(
             [{"prompt_token_ids": list(prompt)} for prompt in PROMPTS],
@@ -55,6 +64,12 @@ def generate(target: Path, head: Path | None, method: str | None = "eagle3") -> 
         return {"error": _described(error)}
     tokens = [list(output.outputs[0].token_ids) for output in outputs]
     return {"tokens": tokens, "drafts": _drafts(llm) if head else None, "overlaid": _overlaid()}
+
+
+def _has_field(cls: type, name: str) -> bool:
+    import dataclasses
+
+    return any(f.name == name for f in dataclasses.fields(cls))
 
 
 def _overlaid() -> list[str]:
