@@ -13,6 +13,17 @@ from eagle3lint.report.model import TargetResult
 CPU_RUNNER = "v1"
 """The model runner of every CPU-build run: V2 needs Triton, which the CPU builds lack."""
 
+TRITON_MISSING = "TypeError: 'function' object is not subscriptable"
+"""What a CPU build raises where vLLM launches a Triton kernel (`kernel[grid](...)`): without
+Triton its `triton.jit` is a placeholder that returns the function. A limit of the build, not of
+the target (seen: the speculative state copy of hybrid Mamba models, 0.32.0)."""
+
+
+def cpu_limited(outcome: Outcome) -> bool:
+    """Whether a run stopped at something the CPU build lacks, whatever the target."""
+    raised = outcome.raised()
+    return raised is not None and raised.startswith(TRITON_MISSING)
+
 
 def ready_on_cpu(verdict: TargetResult) -> bool | None:
     """eagle3lint's verdict for the runner the CPU build runs: the default runner's, unless

@@ -27,7 +27,7 @@ from typing import Any
 sys.path[:0] = [str(Path(__file__).resolve().parent), str(Path(__file__).resolve().parents[1])]
 
 from builds import Release  # noqa: E402
-from judge import blockers, did, disagreement, said  # noqa: E402
+from judge import blockers, cpu_limited, did, disagreement, said  # noqa: E402
 from repairs import repair  # noqa: E402
 from runs import Workbench  # noqa: E402
 from tiny import STAND_IN  # noqa: E402
@@ -42,7 +42,10 @@ CANNOT_BUILD = "cannot build"
 PLAIN_FAILS = "plain run fails"
 """The tiny target does not run even without EAGLE-3: a CPU limit (kernel, attention backend)
 or a config the generic shrinking made inconsistent; vLLM's error says which."""
-STATUSES = ("agree", "disagree", PLAIN_FAILS, CANNOT_BUILD)
+CANNOT_RUN = "cannot run on CPU"
+"""The run with EAGLE-3 stopped at something the CPU build lacks (`judge.cpu_limited`) before
+EAGLE-3 was decided."""
+STATUSES = ("agree", "disagree", CANNOT_RUN, PLAIN_FAILS, CANNOT_BUILD)
 
 
 def targets(tree: Path) -> list[str]:
@@ -64,6 +67,8 @@ def decide(release: Release, arch: str) -> dict[str, str]:
         return _case(arch, PLAIN_FAILS, "-", plain.describe())
     speculative = bench.generate(target, bench.head(target))
     verdict = release.verdict(arch, target)
+    if cpu_limited(speculative):
+        return _case(arch, CANNOT_RUN, said(verdict), speculative.describe())
     differs = disagreement(verdict, plain, speculative)
     vllm = did(plain, speculative)
     if STAND_IN in json.loads((target / "config.json").read_text()):
@@ -101,11 +106,12 @@ def decide_repair(release: Release, arch: str, workdir: Path) -> dict[str, str]:
     if plain.tokens != reference.tokens:
         return _case(arch, "disagree", after, f"the repair changed the model: {plain.describe()}")
     speculative = bench.generate(target, bench.head(target), overlay=repaired.overlay)
+    said_after = f"fix changed {changed}; then {after}"
+    if cpu_limited(speculative):
+        return _case(arch, CANNOT_RUN, said_after, speculative.describe())
     differs = disagreement(repaired.after, plain, speculative)
     status = "agree" if differs is None else "disagree"
-    return _case(
-        arch, status, f"fix changed {changed}; then {after}", differs or did(plain, speculative)
-    )
+    return _case(arch, status, said_after, differs or did(plain, speculative))
 
 
 def render(folder: Path) -> str:
@@ -120,9 +126,9 @@ def render(folder: Path) -> str:
         "else transformers' config class, else the release's own, else a Llama config standing "
         "in for a remote-code one (the case says so); *cannot build* means none could be made.",
         "",
-        "| release | targets | swept | decided | agree | disagree | plain run fails "
-        "| cannot build |",
-        "|---|---|---|---|---|---|---|---|",
+        "| release | targets | swept | decided | agree | disagree | cannot run on CPU "
+        "| plain run fails | cannot build |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     sections: list[str] = []
     repaired: list[str] = []
@@ -133,15 +139,16 @@ def render(folder: Path) -> str:
         decided = count["agree"] + count["disagree"]
         lines.append(
             f"| {data['release']} | {data['targets']} | {len(cases)} | {decided} "
-            f"| {count['agree']} | {count['disagree']} | {count[PLAIN_FAILS]} "
-            f"| {count[CANNOT_BUILD]} |"
+            f"| {count['agree']} | {count['disagree']} | {count[CANNOT_RUN]} "
+            f"| {count[PLAIN_FAILS]} | {count[CANNOT_BUILD]} |"
         )
         sections += [f"\n## vLLM {data['release']}\n", *_table(cases)]
         repairs = data.get("repairs", [])
         if repairs:
-            agree = sum(r["status"] == "agree" for r in repairs)
+            done = {s: sum(r["status"] == s for r in repairs) for s in STATUSES}
             repaired.append(
-                f"| {data['release']} | {len(repairs)} | {agree} | {len(repairs) - agree} |"
+                f"| {data['release']} | {len(repairs)} | {done['agree'] + done['disagree']} "
+                f"| {done['agree']} | {done['disagree']} | {done[CANNOT_RUN]} |"
             )
             sections += [f"\n### Repairs on vLLM {data['release']}\n", *_table(repairs)]
     if repaired:
@@ -152,8 +159,8 @@ def render(folder: Path) -> str:
             "CPU build; the repaired target must give the plain run's tokens without EAGLE-3, "
             "and its run with EAGLE-3 is held against the verdict on the repaired tree.",
             "",
-            "| release | repaired | agree | disagree |",
-            "|---|---|---|---|",
+            "| release | repaired | decided | agree | disagree | cannot run on CPU |",
+            "|---|---|---|---|---|---|",
             *repaired,
         ]
     return "\n".join(lines + sections) + "\n"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from sweep import CANNOT_BUILD, OUT, PLAIN_FAILS, render
+from sweep import CANNOT_BUILD, CANNOT_RUN, OUT, PLAIN_FAILS, render
 
 
 def test_the_page_counts_each_status_and_escapes_cells(tmp_path: Path) -> None:
@@ -14,11 +14,12 @@ def test_the_page_counts_each_status_and_escapes_cells(tmp_path: Path) -> None:
         {"arch": "A", "status": "disagree", "eagle3lint": "ready", "vllm": "x | y"},
         {"arch": "C", "status": PLAIN_FAILS, "eagle3lint": "-", "vllm": "plain run: E"},
         {"arch": "D", "status": CANNOT_BUILD, "eagle3lint": "-", "vllm": "LookupError"},
+        {"arch": "E", "status": CANNOT_RUN, "eagle3lint": "ready", "vllm": "TypeError"},
     ]
     data = {"release": "0.32.0", "targets": 9, "cases": cases}
     (tmp_path / "0.32.0.json").write_text(json.dumps(data))
     page = render(tmp_path).splitlines()
-    assert "| 0.32.0 | 9 | 4 | 2 | 1 | 1 | 1 | 1 |" in page
+    assert "| 0.32.0 | 9 | 5 | 2 | 1 | 1 | 1 | 1 | 1 |" in page
     cases_in_order = [line.split(" | ")[0] for line in page if line[:4] in ("| A ", "| B ")]
     assert cases_in_order == ["| A", "| B"]
     assert "| A | disagree | ready | x \\| y |" in page
@@ -29,12 +30,13 @@ def test_the_page_counts_repairs_per_release(tmp_path: Path) -> None:
     repairs = [
         {"arch": "G", "status": "agree", "eagle3lint": "fix changed m; then ready", "vllm": "ran"},
         {"arch": "H", "status": "disagree", "eagle3lint": "fix changed m; then ready", "vllm": "E"},
+        {"arch": "I", "status": CANNOT_RUN, "eagle3lint": "fix changed m; then ready", "vllm": "T"},
     ]
     data = {"release": "0.25.0", "targets": 9, "cases": [case], "repairs": repairs}
     (tmp_path / "0.25.0.json").write_text(json.dumps(data))
     (tmp_path / "0.32.0.json").write_text(json.dumps({**data, "release": "0.32.0", "repairs": []}))
     page = render(tmp_path).splitlines()
-    assert "| 0.25.0 | 2 | 1 | 1 |" in page
+    assert "| 0.25.0 | 3 | 2 | 1 | 1 | 1 |" in page
     assert "### Repairs on vLLM 0.25.0" in page
     assert "### Repairs on vLLM 0.32.0" not in page
     assert "| H | disagree | fix changed m; then ready | E |" in page
