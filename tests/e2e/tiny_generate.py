@@ -58,7 +58,9 @@ def generate(target: Path, head: Path | None, method: str | None = "eagle3") -> 
         )
         outputs = llm.generate(
             [{"prompt_token_ids": list(prompt)} for prompt in PROMPTS],
-            SamplingParams(max_tokens=MAX_TOKENS, temperature=0, detokenize=False),
+            # A random target may well pick its end-of-sequence id first (StableLM's is 0):
+            # every run makes all of its tokens, so that speculation always has steps to take.
+            SamplingParams(max_tokens=MAX_TOKENS, temperature=0, detokenize=False, ignore_eos=True),
         )
     except Exception as error:  # the point is to record it
         return {"error": _described(error)}
