@@ -349,7 +349,8 @@ class StreamForCausalLM(nn.Module, SupportsEagle3):
                 "EAG301",
                 f"{where.name}.forward never collects aux hidden states in its layer loop: with "
                 "aux layers requested it returns a bare tensor and the runner's "
-                "`hidden_states, aux_hidden_states = model_output` unpacking fails.",
+                "`hidden_states, aux_hidden_states = model_output` unpacking fails (a ValueError, "
+                "'too many values to unpack (expected 2)' for a batch of more than two tokens).",
                 path,
                 loop.line,
                 loop.column,
