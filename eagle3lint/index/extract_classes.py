@@ -293,12 +293,7 @@ def _layer_candidates(init: cst.FunctionDef, value: cst.BaseExpression, cls: Cla
         if isinstance(stmt, cst.FunctionDef) and stmt.name.value in mentioned:
             texts.append(code(stmt.body))
             mentioned |= names_in(stmt.body)
-    defaults = {
-        p.name.value: dotted(p.default)
-        for p in (*init.params.params, *init.params.kwonly_params)
-        if p.default is not None and dotted(p.default)
-    }
-    cls.layer_params = {p: d for p, d in defaults.items() if p in mentioned and d}
+    cls.layer_params = {p: d for p, d in _param_defaults(init).items() if p in mentioned}
     found = {n for text in texts for n in _DOTTED.findall(text)}
     cls.layer_classes = sorted(n for n in found if n.rpartition(".")[2][:1].isupper())
 
@@ -404,14 +399,19 @@ def _super_init_classes(stmt: cst.BaseStatement) -> dict[str, str]:
     return found
 
 
-def _class_defaults(init: cst.FunctionDef) -> dict[str, str]:
-    """`__init__` parameters whose default is a class as written (`model_type: type[M] = M`)."""
+def _param_defaults(init: cst.FunctionDef) -> dict[str, str]:
+    """`__init__` parameters whose default is a dotted name, with that name as written."""
     defaults = {
         p.name.value: dotted(p.default)
         for p in (*init.params.params, *init.params.kwonly_params)
         if p.default is not None
     }
-    return {p: d for p, d in defaults.items() if d and d.rpartition(".")[2][:1].isupper()}
+    return {p: d for p, d in defaults.items() if d}
+
+
+def _class_defaults(init: cst.FunctionDef) -> dict[str, str]:
+    """`__init__` parameters whose default is a class as written (`model_type: type[M] = M`)."""
+    return {p: d for p, d in _param_defaults(init).items() if d.rpartition(".")[2][:1].isupper()}
 
 
 def _init_assign(value: cst.BaseExpression, line: int) -> InitAssign:
