@@ -143,6 +143,19 @@ def pytest_configure(config: pytest.Config) -> None:
     if os.environ.get("PYTHONDONTWRITEBYTECODE") and not os.environ.get("PYTHONPYCACHEPREFIX"):
         os.environ["PYTHONPYCACHEPREFIX"] = str(BYTECODE_CACHE)
         del os.environ["PYTHONDONTWRITEBYTECODE"]
+        if not os.environ.get("PYTEST_XDIST_WORKER"):
+            # The bytecode of trees under the temporary folder is never read again (each session
+            # writes new ones): left there, it grew by gigabytes over runs on a full disk.
+            temporary = Path(tempfile.gettempdir()).resolve().relative_to("/")
+            shutil.rmtree(BYTECODE_CACHE / temporary, ignore_errors=True)
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    """The free disk where the tests write, printed first: when it runs out (the machine's disk
+    is shared), tests fail far from the cause ("could not create numbered dir")."""
+    folders = {f.stat().st_dev: f for f in (BYTECODE_CACHE.parent, Path(tempfile.gettempdir()))}
+    free = (f"{shutil.disk_usage(f).free / 2**30:.1f} GiB on {f}" for f in folders.values())
+    return f"free disk: {', '.join(free)}"
 
 
 @pytest.hookimpl(wrapper=True)
