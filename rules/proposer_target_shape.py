@@ -1,10 +1,12 @@
-"""EAG41x proposer-target-shape: the modules the EAGLE proposer takes from the target must exist.
+"""EAG41x proposer-target-shape: what the EAGLE proposer takes from the target must exist, and
+what the drafter it builds beside the target adds must not collide with it.
 
 The proposer's `load_model` shares the target's embedding with the drafter: it reads
 `<language model>.model` and that decoder's `embed_tokens` (or `embedding`), before the model
 runner ever asks whether the target supports EAGLE-3. A target built another way (GPT-2 keeps
 its decoder in `self.transformer`, its embedding in `wte`) fails there, whatever interfaces it
-implements.
+implements. Building the drafter, it names the head's layers after the target's
+(`model.layers.<num_hidden_layers>`): a target that names layers of its own there fails first.
 """
 
 from __future__ import annotations
@@ -18,7 +20,6 @@ from eagle3lint.api import (
     Code,
     Example,
     Expected,
-    Explanation,
     ExternalRef,
     Finding,
     Rule,
@@ -29,71 +30,12 @@ from eagle3lint.api import (
     Unverified,
 )
 
+from . import _proposer_target_shape_explain as explained
+
 OPAQUE_BASES = frozenset({"Module", "Protocol", "Generic", "object", "ABC"})
 """Bases outside the analysed trees that add no attribute an instance could be asked for: any
 other unread base might supply one, and the rule then stays silent."""
 DYNAMIC = ("__getattr__", "__getattribute__")
-
-_RUNTIME = (
-    "At pipeline-parallel size 1, the EAGLE proposer's `load_model` (`v1/spec_decode/eagle.py`, "
-    "from 0.20.0 `llm_base_proposer.py`) shares the target's input embedding with the drafter: "
-    "it takes the language model (the target, or `get_language_model()` of a multimodal one), "
-    "reads its `model` (the decoder), and that decoder's `embed_tokens`, else `embedding`. It "
-    "does so for every EAGLE method, right after the drafter's weights load and before the "
-    "model runner checks `supports_eagle3()`, so it is the first error such a target meets. "
-    "Adding `SupportsEagle3` does not help: the module layout is the model's own."
-)
-
-_EAG411 = Explanation(
-    runtime=_RUNTIME,
-    error="```text\nAttributeError: Target model does not have 'model' attribute\n```\n"
-    "(0.16.0 on; before, Python's `'GPT2LMHeadModel' object has no attribute 'model'`), after "
-    "both models' weights are loaded. Seen end to end on vLLM's CPU build 0.32.0 with GPT-2.",
-    releases="All releases (the proposer's own message from 0.16.0).",
-    example="""\
-class GPT2LMHeadModel(nn.Module, SupportsPP):
-    def __init__(self, *, vllm_config, prefix=""):
-        self.transformer = GPT2Model(...)
-""",
-    fix="""\
-# The decoder under the name the proposer reads (weight names follow the attribute:
-# the checkpoint loader must map transformer.* to model.*)
-self.model = GPT2Model(...)
-""",
-)
-
-_EAG412 = Explanation(
-    runtime=_RUNTIME,
-    error="```text\nAttributeError: Target model does not have 'embed_tokens' or 'embedding' "
-    "attribute\n```\n(0.11.0 on; 0.10.0 reads `embed_tokens` unguarded), after the weights "
-    "are loaded.",
-    releases="All releases; `embedding` is accepted from 0.11.0.",
-    example="""\
-class GPT2Model(nn.Module):
-    def __init__(self, *, vllm_config, prefix=""):
-        self.wte = VocabParallelEmbedding(...)
-""",
-    fix="""\
-self.embed_tokens = VocabParallelEmbedding(...)
-""",
-)
-
-
-_EAG413 = Explanation(
-    runtime="vLLM's Transformers modeling backend builds the decoder as "
-    "`AutoModel.from_config(config)`: transformers' base model of the checkpoint's model_type "
-    "(`GPTNeoXModel` for `gpt_neox`). The proposer then looks for that class's `embed_tokens` or "
-    "`embedding` (EAG412), so the verdict depends on transformers' code: eagle3lint reads it "
-    "from the transformers installed beside the analysed vLLM (or for this Python), in "
-    "`models/auto/modeling_auto.py` and `models/<type>/modeling_<type>.py`. Where none is "
-    "installed, or the architecture name gives no model_type (the generic "
-    "`TransformersForCausalLM`), the target is unverified (`eagle3_ready: null`).",
-    error="None by itself; EAG412's error when the class names its embedding otherwise (GPT-NeoX's "
-    "`embed_in`, GPT-BigCode's `wte`: seen end to end on vLLM's CPU build 0.32.0).",
-    releases="Every release with the Transformers backend's EAGLE-3 support (0.22.0 on).",
-    example="eagle3lint check --vllm 0.33.0 --arch GPTNeoXForCausalLM\n",
-    fix="eagle3lint check /path/to/site-packages/vllm --arch GPTNeoXForCausalLM\n",
-)
 
 
 class ProposerTargetShape(Rule):
@@ -105,7 +47,7 @@ class ProposerTargetShape(Rule):
             "The target's language model has no `model` attribute, which the EAGLE proposer "
             "reads to share the target's embedding.",
             Severity.ERROR,
-            explain=_EAG411,
+            explain=explained.EAG411,
         ),
         Code(
             "EAG412",
@@ -113,7 +55,7 @@ class ProposerTargetShape(Rule):
             "The target's decoder has neither `embed_tokens` nor `embedding`, which the EAGLE "
             "proposer shares with the drafter.",
             Severity.ERROR,
-            explain=_EAG412,
+            explain=explained.EAG412,
         ),
         Code(
             "EAG413",
@@ -121,7 +63,15 @@ class ProposerTargetShape(Rule):
             "The target runs on vLLM's Transformers backend and transformers' model class that "
             "decides its input embedding could not be read here.",
             Severity.INFO,
-            explain=_EAG413,
+            explain=explained.EAG413,
+        ),
+        Code(
+            "EAG414",
+            "layer-names-taken-from-head",
+            "The target names modules with layer indices past its layer count, which vLLM gives "
+            "the EAGLE-3 head's layers: building the head raises 'Duplicate layer name'.",
+            Severity.ERROR,
+            explain=explained.EAG414,
         ),
     )
 
@@ -229,6 +179,50 @@ class BackForCausalLM(EmbedForCausalLM):
         super().__init__(vllm_config=vllm_config, prefix=prefix)
 """,
         ),
+        # A loop model's later loops name their attention past the layer count (IQuest-Coder's
+        # loop model): the head's layer names are taken.
+        Example(
+            era="e3_mixin",
+            expect=(
+                Expected(
+                    "EAG414",
+                    line=27,
+                    message="`unique = loop_idx * total + base` (LoopAttention.__init__,",
+                ),
+            ),
+            source="""
+from torch import nn
+
+from ..layers.attention.attention import Attention
+
+
+class LoopAttention(nn.Module):
+    def __init__(self, config, prefix=""):
+        super().__init__()
+        total = config.num_hidden_layers
+        base = int(prefix.rsplit(".", 1)[1])
+        self.attn = nn.ModuleList()
+        for loop_idx in range(2):
+            unique = loop_idx * total + base
+            named = prefix.replace(f"layers.{base}", f"layers.{unique}")
+            self.attn.append(Attention(prefix=f"{named}.attn", vllm_config=None))
+
+
+class LoopModel(nn.Module):
+    def __init__(self, config, prefix=""):
+        super().__init__()
+        self.embed_tokens = nn.Embedding(8, 4)
+        self.layers = nn.ModuleList(
+            [LoopAttention(config, prefix=f"{prefix}.layers.{i}") for i in range(2)]
+        )
+
+
+class LoopForCausalLM(nn.Module):
+    def __init__(self, config, prefix=""):
+        super().__init__()
+        self.model = LoopModel(config, prefix="model")
+""",
+        ),
     )
 
     def check(self, target: Target, ctx: RuleContext) -> Iterator[Finding]:
@@ -243,6 +237,8 @@ class BackForCausalLM(EmbedForCausalLM):
         # The proposer asks `supports_multimodal()`; before the protocol was read (0.10) the
         # wrapper's own `get_language_model` says the same.
         wrapper = target.is_multimodal or target.method("get_language_model") is not None
+        if not wrapper:
+            yield from self._head_layer_names(target, ctx)
         language = target.marked_language_model if wrapper else target
         if language is None or not _closed(language.mro):
             return
@@ -292,6 +288,33 @@ class BackForCausalLM(EmbedForCausalLM):
             cls.column,
             hint=f"Name the decoder's input embedding {' or '.join(shape.embeddings)}.",
             **_raising_runners(ctx, shape),
+        )
+
+    def _head_layer_names(self, target: Target, ctx: RuleContext) -> Iterator[Finding]:
+        """EAG414. Only a target that is its own language model: a wrapper's decoder sits
+        under another prefix (`language_model.model.layers`) than the head's."""
+        head = ctx.contract.head_layers
+        renamed = target.renamed_layers() if head is not None else []
+        if head is None or not renamed:
+            return
+        owner, index = renamed[0]
+        init = owner.cls.methods["__init__"]
+        path, cls = ctx.path(target.ref), target.ref.cls
+        quoted = f"{head.refusal}model.layers.[...]"
+        exception, _, message = quoted.partition(": ")
+        yield self.report(
+            "EAG414",
+            f"{target.ref.name} names modules past its layer count: `{index}` "
+            f"({owner.name}.__init__, {ctx.path(owner)}:{init.line}) reaches the layer "
+            f"names from num_hidden_layers on, which vLLM gives the EAGLE-3 head's layers "
+            f"({head.path}:{head.line}, after the target's `{head.count}()`): "
+            f"building the head raises {exception}: '{message}' ({head.refusal_path}:"
+            f"{head.refusal_line}), after the target's weights are loaded.",
+            path,
+            cls.line,
+            cls.column,
+            hint="Name those modules without a layer index past num_hidden_layers (a suffix "
+            "of their own), or run a head whose layers vLLM numbers after them.",
         )
 
     def _auto_model(

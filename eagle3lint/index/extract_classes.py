@@ -19,6 +19,7 @@ from eagle3lint.index.model import (
     MethodSummary,
     ModuleListSummary,
 )
+from eagle3lint.shapes.layer_names import renamed_layer_indices
 from eagle3lint.shapes.residual import classify
 from eagle3lint.shapes.submodel import built_model
 from eagle3lint.shapes.syntax import (
@@ -86,6 +87,7 @@ class ClassReader:
         )
         if "__init__" in functions:
             summary.config_types = _config_types(functions["__init__"])
+            summary.renamed_layers = renamed_layer_indices(functions["__init__"])
         forward = functions.get("forward")
         if forward is not None:
             method = summary.methods["forward"]

@@ -21,7 +21,7 @@ from eagle3lint.shapes.model import LayerConvention, LayerLoop
 
 T = TypeVar("T")
 
-SUMMARY_FORMAT = 18
+SUMMARY_FORMAT = 19
 """Bumped whenever the shape or meaning of a summary changes: old cache entries are then ignored."""
 
 
@@ -179,19 +179,22 @@ class ClassSummary:
     """Capitalised names (as written) in what `__init__` assigns to `self.layers`: the decoder
     layer classes, or maps of them."""
     module_lists: dict[str, ModuleListSummary] = field(default_factory=dict)
+    """The `nn.ModuleList`s `__init__` assigns to `self`, by attribute."""
     language_model_marks: list[str] = field(default_factory=list)
     """What `__init__` assigns to `self` inside `with self._mark_language_model(...)`: the
     language model vLLM's default `get_language_model` returns (their common prefix)."""
-    """The `nn.ModuleList`s `__init__` assigns to `self`, by attribute."""
     layer_params: dict[str, str] = field(default_factory=dict)
     """`__init__` parameters that pick the layer class there, with their defaults as written."""
     super_init_classes: dict[str, str] = field(default_factory=dict)
     """Class-valued keywords this `__init__` passes to `super().__init__` (`layer_type=X`)."""
     layer_convention: LayerConvention | None = None
+    """What `forward` returns, read as a decoder layer's: its residual convention."""
     config_types: list[str] = field(default_factory=list)
     """Names in the annotations that say what `__init__` stores as `self.config` (`self.config:
     X`, or a local `v: X` it stores), else what its `config` is annotated with."""
-    """What `forward` returns, read as a decoder layer's: its residual convention."""
+    renamed_layers: list[str] = field(default_factory=list)
+    """Layer indices past the layer count that `__init__` names modules with, as written
+    (`shapes.layer_names`): vLLM's EAGLE-3 head takes the first of those names."""
 
     def held_callee(self, name: str) -> str | None:
         """What `self.<name>(...)` calls when this class defines `name`: the class an attribute

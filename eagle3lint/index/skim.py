@@ -15,6 +15,7 @@ import re
 from collections.abc import Collection, Iterable
 
 from eagle3lint.index.model import BodySpan
+from eagle3lint.shapes.layer_names import LAYER_COUNT
 
 _ENDING = re.compile(r"(?:\r\n|\r|\n)\Z")
 _DEFINES_CLASS = re.compile(r"^[ \t]+class\b", re.MULTILINE)
@@ -77,12 +78,20 @@ def skim(
     edited = list(lines)
     unread: dict[str, None] = {}
     for body in bodies:
-        if body.name not in wanted:
+        if body.name not in wanted and not _may_rename_layers(lines, body):
             _leave_out(edited, body)
             unread[body.name] = None
     for body in functions:
         _leave_out(edited, body)
     return "".join(edited), list(unread)
+
+
+def _may_rename_layers(lines: list[str], body: BodySpan) -> bool:
+    """Whether a class body may name modules past the layer count (`shapes.layer_names`): such a
+    class (a loop model's attention) is read by what builds it, which no closure names, so it is
+    always read; a few bodies in a release."""
+    text = "".join(lines[body.start - 1 : body.end])
+    return LAYER_COUNT in text and "layers.{" in text
 
 
 def _leave_out(lines: list[str], body: BodySpan) -> None:

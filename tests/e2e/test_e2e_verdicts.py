@@ -35,7 +35,13 @@ SAMPLE: dict[str, tuple[str, ...]] = {
         "DeepseekV3ForCausalLM",
         "KimiK25ForConditionalGeneration",
     ),
-    "0.25.0": ("LlamaForCausalLM", "Qwen3ForCausalLM", "GemmaForCausalLM"),
+    "0.25.0": (
+        "LlamaForCausalLM",
+        "Qwen3ForCausalLM",
+        "GemmaForCausalLM",
+        # Its later loop names its attention past the layer count: the head's names (EAG414).
+        "IQuestLoopCoderForCausalLM",
+    ),
     "0.32.0": (
         "LlamaForCausalLM",
         "Qwen3ForCausalLM",
@@ -51,8 +57,8 @@ SAMPLE: dict[str, tuple[str, ...]] = {
 }
 """Per release, the architectures run end to end: ready ones of the Llama and Qwen families and
 blocked ones whose first blocker differs (the runner's interface check, the model-type gate, the
-proposer's `.model` and embedding reads, its image-token read), and the seed family (DeepSeek-V3,
-Kimi-K2.5)."""
+proposer's `.model` and embedding reads, its image-token read, the head's layer names), and the
+seed family (DeepSeek-V3, Kimi-K2.5)."""
 
 KNOWN_DISAGREEMENTS: dict[tuple[str, str], str] = {}
 """(release, arch) → the error vLLM raises, where eagle3lint's verdict does not name it yet.

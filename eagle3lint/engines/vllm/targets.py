@@ -15,6 +15,7 @@ from eagle3lint.config_classes import ConfigFacts, config_facts
 from eagle3lint.engines import Role
 from eagle3lint.engines.vllm.contract.model import KNOWN_GETTERS, Contract
 from eagle3lint.engines.vllm.contract.reader import PP_RELAY_FLAG
+from eagle3lint.engines.vllm.decoder_layers import layer_classes, layer_conventions
 from eagle3lint.engines.vllm.names import AUX_LAYERS_ATTR, DECODER_ATTR, LANGUAGE_MODEL_ATTR
 from eagle3lint.engines.vllm.registry import class_for_arch, registered_architectures
 from eagle3lint.engines.vllm.target_paths import RunnerPaths
@@ -178,6 +179,29 @@ class Target(RunnerPaths):
             if isinstance(entry, ClassRef) and assign.param in entry.cls.super_init_classes:
                 return resolve_callee(self, entry, entry.cls.super_init_classes[assign.param])
         return resolve_callee(self, owner, assign.callee)
+
+    def renamed_layers(self) -> list[tuple[ClassRef, str]]:
+        """Where the decoder in `self.model` names modules with a layer index past its layer
+        count (`ClassSummary.renamed_layers`): the decoder, its layer classes and the classes
+        of their file those build in `__init__` (the attention), each with the index as
+        written. Parts are looked for only beside the class that builds them: following every
+        callee into other files parsed a tenth more of a release for no model known to need it."""
+        decoder = self.inner_model
+        if decoder is None:
+            return []
+        layers = layer_classes(self.index, decoder)
+        owners = [
+            *self.classes_of(decoder),
+            *(c for layer in layers for c in self.classes_of(layer)),
+        ]
+        built = [
+            ClassRef(owner.file, owner.file.classes[assign.callee])
+            for owner in owners
+            for assign in owner.cls.init_assigns.values()
+            if assign.callee in owner.file.classes and assign.callee not in owner.file.unread
+        ]
+        seen = {each.qualname: each for each in (*owners, *built)}
+        return [(each, index) for each in seen.values() for index in each.cls.renamed_layers]
 
     def part(self, attr: str) -> Target | None:
         """The class whose instance `__init__` stores in `self.<attr>`, as a target of its own
@@ -411,49 +435,6 @@ def resolve_callee(target: Target, owner: ClassRef, callee: str) -> ClassRef | N
         module, text = held
     found = index.resolve_dotted(module, text)
     return found if isinstance(found, ClassRef) else None
-
-
-def layer_conventions(index: ProjectIndex, decoder: ClassRef) -> list[LayerConvention]:
-    """The residual conventions of the layer classes `decoder` builds into `self.layers`, read
-    from the nearest `__init__` in its MRO that assigns them (with the layer classes subclasses
-    pass up through `super().__init__`); empty when none can be followed to a forward."""
-    chosen: dict[str, str] = {}
-    for entry in index.mro(decoder):
-        if not isinstance(entry, ClassRef):
-            continue
-        if not entry.cls.layer_classes and not entry.cls.layer_params:
-            chosen = {**entry.cls.super_init_classes, **chosen}
-            continue
-        params = entry.cls.layer_params
-        names = [
-            *(chosen.get(param, default) for param, default in params.items()),
-            *entry.cls.layer_classes,
-        ]
-        module = entry.file.module
-        summary = index.summary(module)
-        found = []
-        for name in names:
-            maps = summary.class_maps if summary is not None else {}
-            for each in maps.get(name, [name]):
-                convention = _convention(index, module, each)
-                if convention is not None:
-                    found.append(convention)
-        return found
-    return []
-
-
-def _convention(index: ProjectIndex, module: str, name: str) -> LayerConvention | None:
-    layer = index.resolve_dotted(module, name)
-    if not isinstance(layer, ClassRef):
-        return None
-    return next(
-        (
-            e.cls.layer_convention
-            for e in index.mro(layer)
-            if isinstance(e, ClassRef) and e.cls.layer_convention is not None
-        ),
-        None,
-    )
 
 
 def decoder_tap_plan(

@@ -32,6 +32,7 @@ NEWEST_FIELDS = (
     "runners",
     "methods",
     "backend_capture",
+    "head_layers",
 )
 """The facts `newest.json` keeps: what applies to a model file wherever the tree is (not the
 gate, whose file a model file never edits, nor where this copy was read)."""
@@ -39,27 +40,35 @@ gate, whose file a model file never edits, nor where this copy was read)."""
 
 def contract_from_json(data: dict) -> Contract:
     data = dict(data)
-    for fact in _located(data):
-        fact["path"] = "vllm/" + fact["path"] if fact["path"] else ""
+    for fact, key in _located(data):
+        fact[key] = "vllm/" + fact[key] if fact[key] else ""
     return from_json(Contract, {**data, "source": "newest known", "root": ""})
 
 
 def contract_to_json(contract: Contract, vllm_root: str) -> dict:
     data = {name: to_json(contract)[name] for name in NEWEST_FIELDS}
-    for fact in _located(data):
-        fact["path"] = fact["path"].removeprefix(vllm_root).lstrip("/")
+    for fact, key in _located(data):
+        fact[key] = fact[key].removeprefix(vllm_root).lstrip("/")
     return data
 
 
-def _located(data: dict) -> list[dict]:
-    """The facts of `data` that say in which file of the tree they were read."""
+def _located(data: dict) -> list[tuple[dict, str]]:
+    """The facts of `data` that say in which file of the tree they were read, each with its
+    keys that hold a path (`path`, `refusal_path`)."""
     found = [
         data.get("image_tokens"),
         data.get("runners"),
         data.get("backend_capture"),
+        data.get("head_layers"),
         *data.get("target_embeddings", ()),
     ]
-    return [fact for fact in found if isinstance(fact, dict)]
+    return [
+        (fact, key)
+        for fact in found
+        if isinstance(fact, dict)
+        for key in fact
+        if key == "path" or key.endswith("_path")
+    ]
 
 
 @cache

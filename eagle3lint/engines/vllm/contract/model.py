@@ -181,6 +181,24 @@ class BackendCapture:
 
 
 @dataclass(frozen=True, slots=True)
+class HeadLayerNames:
+    """How vLLM's EAGLE-3 head names its layers: after the target's, from index
+    `start_layer_id` = the target's layer count (`model_executor/models/llama_eagle3.py`), in
+    the same table of layer names as the target's, which refuses a name twice."""
+
+    path: str
+    line: int
+    """Where the head is given the target's layer count as its first index."""
+    count: str
+    """What that count is read with, as written (`get_num_layers`)."""
+    refusal_path: str
+    refusal_line: int
+    refusal: str
+    """The exception and the message's text before the layer name
+    (`ValueError: Duplicate layer name: `)."""
+
+
+@dataclass(frozen=True, slots=True)
 class Contract:
     """What a target model must satisfy to run EAGLE-3 in one vLLM tree."""
 
@@ -223,6 +241,8 @@ class Contract:
     runners: Runners | None = None
     backend_capture: BackendCapture | None = None
     """How the Transformers modeling backend captures; None where it cannot."""
+    head_layers: HeadLayerNames | None = None
+    """How the EAGLE-3 head names its layers; None where the tree does not say."""
     methods: tuple[str, ...] = ()
     """The speculative methods that make the runner request the target's aux hidden states
     (so this contract gates them all), as the tree's runners test them."""

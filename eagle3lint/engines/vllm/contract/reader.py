@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from eagle3lint.engines.vllm.contract.head_layers import read_head_layers
 from eagle3lint.engines.vllm.contract.model import (
     GATE_FILES,
     KNOWN_GETTERS,
@@ -91,6 +92,7 @@ def read_contract(index: ProjectIndex, vllm_dir: Path, source: str) -> Contract:
     runners = read_runners(vllm_dir, lambda path: _read_if_there(index, path))
     methods = read_methods(vllm_dir, runners, lambda path: _read_if_there(index, path))
     backend = read_backend_capture(vllm_dir, lambda path: _read_if_there(index, path))
+    head_layers = read_head_layers(vllm_dir, lambda path: _read_if_there(index, path))
     facts = config_facts()
     return replace(
         contract,
@@ -100,6 +102,7 @@ def read_contract(index: ProjectIndex, vllm_dir: Path, source: str) -> Contract:
         runners=runners,
         methods=methods,
         backend_capture=backend,
+        head_layers=head_layers,
     )
 
 
