@@ -179,8 +179,6 @@ class Workbench:
             VLLM_ENABLE_V1_MULTIPROCESSING="0",
             TOKENIZERS_PARALLELISM="false",
         )
-        # torch's compiled kernels go with the scratch folder, not into /tmp for good.
-        env.setdefault("TORCHINDUCTOR_CACHE_DIR", str(self.scratch / "torchinductor"))
         start = time.monotonic()
         try:
             done = subprocess.run(
