@@ -12,6 +12,7 @@ implements. Building the drafter, it names the head's layers after the target's
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 from eagle3lint.api import (
@@ -187,7 +188,7 @@ class BackForCausalLM(EmbedForCausalLM):
                 Expected(
                     "EAG414",
                     line=27,
-                    message="`unique = loop_idx * total + base` (LoopAttention.__init__,",
+                    message="LoopAttention (line 7) puts `unique = loop_idx * total + base` in",
                 ),
             ),
             source="""
@@ -298,23 +299,21 @@ class LoopForCausalLM(nn.Module):
         if head is None or not renamed:
             return
         owner, index = renamed[0]
-        init = owner.cls.methods["__init__"]
+        line = owner.cls.methods["__init__"].line
         path, cls = ctx.path(target.ref), target.ref.cls
-        quoted = f"{head.refusal}model.layers.[...]"
-        exception, _, message = quoted.partition(": ")
+        at = f"line {line}" if ctx.path(owner) == path else f"{ctx.path(owner)}:{line}"
+        exception, _, message = f"{head.refusal}model.layers.[...]".partition(": ")
         yield self.report(
             "EAG414",
-            f"{target.ref.name} names modules past its layer count: `{index}` "
-            f"({owner.name}.__init__, {ctx.path(owner)}:{init.line}) reaches the layer "
-            f"names from num_hidden_layers on, which vLLM gives the EAGLE-3 head's layers "
-            f"({head.path}:{head.line}, after the target's `{head.count}()`): "
-            f"building the head raises {exception}: '{message}' ({head.refusal_path}:"
-            f"{head.refusal_line}), after the target's weights are loaded.",
+            f"{target.ref.name} names modules past its layer count: {owner.name} ({at}) puts "
+            f"`{index}` in a `layers.` prefix, and from num_hidden_layers on the names are the "
+            f"EAGLE-3 head's ({_in_release(ctx, head.path)}:{head.line}): building the head "
+            f"raises {exception}: '{message}', after the target's weights are loaded.",
             path,
             cls.line,
             cls.column,
             hint="Name those modules without a layer index past num_hidden_layers (a suffix "
-            "of their own), or run a head whose layers vLLM numbers after them.",
+            "of their own); the other fixes do not make this target run.",
         )
 
     def _auto_model(
@@ -364,6 +363,13 @@ class LoopForCausalLM(nn.Module):
             "the backend would have to expose it as embed_tokens.",
             **_raising_runners(ctx, shape),
         )
+
+
+def _in_release(ctx: RuleContext, path: str) -> str:
+    """`path`, a file of the analysed vLLM, as `vllm/...` (where the release is cached is
+    noise in a message)."""
+    root = Path(ctx.contract.root)
+    return str(Path(path).relative_to(root.parent)) if Path(path).is_relative_to(root) else path
 
 
 def _raising_runners(ctx: RuleContext, shape: TargetEmbedding) -> dict[str, Any]:
