@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 import tempfile
 import time
@@ -45,6 +46,9 @@ or a config the generic shrinking made inconsistent; vLLM's error says which."""
 CANNOT_RUN = "cannot run on CPU"
 """The run with EAGLE-3 stopped at something the CPU build lacks (`judge.cpu_limited`) before
 EAGLE-3 was decided."""
+KILLED = re.compile(r"generate \S+ gave no result \(exit -9, (\d+) s\)")
+"""A plain run that the kernel killed (SIGKILL), as `runs.Workbench` reports it."""
+OOM = "(SIGKILL: out of memory on this machine's 24 GiB; `--again --arch` tries again)"
 STATUSES = ("agree", "disagree", CANNOT_RUN, PLAIN_FAILS, CANNOT_BUILD)
 
 
@@ -220,10 +224,15 @@ def main(argv: list[str]) -> int:
         try:
             case = decide(release, arch)
         except AssertionError as error:
-            # A run that gave no result (killed, out of memory, over its time) says nothing
-            # about the architecture: it is left for the next sweep, not recorded.
-            print(f"{arch}: undecided, left for the next sweep: {str(error)[:300]}", flush=True)
-            continue
+            killed = KILLED.search(str(error))
+            if killed is None:
+                # A run that gave no result otherwise (over its time) says nothing about the
+                # architecture: it is left for the next sweep, not recorded.
+                print(f"{arch}: undecided, left for the next sweep: {str(error)[:300]}", flush=True)
+                continue
+            # Killed (HfMoondream took the machine's 24 GiB): tried again, it would be again,
+            # and the out-of-memory killer may take another process with it.
+            case = _case(arch, PLAIN_FAILS, "-", f"killed after {killed[1]} s {OOM}")
         print(f"{arch}: {case['status']}: {case['vllm'][:160]}", flush=True)
         kept = [c for c in kept if c["arch"] != arch] + [case]
         data = json.loads(out.read_text()) if out.is_file() else {}
