@@ -1,5 +1,5 @@
 """The shape recognisers on small sources: loop spellings, layer conventions, taps, the gate
-list and the proposer's image-token mapping."""
+list, the proposer's image-token mapping and layer names past the layer count."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ import pytest
 from eagle3lint.index.extract import summarize
 from eagle3lint.shapes.gate import find_gate
 from eagle3lint.shapes.image_tokens import find_image_token_map
+from eagle3lint.shapes.layer_names import renamed_layer_indices
 from eagle3lint.shapes.loop import running_loops
 from eagle3lint.shapes.model import DELTA, STREAM, UNKNOWN
 from eagle3lint.shapes.residual import classify
@@ -272,3 +273,39 @@ def test_the_extractor_does_not_import_libcst_matchers() -> None:
     code = "import sys, eagle3lint.index.extract; print('libcst.matchers' in sys.modules)"
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert result.stdout.strip() == "False", result.stderr
+
+
+@pytest.mark.parametrize(
+    ("body", "found"),
+    [
+        # IQuest-Coder's loop model: through two locals, in a `.replace` of the prefix.
+        (
+            """
+            total = config.num_hidden_layers
+            for loop_idx in range(2):
+                unique = loop_idx * total + base
+                named = prefix.replace(f"layers.{base}", f"layers.{unique}")
+            """,
+            ["unique = loop_idx * total + base"],
+        ),
+        # Straight into a `prefix=` argument.
+        (
+            'self.extra = Layer(prefix=f"{prefix}.layers.{config.num_hidden_layers + i}")',
+            ["config.num_hidden_layers + i"],
+        ),
+        # The EAGLE-3 head's own naming: after the target's, but not from its config.
+        ('self.layer = Layer(prefix=f"{prefix}.layers.{i + start_layer_id}")', []),
+        # A checkpoint's weight names in a mapper (GLM-4's dropped MTP layers): no module.
+        (
+            'self.mapper = Mapper({f"model.layers.{config.num_hidden_layers + i}.": None})',
+            [],
+        ),
+        # Another list's index (`cache_only_layers`) is not the decoder's.
+        ('self.c = Layer(prefix=f"cache_only_layers.{config.num_hidden_layers}")', []),
+    ],
+)
+def test_layer_names_past_the_layer_count(body: str, found: list[str]) -> None:
+    source = "def __init__(self, config, prefix, base, i):\n" + textwrap.indent(
+        textwrap.dedent(body).strip(), "    "
+    )
+    assert renamed_layer_indices(_function(source)) == found
