@@ -195,11 +195,15 @@ class Workbench:
         for line in reversed(done.stdout.splitlines()):
             if line.startswith(_result_prefix()):
                 return json.loads(line[len(_result_prefix()) :]), log
-        seconds = time.monotonic() - start
-        raise AssertionError(
-            f"tiny.py {' '.join(args)} gave no result (exit {done.returncode}, {seconds:.0f} s):\n"
-            + log[-4000:]
-        )
+        raise AssertionError(no_result(args, done.returncode, time.monotonic() - start, log))
+
+
+def no_result(args: list[str], returncode: int, seconds: float, log: str) -> str:
+    """What a `tiny.py` run that printed no result raises (the sweep reads it: `sweep.KILLED`)."""
+    return (
+        f"tiny.py {' '.join(args)} gave no result (exit {returncode}, {seconds:.0f} s):\n"
+        + (log[-4000:])
+    )
 
 
 _MODEL_FOLDER = re.compile(r"/[^'\"\s]*/(target|head)-[^'\"\s/]*")

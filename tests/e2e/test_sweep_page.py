@@ -1,11 +1,13 @@
-"""The sweep's page counts what its JSON files hold (`sweep.render`)."""
+"""The sweep's page counts what its JSON files hold (`sweep.render`), and the sweep tells a
+killed plain run from other runs that gave no result."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
-from sweep import CANNOT_BUILD, CANNOT_RUN, OUT, PLAIN_FAILS, render
+from runs import no_result
+from sweep import CANNOT_BUILD, CANNOT_RUN, KILLED, OUT, PLAIN_FAILS, render
 
 
 def test_the_page_counts_each_status_and_escapes_cells(tmp_path: Path) -> None:
@@ -46,3 +48,11 @@ def test_the_committed_page_is_what_the_committed_json_holds() -> None:
     """A sweep stopped midway once left a JSON file with 39 decided cases fewer than its page
     showed: the page is rendered from the files as they are."""
     assert (OUT / "README.md").read_text() == render(OUT)
+
+
+def test_a_killed_plain_run_is_told_from_other_runs_without_a_result() -> None:
+    plain = ["generate", "/s/target-HfMoondream-8"]
+    speculative = [*plain, "--head", "/s/head-target-HfMoondream-8-default-full-plain"]
+    assert KILLED.search(no_result(plain, -9, 89.4, "Killed"))[1] == "89"
+    assert KILLED.search(no_result(plain, 1, 12, "Traceback")) is None
+    assert KILLED.search(no_result(speculative, -9, 89, "Killed")) is None
