@@ -19,7 +19,7 @@ from eagle3lint.index.model import (
     MethodSummary,
     ModuleListSummary,
 )
-from eagle3lint.shapes.layer_names import renamed_layer_indices
+from eagle3lint.shapes.layer_names import may_name_layers_past_count, renamed_layer_indices
 from eagle3lint.shapes.residual import classify
 from eagle3lint.shapes.submodel import built_model
 from eagle3lint.shapes.syntax import (
@@ -48,6 +48,7 @@ class ClassReader:
         self.locator = HeaderLocator(source)
         self.last_line = 1
         """The line of the last header located: the next is searched for from there."""
+        self.may_rename_layers = may_name_layers_past_count(source)
 
     def read(self, node: cst.ClassDef) -> ClassSummary:
         """The summary of the class `node` defines."""
@@ -87,7 +88,8 @@ class ClassReader:
         )
         if "__init__" in functions:
             summary.config_types = _config_types(functions["__init__"])
-            summary.renamed_layers = renamed_layer_indices(functions["__init__"])
+            if self.may_rename_layers:
+                summary.renamed_layers = renamed_layer_indices(functions["__init__"])
         forward = functions.get("forward")
         if forward is not None:
             method = summary.methods["forward"]

@@ -15,7 +15,7 @@ import re
 from collections.abc import Collection, Iterable
 
 from eagle3lint.index.model import BodySpan
-from eagle3lint.shapes.layer_names import LAYER_COUNT
+from eagle3lint.shapes.layer_names import may_name_layers_past_count
 
 _ENDING = re.compile(r"(?:\r\n|\r|\n)\Z")
 _DEFINES_CLASS = re.compile(r"^[ \t]+class\b", re.MULTILINE)
@@ -90,8 +90,7 @@ def _may_rename_layers(lines: list[str], body: BodySpan) -> bool:
     """Whether a class body may name modules past the layer count (`shapes.layer_names`): such a
     class (a loop model's attention) is read by what builds it, which no closure names, so it is
     always read; a few bodies in a release."""
-    text = "".join(lines[body.start - 1 : body.end])
-    return LAYER_COUNT in text and "layers.{" in text
+    return may_name_layers_past_count("".join(lines[body.start - 1 : body.end]))
 
 
 def _leave_out(lines: list[str], body: BodySpan) -> None:

@@ -22,6 +22,12 @@ _LAYERS_BEFORE = re.compile(r"(?:^|\.)layers\.$")
 """The text right before the index in an f-string naming a decoder layer (`.layers.{i}`)."""
 
 
+def may_name_layers_past_count(text: str) -> bool:
+    """Whether source `text` can hold what `renamed_layer_indices` looks for: a cheap test, so
+    that the visits run on a few files and class bodies, not on every `__init__`."""
+    return LAYER_COUNT in text and "layers.{" in text
+
+
 def renamed_layer_indices(function: cst.FunctionDef) -> list[str]:
     """The layer indices `function` writes into `layers.{...}` that add the layer count (or a
     multiple of it), as written: `unique_layer_idx = loop_idx * total_layers + base_layer_idx`
