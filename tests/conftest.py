@@ -23,6 +23,7 @@ from venvs import (
     is_ready,
 )
 
+from eagle3lint import cachedir, trust
 from eagle3lint.index.cache import default_cache_dir
 from eagle3lint.sources.wheels import fetch_release
 
@@ -182,6 +183,16 @@ def pytest_runtest_protocol(
 @pytest.fixture(autouse=True)
 def _plain_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("NO_COLOR", "1")
+
+
+@pytest.fixture(autouse=True)
+def _a_fresh_process() -> None:
+    """Each test's in-process commands start as a new process would: what a command remembers
+    for the rest of its process (a cache folder already judged, a warning already given) does
+    not carry into the next test. A passed test's tmp_path is deleted, so the next test can
+    be given the same path, and with it the same warning, which a carried memo would swallow."""
+    trust.check_folder.cache_clear()
+    cachedir._warn_once.cache_clear()
 
 
 @pytest.fixture
