@@ -295,8 +295,10 @@ class LoopForCausalLM(nn.Module):
         """EAG414. Only a target that is its own language model: a wrapper's decoder sits
         under another prefix (`language_model.model.layers`) than the head's."""
         head = ctx.contract.head_layers
-        renamed = target.renamed_layers() if head is not None else []
-        if head is None or not renamed:
+        if head is None:
+            return
+        renamed = target.renamed_layers()
+        if not renamed:
             return
         owner, index = renamed[0]
         line = owner.cls.methods["__init__"].line
