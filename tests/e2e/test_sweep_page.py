@@ -1,12 +1,14 @@
 """The sweep's page counts what its JSON files hold (`sweep.render`), and the sweep tells a
-killed plain run from other runs that gave no result."""
+killed plain run from other runs that gave no result, and a limit of the CPU build from a
+target's failure."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
-from runs import no_result
+from judge import cpu_limited
+from runs import Outcome, no_result
 from sweep import CANNOT_BUILD, CANNOT_RUN, KILLED, OUT, PLAIN_FAILS, render
 
 
@@ -56,3 +58,17 @@ def test_a_killed_plain_run_is_told_from_other_runs_without_a_result() -> None:
     assert KILLED.search(no_result(plain, -9, 89.4, "Killed"))[1] == "89"
     assert KILLED.search(no_result(plain, 1, 12, "Traceback")) is None
     assert KILLED.search(no_result(speculative, -9, 89, "Killed")) is None
+
+
+def test_the_cpu_builds_limits_are_told_from_a_targets_failure() -> None:
+    """0.16.0's CPU runner refuses every speculative config: BaiChuan, which eagle3lint blocks
+    (EAG101), was once swept as a disagreement because vLLM raised that refusal instead."""
+
+    def stopped(kind: str, message: str) -> Outcome:
+        return Outcome(None, {"type": kind, "message": message, "where": "f.py:1"}, "v1")
+
+    assert cpu_limited(stopped("AssertionError", "spec decode is not supported."))
+    assert cpu_limited(stopped("TypeError", "'function' object is not subscriptable"))
+    assert not cpu_limited(stopped("AssertionError", ""))
+    assert not cpu_limited(stopped("RuntimeError", "Model does not support EAGLE3 interface"))
+    assert not cpu_limited(Outcome([[1]], None, "v1"))
