@@ -30,7 +30,7 @@ sys.path[:0] = [str(Path(__file__).resolve().parent), str(Path(__file__).resolve
 from builds import Release  # noqa: E402
 from judge import blockers, cpu_limited, did, disagreement, said  # noqa: E402
 from repairs import repair  # noqa: E402
-from runs import Workbench  # noqa: E402
+from runs import Outcome, Workbench  # noqa: E402
 from tiny import STAND_IN  # noqa: E402
 from venvs import VLLM_CPU, installed_package, runtime_root  # noqa: E402
 
@@ -67,9 +67,9 @@ def decide(release: Release, arch: str) -> dict[str, str]:
         reason = [line for line in str(error).splitlines() if line.strip()][-1]
         return _case(arch, CANNOT_BUILD, "-", reason[:300])
     plain = bench.generate(target)
-    if not plain.ran:
+    speculative = _with_head(bench, target, plain)
+    if speculative is None:
         return _case(arch, PLAIN_FAILS, "-", plain.describe())
-    speculative = bench.generate(target, bench.head(target))
     verdict = release.verdict(arch, target)
     if cpu_limited(speculative):
         return _case(arch, CANNOT_RUN, said(verdict), speculative.describe())
@@ -79,7 +79,24 @@ def decide(release: Release, arch: str) -> dict[str, str]:
         vllm += " (dummy weights, a Llama config standing in for its remote-code config)"
     elif not (target / "model.safetensors").is_file():
         vllm += " (dummy weights)"
+    if not plain.ran:
+        vllm += f"; without EAGLE-3: {plain.describe()}"
     return _case(arch, "agree" if differs is None else "disagree", said(verdict), differs or vllm)
+
+
+def _with_head(bench: Workbench, target: Path, plain: Outcome) -> Outcome | None:
+    """The run with a random EAGLE-3 head; None where the plain run failed and this one says
+    no more. One that stops elsewhere stopped before the target was built, at a check of the
+    speculative config (0.16.0's model-type gate): that decides the case."""
+    try:
+        speculative = bench.generate(target, bench.head(target))
+    except AssertionError:  # no head or no result, where the plain run decided nothing either
+        if plain.ran:
+            raise
+        return None
+    if not plain.ran and (speculative.ran or speculative.raised() == plain.raised()):
+        return None
+    return speculative
 
 
 def _case(arch: str, status: str, eagle3lint: str, vllm: str) -> dict[str, str]:
@@ -128,7 +145,10 @@ def render(folder: Path) -> str:
         "rendered from the JSON files beside this page). *decided* counts the cases where the "
         "CPU build ran far enough to decide EAGLE-3. A target's config is the suite's recipe, "
         "else transformers' config class, else the release's own, else a Llama config standing "
-        "in for a remote-code one (the case says so); *cannot build* means none could be made.",
+        "in for a remote-code one (the case says so); *cannot build* means none could be made. "
+        "The CPU builds before 0.20 refuse any speculative config in their model runner "
+        "(`spec decode is not supported`, *cannot run on CPU*): there only what vLLM checks "
+        "before it, such as the speculative config's EAGLE-3 gate (EAG501), is decided.",
         "",
         "| release | targets | swept | decided | agree | disagree | cannot run on CPU "
         "| plain run fails | cannot build |",

@@ -1,15 +1,16 @@
 """The sweep's page counts what its JSON files hold (`sweep.render`), and the sweep tells a
-killed plain run from other runs that gave no result, and a limit of the CPU build from a
-target's failure."""
+killed plain run from other runs that gave no result, a limit of the CPU build from a target's
+failure, and a run with EAGLE-3 that decides a target whose plain run fails."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
+import pytest
 from judge import cpu_limited
 from runs import Outcome, no_result
-from sweep import CANNOT_BUILD, CANNOT_RUN, KILLED, OUT, PLAIN_FAILS, render
+from sweep import CANNOT_BUILD, CANNOT_RUN, KILLED, OUT, PLAIN_FAILS, _with_head, render
 
 
 def test_the_page_counts_each_status_and_escapes_cells(tmp_path: Path) -> None:
@@ -60,15 +61,45 @@ def test_a_killed_plain_run_is_told_from_other_runs_without_a_result() -> None:
     assert KILLED.search(no_result(speculative, -9, 89, "Killed")) is None
 
 
+def stopped(kind: str, message: str) -> Outcome:
+    return Outcome(None, {"type": kind, "message": message, "where": "f.py:1"}, "v1")
+
+
 def test_the_cpu_builds_limits_are_told_from_a_targets_failure() -> None:
     """0.16.0's CPU runner refuses every speculative config: BaiChuan, which eagle3lint blocks
     (EAG101), was once swept as a disagreement because vLLM raised that refusal instead."""
-
-    def stopped(kind: str, message: str) -> Outcome:
-        return Outcome(None, {"type": kind, "message": message, "where": "f.py:1"}, "v1")
-
     assert cpu_limited(stopped("AssertionError", "spec decode is not supported."))
     assert cpu_limited(stopped("TypeError", "'function' object is not subscriptable"))
     assert not cpu_limited(stopped("AssertionError", ""))
     assert not cpu_limited(stopped("RuntimeError", "Model does not support EAGLE3 interface"))
     assert not cpu_limited(Outcome([[1]], None, "v1"))
+
+
+class Bench:
+    """A workbench whose run with a head gives `speculative` (raises it, if an exception)."""
+
+    def __init__(self, speculative: Outcome | AssertionError) -> None:
+        self.speculative = speculative
+
+    def head(self, target: Path) -> Path:
+        return target / "head"
+
+    def generate(self, target: Path, head: Path | None = None) -> Outcome:
+        if isinstance(self.speculative, AssertionError):
+            raise self.speculative
+        return self.speculative
+
+
+def test_a_run_with_eagle3_that_stops_elsewhere_decides_a_target_whose_plain_run_fails() -> None:
+    """0.16.0 builds no tiny DeepSeek-V3 on CPU (MLA), but refuses its model type at the
+    speculative config's gate first: that decides EAG501 end to end."""
+    mla = stopped("NotImplementedError", "MLA is not supported on CPU.")
+    gate = stopped("ValidationError", "Value error, Eagle3 is only supported for ...")
+    target = Path("/s/target-DeepseekV3ForCausalLM-8")
+    assert _with_head(Bench(gate), target, mla) == gate  # type: ignore[arg-type]
+    for says_no_more in (mla, Outcome([[1]], None, "v1"), AssertionError("no result")):
+        assert _with_head(Bench(says_no_more), target, mla) is None  # type: ignore[arg-type]
+    ran = Outcome([[1]], None, "v1")
+    assert _with_head(Bench(gate), target, ran) == gate  # type: ignore[arg-type]
+    with pytest.raises(AssertionError):  # a run that gives no result is left for the next sweep
+        _with_head(Bench(AssertionError("no result")), target, ran)  # type: ignore[arg-type]
