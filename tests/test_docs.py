@@ -285,6 +285,7 @@ def test_the_readme_agreement_figures_are_the_suites_last_measure() -> None:
     for release, targets, swept, decided, agree, *_ in _table_rows(sweep):
         wanted = f"{release}: {agree} of {decided} decided ({swept} of {targets} targets swept)"
         assert wanted in readme, wanted
+    repaired = readme.partition("repaired by `fix`")[2]
     for release, _, decided, agree, *_ in _table_rows(sweep, after="| release | repaired |"):
-        wanted = f"repaired by `fix` on {release}: {agree} of {decided} agree"
-        assert wanted in readme, wanted
+        wanted = f"on {release}: {agree} of {decided} agree"
+        assert wanted in repaired, wanted
