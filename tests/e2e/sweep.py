@@ -1,6 +1,7 @@
 """The end-to-end sweep: every registered target architecture of one vLLM CPU build, run tiny.
 
     python tests/e2e/sweep.py 0.32.0 [--arch ARCH ...] [--limit N] [--hours H] [--again]
+                                     [--part I/N]
 
 For each architecture `check --require '*'` calls a target: a tiny target (the recipes of
 `tiny.py`, else its config with small sizes and vLLM's dummy weights: transformers', the
@@ -16,13 +17,14 @@ release. It takes about three minutes per architecture on two cores: the CI samp
 from __future__ import annotations
 
 import argparse
+import fcntl
 import json
 import re
 import sys
 import tempfile
 import time
+from collections import Counter
 from pathlib import Path
-from typing import Any
 
 # Run as a script: the test folders are not on the path as they are under pytest.
 sys.path[:0] = [str(Path(__file__).resolve().parent), str(Path(__file__).resolve().parents[1])]
@@ -32,7 +34,7 @@ from judge import blockers, cpu_limited, did, disagreement, said  # noqa: E402
 from repairs import repair  # noqa: E402
 from runs import Outcome, Workbench  # noqa: E402
 from tiny import STAND_IN  # noqa: E402
-from venvs import VLLM_CPU, installed_package, runtime_root  # noqa: E402
+from venvs import VLLM_CPU, installed_package, installed_version, runtime_root  # noqa: E402
 
 from eagle3lint.engine import CheckOptions, run_check  # noqa: E402
 from eagle3lint.storage import write_atomically  # noqa: E402
@@ -49,6 +51,9 @@ EAGLE-3 was decided."""
 KILLED = re.compile(r"generate \S+ gave no result \(exit -9, (\d+) s\)")
 """A plain run that the kernel killed (SIGKILL), as `runs.Workbench` reports it."""
 OOM = "(SIGKILL: out of memory on this machine's 24 GiB; `--again --arch` tries again)"
+TRANSFORMERS = "transformers"
+"""The key of the transformers version a case was decided with (unset: swept before 2026-12-06,
+when it was not recorded)."""
 STATUSES = ("agree", "disagree", CANNOT_RUN, PLAIN_FAILS, CANNOT_BUILD)
 
 
@@ -148,11 +153,13 @@ def render(folder: Path) -> str:
         "in for a remote-code one (the case says so); *cannot build* means none could be made. "
         "The CPU builds before 0.20 refuse any speculative config in their model runner "
         "(`spec decode is not supported`, *cannot run on CPU*): there only what vLLM checks "
-        "before it, such as the speculative config's EAGLE-3 gate (EAG501), is decided.",
+        "before it, such as the speculative config's EAGLE-3 gate (EAG501), is decided. "
+        "*transformers* is the version the cases ran with (how many; each release's venv is "
+        "held to the transformers it was built against, `venvs.CONSTRAINTS`).",
         "",
         "| release | targets | swept | decided | agree | disagree | cannot run on CPU "
-        "| plain run fails | cannot build |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| plain run fails | cannot build | transformers |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     sections: list[str] = []
     repaired: list[str] = []
@@ -164,7 +171,7 @@ def render(folder: Path) -> str:
         lines.append(
             f"| {data['release']} | {data['targets']} | {len(cases)} | {decided} "
             f"| {count['agree']} | {count['disagree']} | {count[CANNOT_RUN]} "
-            f"| {count[PLAIN_FAILS]} | {count[CANNOT_BUILD]} |"
+            f"| {count[PLAIN_FAILS]} | {count[CANNOT_BUILD]} | {_versions(cases)} |"
         )
         sections += [f"\n## vLLM {data['release']}\n", *_table(cases)]
         repairs = data.get("repairs", [])
@@ -188,6 +195,11 @@ def render(folder: Path) -> str:
             *repaired,
         ]
     return "\n".join(lines + sections) + "\n"
+
+
+def _versions(cases: list[dict[str, str]]) -> str:
+    counted = Counter(c.get(TRANSFORMERS, "not recorded") for c in cases)
+    return ", ".join(f"{version} ({count})" for version, count in counted.most_common())
 
 
 def _table(cases: list[dict[str, str]]) -> list[str]:
@@ -218,7 +230,15 @@ def main(argv: list[str]) -> int:
         "--again",
         action="store_true",
         help="decide the --arch cases again (eagle3lint changed; the runs are kept, so only the "
-        "check runs again)",
+        "check runs again); without --arch, every case not decided with the venv's transformers "
+        "(those swept before it was recorded too)",
+    )
+    parser.add_argument(
+        "--part",
+        type=_part,
+        default=(1, 1),
+        help="I/N: only every N-th architecture still to decide, from the I-th (N sweeps of one "
+        "release side by side, one per core)",
     )
     args = parser.parse_args(argv)
     OUT.mkdir(parents=True, exist_ok=True)
@@ -226,17 +246,19 @@ def main(argv: list[str]) -> int:
     tree = installed_package(args.release, VLLM_CPU)
     everything = targets(tree)
     kept = json.loads(out.read_text())["cases"] if out.is_file() else []
+    transformers = installed_version(args.release, VLLM_CPU, "transformers")
     # A case decided again replaces the kept one only once it is decided: a sweep stopped
     # midway loses nothing.
-    again = set(args.arch or everything) if args.again else set()
-    done = {c["arch"] for c in kept if c["arch"] not in again}
-    todo = [a for a in (args.arch or everything) if a not in done]
+    again = set(args.arch or ()) if args.again else set()
+    done = _decided(kept, transformers, again, unrecorded=not (args.again and not args.arch))
+    part, parts = args.part
+    todo = [a for a in (args.arch or everything) if a not in done][part - 1 :: parts]
     scratch = runtime_root() / "e2e-sweep" / args.release
     scratch.mkdir(parents=True, exist_ok=True)
     release = Release(args.release, Workbench(args.release, scratch), tree)
     start = time.monotonic()
     if args.repairs:
-        return _repairs(args, release, out, everything, start)
+        return _repairs(args, release, out, everything, start, transformers)
     for count, arch in enumerate(todo):
         over = args.hours is not None and time.monotonic() - start > args.hours * 3600
         if over or (args.limit is not None and count >= args.limit):
@@ -254,18 +276,21 @@ def main(argv: list[str]) -> int:
             # and the out-of-memory killer may take another process with it.
             case = _case(arch, PLAIN_FAILS, "-", f"killed after {killed[1]} s {OOM}")
         print(f"{arch}: {case['status']}: {case['vllm'][:160]}", flush=True)
-        kept = [c for c in kept if c["arch"] != arch] + [case]
-        data = json.loads(out.read_text()) if out.is_file() else {}
-        _write(out, {**data, "release": args.release, "targets": len(everything), "cases": kept})
+        _record(out, args.release, len(everything), "cases", {**case, TRANSFORMERS: transformers})
     return 0
 
 
 def _repairs(
-    args: argparse.Namespace, release: Release, out: Path, everything: list[str], start: float
+    args: argparse.Namespace,
+    release: Release,
+    out: Path,
+    everything: list[str],
+    start: float,
+    transformers: str | None,
 ) -> int:
     """`--repairs`: the repair of each decided case eagle3lint blocks with a repairable error."""
     data = json.loads(out.read_text())
-    done = {r["arch"] for r in data.get("repairs", []) if r["arch"] not in (args.arch or ())}
+    done = _decided(data.get("repairs", []), transformers, set(args.arch or ()), unrecorded=True)
     blocked = [
         c["arch"]
         for c in data["cases"]
@@ -285,16 +310,45 @@ def _repairs(
                 print(f"{arch}: repair undecided: {str(error)[:300]}", flush=True)
                 continue
             print(f"{arch}: repair {case['status']}: {case['vllm'][:160]}", flush=True)
-            data = json.loads(out.read_text())  # as the file is now
-            repairs = [r for r in data.get("repairs", []) if r["arch"] != arch] + [case]
-            _write(out, {**data, "targets": len(everything), "repairs": repairs})
+            stamped = {**case, TRANSFORMERS: transformers}
+            _record(out, args.release, len(everything), "repairs", stamped)
     return 0
 
 
-def _write(out: Path, data: dict[str, Any]) -> None:
-    write_atomically(out, (json.dumps(data, indent=1) + "\n").encode(), sync=False)
-    # The page never lags what the JSON holds.
-    write_atomically(OUT / "README.md", render(OUT).encode(), sync=False)
+def _decided(
+    cases: list[dict[str, str]], transformers: str | None, again: set[str], unrecorded: bool
+) -> set[str]:
+    """The architectures of `cases` a sweep leaves as they are: those decided with the venv's
+    `transformers` (a case decided with another is stale: another transformers builds other
+    configs and models), and the `unrecorded` ones swept before it was recorded; never those
+    `again` names."""
+    return {
+        c["arch"]
+        for c in cases
+        if c["arch"] not in again
+        and (c.get(TRANSFORMERS) == transformers or (TRANSFORMERS not in c and unrecorded))
+    }
+
+
+def _part(text: str) -> tuple[int, int]:
+    part, _, parts = text.partition("/")
+    if not (part.isdigit() and parts.isdigit() and 1 <= int(part) <= int(parts)):
+        raise argparse.ArgumentTypeError(f"{text!r} is not I/N with 1 <= I <= N")
+    return int(part), int(parts)
+
+
+def _record(out: Path, version: str, targets: int, kind: str, case: dict[str, str]) -> None:
+    """`case` in place of its architecture's kept one among `out`'s `kind` ("cases" or
+    "repairs"). The file is read again under a lock: sweeps may run side by side (one per core;
+    of one release, each on its own `--arch` list), and each keeps what the others decided."""
+    with open(Path(tempfile.gettempdir()) / "eagle3lint-sweep.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        data = json.loads(out.read_text()) if out.is_file() else {}
+        kept = [c for c in data.get(kind, []) if c["arch"] != case["arch"]]
+        data = {"release": version, "cases": [], **data, "targets": targets, kind: [*kept, case]}
+        write_atomically(out, (json.dumps(data, indent=1) + "\n").encode(), sync=False)
+        # The page never lags what the JSON holds.
+        write_atomically(OUT / "README.md", render(OUT).encode(), sync=False)
 
 
 if __name__ == "__main__":

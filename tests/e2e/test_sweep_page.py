@@ -4,13 +4,27 @@ failure, and a run with EAGLE-3 that decides a target whose plain run fails."""
 
 from __future__ import annotations
 
+import argparse
 import json
 from pathlib import Path
 
 import pytest
+import sweep
 from judge import cpu_limited
 from runs import Outcome, no_result
-from sweep import CANNOT_BUILD, CANNOT_RUN, KILLED, OUT, PLAIN_FAILS, _with_head, render
+from sweep import (
+    CANNOT_BUILD,
+    CANNOT_RUN,
+    KILLED,
+    OUT,
+    PLAIN_FAILS,
+    TRANSFORMERS,
+    _decided,
+    _part,
+    _record,
+    _with_head,
+    render,
+)
 
 
 def test_the_page_counts_each_status_and_escapes_cells(tmp_path: Path) -> None:
@@ -24,7 +38,7 @@ def test_the_page_counts_each_status_and_escapes_cells(tmp_path: Path) -> None:
     data = {"release": "0.32.0", "targets": 9, "cases": cases}
     (tmp_path / "0.32.0.json").write_text(json.dumps(data))
     page = render(tmp_path).splitlines()
-    assert "| 0.32.0 | 9 | 5 | 2 | 1 | 1 | 1 | 1 | 1 |" in page
+    assert "| 0.32.0 | 9 | 5 | 2 | 1 | 1 | 1 | 1 | 1 | not recorded (5) |" in page
     cases_in_order = [line.split(" | ")[0] for line in page if line[:4] in ("| A ", "| B ")]
     assert cases_in_order == ["| A", "| B"]
     assert "| A | disagree | ready | x \\| y |" in page
@@ -51,6 +65,54 @@ def test_the_committed_page_is_what_the_committed_json_holds() -> None:
     """A sweep stopped midway once left a JSON file with 39 decided cases fewer than its page
     showed: the page is rendered from the files as they are."""
     assert (OUT / "README.md").read_text() == render(OUT)
+
+
+def test_sweeps_side_by_side_keep_what_each_other_decided(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two sweeps of one release (`--part 1/2`, `--part 2/2`) write one file: each record reads
+    it again, so neither drops the other's cases, and a case decided again replaces its own."""
+    monkeypatch.setattr(sweep, "OUT", tmp_path)
+    out = tmp_path / "0.16.0.json"
+    case = {"arch": "A", "status": "agree", "eagle3lint": "ready", "vllm": "ran"}
+    _record(out, "0.16.0", 3, "cases", case)
+    _record(out, "0.16.0", 3, "cases", {**case, "arch": "B"})
+    _record(out, "0.16.0", 3, "repairs", {**case, "arch": "B"})
+    _record(out, "0.16.0", 3, "cases", {**case, "status": PLAIN_FAILS})
+    data = json.loads(out.read_text())
+    assert [(c["arch"], c["status"]) for c in data["cases"]] == [("B", "agree"), ("A", PLAIN_FAILS)]
+    assert [r["arch"] for r in data["repairs"]] == ["B"]
+    assert "| 0.16.0 | 3 | 2 | 1 | 1 |" in (tmp_path / "README.md").read_text()
+
+
+def test_a_case_decided_with_another_transformers_is_decided_again() -> None:
+    """vLLM 0.25.0's CPU build ran with transformers 5.25 until it was held to 5.14: a sweep
+    decides again what ran with another version, keeps what was swept before versions were
+    recorded unless `--again` asks for those too, and always decides `--again --arch` ones."""
+    cases = [
+        {"arch": "Old"},
+        {"arch": "Stale", TRANSFORMERS: "5.25.0"},
+        {"arch": "Now", TRANSFORMERS: "5.14.4"},
+    ]
+    assert _decided(cases, "5.14.4", set(), unrecorded=True) == {"Old", "Now"}
+    assert _decided(cases, "5.14.4", set(), unrecorded=False) == {"Now"}
+    assert _decided(cases, "5.14.4", {"Now", "Old"}, unrecorded=True) == set()
+
+
+def test_the_page_says_which_transformers_the_cases_ran_with(tmp_path: Path) -> None:
+    case = {"arch": "A", "status": "agree", "eagle3lint": "ready", "vllm": "ran"}
+    cases = [case, {**case, TRANSFORMERS: "5.14.4"}, {**case, TRANSFORMERS: "5.14.4"}]
+    (tmp_path / "0.25.0.json").write_text(
+        json.dumps({"release": "0.25.0", "targets": 3, "cases": cases})
+    )
+    assert "| 5.14.4 (2), not recorded (1) |" in render(tmp_path)
+
+
+def test_a_part_is_one_of_n() -> None:
+    assert _part("2/3") == (2, 3)
+    for wrong in ("0/2", "3/2", "1", "a/b"):
+        with pytest.raises(argparse.ArgumentTypeError):
+            _part(wrong)
 
 
 def test_a_killed_plain_run_is_told_from_other_runs_without_a_result() -> None:

@@ -290,7 +290,9 @@ def write_head(
     base = json.loads((target / "config.json").read_text())
     # A multimodal target's sizes are its text config's.
     sizes = base if "vocab_size" in base else base.get("text_config", base)
-    hidden = sizes.get("hidden_size", sizes.get("n_embd"))
+    # The config file holds the name the model's config class uses; transformers maps it to
+    # `hidden_size` only once loaded (Dbrx writes `d_model`, GPT-2 `n_embd`).
+    hidden = next(sizes[key] for key in ("hidden_size", "n_embd", "d_model") if key in sizes)
     vocab = sizes["vocab_size"]
     draft = draft_vocab or vocab
     head_dim = hidden // HEADS
