@@ -25,6 +25,7 @@ from sweep import (
     _with_head,
     render,
 )
+from tiny import text_sizes
 
 
 def test_the_page_counts_each_status_and_escapes_cells(tmp_path: Path) -> None:
@@ -165,3 +166,14 @@ def test_a_run_with_eagle3_that_stops_elsewhere_decides_a_target_whose_plain_run
     assert _with_head(Bench(gate), target, ran) == gate  # type: ignore[arg-type]
     with pytest.raises(AssertionError):  # a run that gives no result is left for the next sweep
         _with_head(Bench(AssertionError("no result")), target, ran)  # type: ignore[arg-type]
+
+
+def test_the_head_takes_the_sizes_of_the_targets_language_model() -> None:
+    """Dbrx's config file names its hidden size `d_model` (transformers maps it only once
+    loaded): the 0.16.0 sweep once could not write its head."""
+    assert text_sizes({"d_model": 128, "vocab_size": 1024, "attn_config": {}}) == (128, 1024)
+    nested = {"vision_config": {"hidden_size": 64}, "text_config": {"hidden_size": 96}}
+    assert text_sizes({**nested, "vocab_size": 1000}) == (96, 1000)
+    assert text_sizes({"llm_config": {"n_embd": 32, "vocab_size": 50}}) == (32, 50)
+    with pytest.raises(LookupError):
+        text_sizes({"thinker_config": {"text_config": {"hidden_size": 8}}})

@@ -270,6 +270,27 @@ def write_target(arch: str, folder: Path, layers: int) -> dict[str, Any]:
     return {"arch": arch, "layers": layers, "folder": str(folder)}
 
 
+HIDDEN_NAMES = ("hidden_size", "n_embd", "d_model")
+"""The names a config file gives the hidden size: the one its config class uses, which
+transformers maps to `hidden_size` only once loaded (GPT-2 writes `n_embd`, Dbrx `d_model`)."""
+
+
+def text_sizes(config: dict[str, Any]) -> tuple[int, int]:
+    """The hidden size and vocabulary of the language model a target's config.json describes:
+    the top level's, else a nested config's (a multimodal target's `text_config`, Bagel's
+    `llm_config`), the text config first."""
+    nested = sorted(
+        (value for value in config.values() if isinstance(value, dict)),
+        key=lambda part: part is not config.get("text_config"),
+    )
+    for part in (config, *nested):
+        hidden = next((part[k] for k in HIDDEN_NAMES if isinstance(part.get(k), int)), None)
+        vocab = part.get("vocab_size", config.get("vocab_size"))
+        if hidden is not None and isinstance(vocab, int):
+            return hidden, vocab
+    raise LookupError(f"no hidden size and vocabulary in {sorted(config)}")
+
+
 def write_head(
     target: Path,
     folder: Path,
@@ -287,13 +308,7 @@ def write_head(
     import torch
     from safetensors.torch import save_file
 
-    base = json.loads((target / "config.json").read_text())
-    # A multimodal target's sizes are its text config's.
-    sizes = base if "vocab_size" in base else base.get("text_config", base)
-    # The config file holds the name the model's config class uses; transformers maps it to
-    # `hidden_size` only once loaded (Dbrx writes `d_model`, GPT-2 `n_embd`).
-    hidden = next(sizes[key] for key in ("hidden_size", "n_embd", "d_model") if key in sizes)
-    vocab = sizes["vocab_size"]
+    hidden, vocab = text_sizes(json.loads((target / "config.json").read_text()))
     draft = draft_vocab or vocab
     head_dim = hidden // HEADS
     config: dict[str, Any] = {
