@@ -240,7 +240,7 @@ class LoopForCausalLM(nn.Module):
         wrapper = target.is_multimodal or target.method("get_language_model") is not None
         if not wrapper:
             yield from self._head_layer_names(target, ctx)
-        language = target.marked_language_model if wrapper else target
+        language = target.configured_language_model(ctx.config_for(target)) if wrapper else target
         if language is None or not _closed(language.mro):
             return
         path, cls = ctx.path(target.ref), target.ref.cls

@@ -420,4 +420,9 @@ def _class_defaults(init: cst.FunctionDef) -> dict[str, str]:
 
 def _init_assign(value: cst.BaseExpression, line: int) -> InitAssign:
     built = built_model(value)
-    return InitAssign(line=line, callee=built.callee, architectures=list(built.architectures))
+    return InitAssign(
+        line=line,
+        callee=built.callee,
+        architectures=list(built.architectures),
+        config_part=built.config_part,
+    )

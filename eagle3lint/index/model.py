@@ -21,7 +21,7 @@ from eagle3lint.shapes.model import LayerConvention, LayerLoop
 
 T = TypeVar("T")
 
-SUMMARY_FORMAT = 19
+SUMMARY_FORMAT = 20
 """Bumped whenever the shape or meaning of a summary changes: old cache entries are then ignored."""
 
 
@@ -84,6 +84,9 @@ class InitAssign:
     """Dotted text of the callee when the value is a call: `DeepseekV2Model`, `self.model_cls`."""
     architectures: list[str] = field(default_factory=list)
     """String literals given as `architectures=[...]` (vLLM's `init_vllm_registered_model`)."""
+    config_part: str | None = None
+    """The checkpoint's sub-config the model is built from (`hf_config=config.text_config`)
+    when no architectures are given: the class is the one that sub-config names."""
     param: str | None = None
     """The `__init__` parameter called (`model_type: type[M] = M`, `self.model =
     model_type(...)`): `callee` is its default, what vLLM's loader builds, as it passes only

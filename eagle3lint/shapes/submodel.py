@@ -24,6 +24,9 @@ class BuiltModel:
     """Dotted text of the callee when the value is a call: `DeepseekV2Model`, `self.model_cls`."""
     architectures: tuple[str, ...]
     """String literals given as `architectures=[...]` (the registry builds the first)."""
+    config_part: str | None = None
+    """The checkpoint's sub-config given as `hf_config=config.text_config` (without literal
+    architectures: the registry builds what that sub-config names, BLIP-2's OPT or T5)."""
 
 
 def built_model(value: cst.BaseExpression) -> BuiltModel:
@@ -31,10 +34,13 @@ def built_model(value: cst.BaseExpression) -> BuiltModel:
     if not isinstance(value, cst.Call):
         return BuiltModel(None, ())
     architectures: tuple[str, ...] = ()
+    config_part = None
     for arg in value.args:
         named = arg.keyword is not None and arg.keyword.value == "architectures"
         if named and isinstance(arg.value, cst.List | cst.Tuple):
             architectures = _strings(arg.value)
+        elif arg.keyword is not None and arg.keyword.value == "hf_config":
+            config_part = _sub_config(arg.value)
         elif arg.keyword is not None and arg.keyword.value == "vllm_config":
             architectures = architectures or _with_hf_config(arg.value)
         elif arg.keyword is not None and arg.keyword.value == "model_class":
@@ -43,7 +49,16 @@ def built_model(value: cst.BaseExpression) -> BuiltModel:
             chosen = dotted(arg.value)
             if chosen:
                 return BuiltModel(chosen, ())
-    return BuiltModel(dotted(value.func), architectures)
+    return BuiltModel(dotted(value.func), architectures, config_part)
+
+
+def _sub_config(value: cst.BaseExpression) -> str | None:
+    """`config.text_config` (or `self.config.text_config`, `config.get_text_config()`): the
+    sub-config's key in config.json."""
+    if isinstance(value, cst.Call) and (dotted(value.func) or "").endswith(".get_text_config"):
+        return "text_config"
+    owner, _, part = (dotted(value) or "").rpartition(".")
+    return part if owner and part.endswith("_config") else None
 
 
 def _strings(value: cst.List | cst.Tuple) -> tuple[str, ...]:

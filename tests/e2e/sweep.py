@@ -340,7 +340,7 @@ def _part(text: str) -> tuple[int, int]:
 def _record(out: Path, version: str, targets: int, kind: str, case: dict[str, str]) -> None:
     """`case` in place of its architecture's kept one among `out`'s `kind` ("cases" or
     "repairs"). The file is read again under a lock: sweeps may run side by side (one per core;
-    of one release, each on its own `--arch` list), and each keeps what the others decided."""
+    of one release, each on its own `--part`), and each keeps what the others decided."""
     with open(Path(tempfile.gettempdir()) / "eagle3lint-sweep.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         data = json.loads(out.read_text()) if out.is_file() else {}

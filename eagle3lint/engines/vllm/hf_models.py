@@ -54,6 +54,8 @@ class AutoMappings:
     root: Path
     base_models: dict[str, str]
     model_types: dict[str, str]
+    causal_lms: dict[str, str]
+    """The causal LM class of each model_type (`MODEL_FOR_CAUSAL_LM_MAPPING_NAMES`)."""
 
 
 def auto_mappings(index: ProjectIndex) -> AutoMappings | str:
@@ -74,13 +76,32 @@ def _read_mappings(index: ProjectIndex) -> AutoMappings | str:
         return f"transformers {library.version or ''} has no readable {AUTO_MODELING}"
     base_models: dict[str, str] = {}
     model_types: dict[str, str] = {}
+    causal_lms: dict[str, str] = {}
     for mapping in _MAPPING.finditer(text):
         pairs = _PAIR.findall(mapping.group(2))
         if mapping.group(1) == "MODEL_MAPPING_NAMES":
             base_models.update(pairs)
+        elif mapping.group(1) == "MODEL_FOR_CAUSAL_LM_MAPPING_NAMES":
+            causal_lms.update(pairs)
         for model_type, name in pairs:
             model_types.setdefault(name, model_type)
-    return AutoMappings(library.version, library.folder, base_models, model_types)
+    return AutoMappings(library.version, library.folder, base_models, model_types, causal_lms)
+
+
+def sub_config_architecture(index: ProjectIndex, sub_config: object) -> str | None:
+    """The architecture vLLM builds for a sub-config of a checkpoint's config.json
+    (`VllmConfig.with_hf_config`): the first it names, else transformers' causal LM of its
+    model_type; None when neither is known."""
+    if not isinstance(sub_config, dict):
+        return None
+    named = sub_config.get("architectures")
+    if isinstance(named, list) and named and isinstance(named[0], str):
+        return named[0]
+    mappings = auto_mappings(index)
+    model_type = sub_config.get("model_type")
+    if isinstance(mappings, str) or not isinstance(model_type, str):
+        return None
+    return mappings.causal_lms.get(model_type)
 
 
 def hf_decoder(index: ProjectIndex, model_type: str) -> HfDecoder | str:

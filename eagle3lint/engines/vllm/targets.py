@@ -8,14 +8,17 @@ a `vllm/models/<family>` package chooses between.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import Any
 
 from eagle3lint.config_classes import ConfigFacts, config_facts
 from eagle3lint.engines import Role
 from eagle3lint.engines.vllm.contract.model import KNOWN_GETTERS, Contract
 from eagle3lint.engines.vllm.contract.reader import PP_RELAY_FLAG
 from eagle3lint.engines.vllm.decoder_layers import layer_classes, layer_conventions
+from eagle3lint.engines.vllm.hf_models import sub_config_architecture
 from eagle3lint.engines.vllm.names import AUX_LAYERS_ATTR, DECODER_ATTR, LANGUAGE_MODEL_ATTR
 from eagle3lint.engines.vllm.registry import class_for_arch, registered_architectures
 from eagle3lint.engines.vllm.target_paths import RunnerPaths
@@ -248,6 +251,23 @@ class Target(RunnerPaths):
             for name in entry.cls.language_model_marks
         }
         return self._built_in(marks.pop()) if len(marks) == 1 else None
+
+    def configured_language_model(self, hf_config: Mapping[str, Any] | None) -> Target | None:
+        """The language model `get_language_model` returns for the checkpoint `hf_config`
+        describes: the marked one, else the one `__init__` builds from a sub-config of it
+        (`init_vllm_registered_model(hf_config=config.text_config)`: BLIP-2's OPT or T5), the
+        architecture that sub-config names (`hf_models.sub_config_architecture`)."""
+        found = self.marked_language_model
+        if found is not None or not hf_config or self.depth >= MAX_WRAPPER_DEPTH:
+            return found
+        built = self.init_assign(LANGUAGE_MODEL_ATTR)
+        if built is None or built[1].architectures or built[1].config_part is None:
+            return None
+        arch = sub_config_architecture(self.index, hf_config.get(built[1].config_part))
+        ref = class_for_arch(self.index, arch) if arch else None
+        if arch is None or ref is None:
+            return None
+        return Target(arch, ref, self.index, self.contract, registered=False, depth=self.depth + 1)
 
     def _built_in(self, attr: str) -> Target | None:
         """The model `__init__` builds in `self.<attr>`: by the architecture it names, else
