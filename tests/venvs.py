@@ -277,12 +277,19 @@ def installed_package(version: str, distribution: str = VLLM) -> Path:
     return Path(out.stdout.strip()).parent
 
 
+def installed_distributions(version: str, distribution: str) -> list[str]:
+    """Every distribution installed in the venv of `distribution` `version`, as `name-version`
+    (its dist-info folders, read without starting the interpreter), sorted."""
+    infos = venv_dir(version, distribution).glob("lib/python*/site-packages/*.dist-info")
+    return sorted(info.name.removesuffix(".dist-info") for info in infos)
+
+
 def installed_version(version: str, distribution: str, package: str) -> str | None:
-    """The version of `package` in the venv of `distribution` `version` (from its dist-info
-    folder, without starting the interpreter), or None where it is not installed."""
+    """The version of `package` in the venv of `distribution` `version`, or None where it is
+    not installed."""
     name = re.sub(r"[-_.]+", "_", package).lower()
-    for info in venv_dir(version, distribution).glob("lib/python*/site-packages/*.dist-info"):
-        found, _, found_version = info.name.removesuffix(".dist-info").partition("-")
+    for installed in installed_distributions(version, distribution):
+        found, _, found_version = installed.partition("-")
         if found.lower() == name:
             return found_version
     return None
@@ -325,16 +332,17 @@ def install_all(versions: Iterable[str], distribution: str = VLLM) -> dict[str, 
     return pythons
 
 
-def overlay(version: str, module: str) -> Path | None:
-    """The folder of packages `module` of vLLM `version` needs in front of the venv's
-    (installed once, after the venv); None when it needs none."""
+def overlay(version: str, module: str, distribution: str = VLLM) -> Path | None:
+    """The folder of packages `module` of vLLM `version` needs in front of the venv's of
+    `distribution` (installed once, after the venv); None when it needs none."""
     requirements = MODEL_OVERLAYS.get(version, {}).get(module)
     if requirements is None:
         return None
-    python = install(version)
+    python = install(version, distribution)
     key = hashlib.sha256("\n".join(requirements).encode()).hexdigest()[:12]
-    folder = venv_dir(version) / "eagle3lint-overlays" / key
-    with _locked(venv_dir(version).parent / f".vllm-{version}.lock"):
+    root = venv_dir(version, distribution)
+    folder = root / "eagle3lint-overlays" / key
+    with _locked(root.parent / f".{distribution}-{version}.lock"):
         if not (folder / READY_MARKER).is_file():
             shutil.rmtree(folder, ignore_errors=True)
             _uv_install(python, requirements, (), "--no-deps", "--target", str(folder))

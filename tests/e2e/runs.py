@@ -9,6 +9,7 @@ a second test run with the venvs present reads the outcome instead of starting v
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import json
 import os
@@ -19,7 +20,20 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from venvs import READY_MARKER, VLLM_CPU, install, runtime_root, venv_dir
+from venvs import (
+    MODEL_OVERLAYS,
+    READY_MARKER,
+    VLLM_CPU,
+    install,
+    installed_distributions,
+    installed_package,
+    runtime_root,
+    venv_dir,
+)
+from venvs import overlay as model_overlay
+
+from eagle3lint.engines.vllm.registry import registered_architectures
+from eagle3lint.index.project import ProjectIndex
 
 TINY = Path(__file__).with_name("tiny.py")
 GENERATION = Path(__file__).with_name("tiny_generate.py")
@@ -29,6 +43,9 @@ OVERLAY_SITE = Path(__file__).with_name("overlay")
 RUN_TIMEOUT = 900
 """Seconds one vLLM run may take (seen: about 90 s on 2 busy cores, most of it start-up)."""
 BUILD_TIMEOUT = 300
+
+ENVIRONMENT = "environment"
+"""The key of a kept outcome's record of the packages its venv had (`kept_outcome`)."""
 
 CANNOT = "cannot run on CPU"
 """The status of a case the CPU build stops before EAGLE-3 is decided."""
@@ -75,14 +92,39 @@ class Workbench:
         self.version = version
         self.python = install(version, VLLM_CPU)
         self.scratch = scratch
-        self._marker = (venv_dir(version, VLLM_CPU) / READY_MARKER).read_text()
+        marker = venv_dir(version, VLLM_CPU) / READY_MARKER
+        self._marker = marker.read_text()
+        self._installed_at = marker.stat().st_mtime
+        installed = "\n".join(installed_distributions(version, VLLM_CPU))
+        self._environment = hashlib.sha256(installed.encode()).hexdigest()[:16]
+        self._packages: dict[Path, Path] = {}
+        """Per target folder, the packages its model needs in front of the venv's."""
 
     def target(self, arch: str, layers: int = 8) -> Path:
         """A tiny random `arch` target (built once per recipe in the scratch folder)."""
         folder = self.scratch / f"target-{arch}-{layers}"
+        packages = self._model_packages(arch)
+        if packages is not None:
+            self._packages[folder] = packages
         if not (folder / "config.json").is_file():
-            self._tiny(["target", arch, str(folder), "--layers", str(layers)], BUILD_TIMEOUT)
+            args = ["target", arch, str(folder), "--layers", str(layers)]
+            self._tiny(args, BUILD_TIMEOUT, _in_front(packages))
         return folder
+
+    def _model_packages(self, arch: str) -> Path | None:
+        """The packages `arch`'s model module needs in front of the venv's
+        (`venvs.MODEL_OVERLAYS`: vLLM 0.16.0's Jais 2 imports transformers 5.0's config, which
+        its users install over the transformers<5 it pins). Unlike the oracle, which imports
+        them for those models only, the whole run uses them, as a user's server would."""
+        if not MODEL_OVERLAYS.get(self.version):
+            return None
+        return model_overlay(self.version, self._modules.get(arch, ""), VLLM_CPU)
+
+    @functools.cached_property
+    def _modules(self) -> dict[str, str]:
+        """The module of each registered architecture, from the CPU build's registry."""
+        index = ProjectIndex([installed_package(self.version, VLLM_CPU).parent])
+        return {entry.arch: entry.module for entry in registered_architectures(index)}
 
     def head(
         self,
@@ -123,15 +165,17 @@ class Workbench:
         `overlay`, laid out as `vllm/...`), from the cache when the same run was made before."""
         key = self._key(target, head, overlay, method)
         cached = results_dir() / f"{key}.json"
-        if cached.is_file():
-            return _placeless(Outcome(**json.loads(cached.read_text())))
+        kept = kept_outcome(cached, self._environment, self._installed_at)
+        if kept is not None:
+            return _placeless(kept)
         args = ["generate", str(target)] + (["--head", str(head)] if head else [])
         if method is None:
             args.append("--no-method")
-        env = {}
+        packages = self._packages.get(target)
+        env = _in_front(packages)
         if overlay is not None:
             env = {
-                "PYTHONPATH": str(OVERLAY_SITE),
+                "PYTHONPATH": os.pathsep.join([*env.values(), str(OVERLAY_SITE)]),
                 "EAGLE3LINT_E2E_OVERLAY": str(overlay),
                 # vLLM caches what it learnt of a model class by the installed file's hash.
                 "VLLM_CACHE_ROOT": str(self.scratch / f"vllm-cache-{key}"),
@@ -147,7 +191,7 @@ class Workbench:
         )
         cached.parent.mkdir(parents=True, exist_ok=True)
         partial = cached.with_suffix(".partial")
-        partial.write_text(json.dumps(outcome.__dict__))
+        partial.write_text(json.dumps({**outcome.__dict__, ENVIRONMENT: self._environment}))
         partial.replace(cached)
         return _placeless(outcome)
 
@@ -157,7 +201,10 @@ class Workbench:
         digest = hashlib.sha256()
         # The head's folder name is part of the run: vLLM chooses an unset method from it.
         chosen = f"method={method}\0{head.name if method is None and head else ''}"
-        for part in (self.version, self._marker, GENERATION.read_bytes(), chosen):
+        packages = self._packages.get(target)
+        # The packages' folder is named by a digest of their requirements.
+        front = f"\0packages={packages.name}" if packages else ""
+        for part in (self.version, self._marker, GENERATION.read_bytes(), chosen + front):
             digest.update(part if isinstance(part, bytes) else part.encode())
         for folder in (target, head):
             if folder is not None:
@@ -196,6 +243,26 @@ class Workbench:
             if line.startswith(_result_prefix()):
                 return json.loads(line[len(_result_prefix()) :]), log
         raise AssertionError(no_result(args, done.returncode, time.monotonic() - start, log))
+
+
+def _in_front(packages: Path | None) -> dict[str, str]:
+    """The environment that puts `packages` before the venv's own."""
+    return {"PYTHONPATH": str(packages)} if packages else {}
+
+
+def kept_outcome(cached: Path, environment: str, installed_at: float) -> Outcome | None:
+    """The outcome kept at `cached` when the venv's packages (`environment`, a digest of them)
+    are still those it ran with. The cache key holds the venv's constraints, not the versions
+    they resolved to: a venv installed again under the same constraints may hold another
+    transformers. An outcome kept before the packages were recorded counts when it is newer
+    than the venv's marker (`installed_at`: written at each install and change of constraints)."""
+    if not cached.is_file():
+        return None
+    data = json.loads(cached.read_text())
+    recorded = data.pop(ENVIRONMENT, None)
+    if recorded is None:
+        return Outcome(**data) if cached.stat().st_mtime > installed_at else None
+    return Outcome(**data) if recorded == environment else None
 
 
 def no_result(args: list[str], returncode: int, seconds: float, log: str) -> str:

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import sweep
 from judge import cpu_limited
-from runs import Outcome, no_result
+from runs import ENVIRONMENT, Outcome, kept_outcome, no_result
 from sweep import (
     CANNOT_BUILD,
     CANNOT_RUN,
@@ -177,3 +177,19 @@ def test_the_head_takes_the_sizes_of_the_targets_language_model() -> None:
     assert text_sizes({"llm_config": {"n_embd": 32, "vocab_size": 50}}) == (32, 50)
     with pytest.raises(LookupError):
         text_sizes({"thinker_config": {"text_config": {"hidden_size": 8}}})
+
+
+def test_a_kept_outcome_counts_only_with_the_packages_it_ran_with(tmp_path: Path) -> None:
+    """The cache key holds a venv's constraints; what they resolved to is recorded beside the
+    outcome, so a venv installed again with another transformers runs the models again."""
+    cached = tmp_path / "run.json"
+    assert kept_outcome(cached, "env-a", 0.0) is None
+    ran = {"tokens": [[1, 2]], "error": None, "runner": "v1"}
+    cached.write_text(json.dumps({**ran, ENVIRONMENT: "env-a"}))
+    assert kept_outcome(cached, "env-a", 0.0) == Outcome([[1, 2]], None, "v1")
+    assert kept_outcome(cached, "env-b", 0.0) is None
+    # Kept before packages were recorded: it counts if the venv has not changed since.
+    cached.write_text(json.dumps(ran))
+    made = cached.stat().st_mtime
+    assert kept_outcome(cached, "env-b", made - 1) == Outcome([[1, 2]], None, "v1")
+    assert kept_outcome(cached, "env-b", made + 1) is None
