@@ -9,11 +9,13 @@ a second test run with the venvs present reads the outcome instead of starting v
 from __future__ import annotations
 
 import dataclasses
+import fcntl
 import functools
 import hashlib
 import json
 import os
 import re
+import shutil
 import subprocess
 import time
 from dataclasses import dataclass
@@ -307,6 +309,22 @@ def _result_prefix() -> str:
 def evidence_dir(version: str) -> Path:
     """Where the cases of `version` decided by the last run are kept (`record`)."""
     return results_dir() / "evidence" / version
+
+
+def clear_evidence(version: str, run: str) -> None:
+    """Empty the evidence of `version` once per test `run`: what this run decides replaces what
+    an earlier one did, and a second xdist worker starting the same release (same `run`) keeps
+    what the first recorded."""
+    folder = evidence_dir(version)
+    folder.mkdir(parents=True, exist_ok=True)
+    with (folder.parent / f".{folder.name}.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        stamp = folder / ".run"
+        if stamp.is_file() and stamp.read_text() == run:
+            return
+        shutil.rmtree(folder)
+        folder.mkdir()
+        stamp.write_text(run)
 
 
 def record(version: str, kind: str, name: str, status: str, eagle3lint: str, vllm: str) -> None:

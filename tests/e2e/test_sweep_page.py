@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import sweep
 from judge import cpu_limited
-from runs import ENVIRONMENT, Outcome, kept_outcome, no_result
+from runs import ENVIRONMENT, Outcome, clear_evidence, evidence_dir, kept_outcome, no_result
 from sweep import (
     CANNOT_BUILD,
     CANNOT_RUN,
@@ -206,3 +206,18 @@ def test_a_kept_outcome_counts_only_with_the_packages_it_ran_with(tmp_path: Path
     made = cached.stat().st_mtime
     assert kept_outcome(cached, "env-b", made - 1) == Outcome([[1, 2]], None, "v1")
     assert kept_outcome(cached, "env-b", made + 1) is None
+
+
+def test_a_runs_workers_clear_a_releases_evidence_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Under xdist each worker starts the release itself: the second must keep what the first
+    recorded, and the next run starts afresh."""
+    monkeypatch.setattr("runs.results_dir", lambda: tmp_path)
+    clear_evidence("0.32.0", "run-1")
+    case = evidence_dir("0.32.0") / "pairing-default-ids.json"
+    case.write_text("{}")
+    clear_evidence("0.32.0", "run-1")
+    assert case.is_file()
+    clear_evidence("0.32.0", "run-2")
+    assert not case.exists()
