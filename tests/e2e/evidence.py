@@ -5,6 +5,7 @@ Run after `pytest -m e2e`: `python tests/e2e/evidence.py docs/end-to-end.md`.
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 from collections import Counter
@@ -76,13 +77,19 @@ def _version_key(path: Path) -> tuple[int, ...]:
 
 
 def main(argv: list[str]) -> int:
+    """Write the page to the path given, else to standard output."""
+    parser = argparse.ArgumentParser(prog="evidence.py", description=__doc__.split("\n\n")[0])
+    # argparse refuses an unknown `--flag` as OUTPUT: `evidence.py --help` once wrote the page
+    # to a file named `--help` in the repository's root.
+    parser.add_argument("output", nargs="?", type=Path, help="where to write (docs/end-to-end.md)")
+    args = parser.parse_args(argv)
     root = results_dir() / "evidence"
     if not root.is_dir():
         print(f"evidence.py: nothing recorded in {root}; run pytest -m e2e first", file=sys.stderr)
         return 2
     page = render(root)
-    if argv:
-        Path(argv[0]).write_text(page)
+    if args.output:
+        args.output.write_text(page)
     else:
         sys.stdout.write(page)
     return 0
