@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import datetime
+import importlib.util
 import os
 import re
 import shlex
@@ -10,6 +12,7 @@ import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import pytest
@@ -254,28 +257,102 @@ def test_asking_makes_unclaimed_targets_fail(
     assert any("kimi_k25.py" in line and "EAG102" in line for line in errors)
 
 
-def test_every_snippet_pins_the_release_tag_of_this_version() -> None:
-    """README, docs and examples pin `v<version>` and CHANGELOG.md opens with it; where the
-    checkout has the tag, it is on an ancestor of HEAD whose version is that version."""
-    tag = f"v{__version__}"
-    for doc in ("README.md", "docs/ecosystem.md"):
-        text = (REPO / doc).read_text()
-        for snippet in re.findall(r"```yaml\n(repos:.*?)```", text, flags=re.DOTALL):
-            [repo] = yaml.safe_load(snippet)["repos"]
-            assert str(repo["rev"]) == tag, doc
-            assert {hook["id"] for hook in repo["hooks"]} <= {"eagle3lint", "eagle3lint-fix"}
-        pinned = re.findall(r"github\.com/eagle3lint/eagle3lint@([^\s\"]+)", text)
-        assert set(pinned) <= {tag}, doc
-    for workflow in (REPO / "examples" / "github").glob("*.yml"):
-        assert set(re.findall(r"eagle3lint/eagle3lint@([^\s\"]+)", workflow.read_text())) <= {tag}
-    changelog = (REPO / "CHANGELOG.md").read_text()
-    assert re.search(r"^## (\S+)", changelog, flags=re.MULTILINE).group(1) == __version__
+def _release_tool() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("release", REPO / "tools" / "release.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
-    # CI checks out a commit without tags; a clone with tags holds the tag to its version.
-    if git(REPO, "tag", "--list", tag).strip() == tag:
-        subprocess.run(["git", "merge-base", "--is-ancestor", tag, "HEAD"], cwd=REPO, check=True)
-        tagged = git(REPO, "show", f"{tag}:eagle3lint/__init__.py")
-        assert f'__version__ = "{__version__}"' in tagged
+
+release_tool = _release_tool()
+
+
+def newest_release(root: Path) -> str:
+    """The newest version CHANGELOG.md lists as released (an `## Unreleased` section is not)."""
+    headings = re.findall(r"^## (\S+)", (root / "CHANGELOG.md").read_text(), flags=re.M)
+    return next(h for h in headings if h != "Unreleased")
+
+
+def assert_pins_exist(root: Path) -> int:
+    """Every snippet in the checkout at `root` pins, by its full hash, a commit of that
+    repository whose version is the newest release, and names that version where a comment
+    fits; the number of pins."""
+    version = newest_release(root)
+    count = 0
+    for snippet in release_tool.SNIPPETS:
+        path = root / snippet
+        if not path.is_file():
+            continue
+        for ref, comment in release_tool.pins(path.read_text()):
+            assert re.fullmatch(r"[0-9a-f]{40}", ref), f"{snippet} pins {ref!r}, not a commit"
+            found = subprocess.run(
+                ["git", "show", f"{ref}:eagle3lint/__init__.py"],
+                cwd=root,
+                capture_output=True,
+                text=True,
+                check=False,
+            )
+            assert found.returncode == 0, f"{snippet} pins {ref}, not a commit here"
+            assert f'__version__ = "{version}"' in found.stdout, (snippet, ref)
+            assert comment in ("", f"# v{version}", f"# frozen: v{version}"), (snippet, comment)
+            count += 1
+        if snippet.suffix == ".md":
+            for block in re.findall(r"```yaml\n(repos:.*?)```", path.read_text(), flags=re.S):
+                [repo] = yaml.safe_load(block)["repos"]
+                assert {hook["id"] for hook in repo["hooks"]} <= {"eagle3lint", "eagle3lint-fix"}
+    return count
+
+
+def test_every_snippet_pins_a_commit_this_repository_has() -> None:
+    # 0.5.1's snippets pinned the tag v0.5.1, which no clone of the repository had:
+    # `pre-commit run` failed at `git checkout v0.5.1`.
+    assert assert_pins_exist(REPO) >= 7
+    assert newest_release(REPO) == __version__
+
+
+def test_a_snippet_pinning_a_tag_or_a_missing_commit_fails(tmp_path: Path) -> None:
+    clone = tmp_path / "clone"
+    subprocess.run(["git", "clone", "-q", str(REPO), str(clone)], check=True)
+    readme = clone / "README.md"
+    original = readme.read_text()
+    for ref in ("v" + __version__, "0" * 40):
+        readme.write_text(release_tool.pinned(original, ref, __version__))
+        with pytest.raises(AssertionError, match="pins"):
+            assert_pins_exist(clone)
+
+
+def test_the_release_script_tags_the_release_and_pins_every_snippet_to_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for role in ("AUTHOR", "COMMITTER"):
+        monkeypatch.setenv(f"GIT_{role}_NAME", "release test")
+        monkeypatch.setenv(f"GIT_{role}_EMAIL", "release@eagle3lint.invalid")
+    clone = tmp_path / "clone"
+    subprocess.run(["git", "clone", "-q", str(REPO), str(clone)], check=True)
+    changelog = clone / "CHANGELOG.md"
+    if "\n## Unreleased" not in changelog.read_text():
+        text = changelog.read_text()
+        first = text.index("\n## ")
+        changelog.write_text(text[:first] + "\n## Unreleased\n\n- a change\n" + text[first:])
+        subprocess.run(["git", "commit", "-qam", "unreleased"], cwd=clone, check=True)
+    major, minor = __version__.split(".")[:2]
+    version = f"{major}.{int(minor) + 1}.0"
+    with pytest.raises(release_tool.ReleaseError, match="not newer"):
+        release_tool.release(clone, __version__, datetime.date(2026, 12, 7))
+    commit = release_tool.release(clone, version, datetime.date(2026, 12, 7))
+    tagged = subprocess.run(
+        ["git", "rev-parse", f"v{version}^{{commit}}"],
+        cwd=clone,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert tagged.stdout.strip() == commit
+    assert f"## {version} (2026-12-07)" in changelog.read_text()
+    assert assert_pins_exist(clone) >= 7
+    status = subprocess.run(["git", "status", "--porcelain"], cwd=clone, capture_output=True)
+    assert status.stdout == b""
 
 
 def readme_recipe() -> tuple[str, str, dict[str, Any]]:
