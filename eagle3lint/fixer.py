@@ -141,18 +141,27 @@ def unified_diff(edit: FileEdit, root: Path | None = None) -> str:
     assert edit.new is not None
     old = edit.original.decode("utf-8", "replace").splitlines(keepends=True)
     new = edit.new.decode("utf-8", "replace").splitlines(keepends=True)
-    try:
-        name = edit.path.resolve().relative_to(root or Path.cwd()).as_posix()
-    except ValueError:
-        name = edit.path.as_posix().lstrip("/")
-    name = printable(name)
+    name = printable(_in_tree(edit.path, root or Path.cwd()))
     return "".join(difflib.unified_diff(old, new, f"a/{name}", f"b/{name}"))
+
+
+def _in_tree(path: Path, base: Path) -> str:
+    """`path` relative to `base` when under it, named as it is in the tree: a model file that
+    is a link by the link, not by the file it leads to, which may be anywhere. `base` is a real
+    path (as `os.getcwd` gives), so the folders above the file are tried as named, then
+    resolved."""
+    absolute = Path(os.path.abspath(path))
+    for named in (absolute, absolute.parent.resolve() / absolute.name):
+        if named.is_relative_to(base):
+            return named.relative_to(base).as_posix()
+    return absolute.as_posix().lstrip("/")
 
 
 def run_fix(options: CheckOptions, diff: bool = False, recover: bool = False) -> int:
     """The `fix` command; returns the exit code (ruff's convention for --diff).
 
-    `recover` only undoes what an interrupted run left (`journal.py`) and writes nothing else.
+    `recover` only undoes what an interrupted run left (`journal.py`) and writes nothing else;
+    without it, a run that finds such a journal stops there and says what it would undo.
     """
     first = run_check(options)
     release = first.workspace.tree
@@ -199,14 +208,14 @@ def run_fix(options: CheckOptions, diff: bool = False, recover: bool = False) ->
                 stack.enter_context(storage.tree_lock(root, on_wait=wait, on_stale=_say))
             except OSError as exc:
                 raise UsageError(f"cannot lock {root} to fix it: {exc.strerror or exc}") from exc
-            recovered = _recover(root)
             if recover:
-                if not recovered:
+                if not _recover(root):
                     _say(f"nothing to recover: no interrupted fix run left a journal in {root}")
                 return 0
-            if waited or recovered:
-                # The run that held the lock (or the one undone) has likely rewritten what this
-                # check read; the plan edits the bytes a check read, so check again.
+            _stop_at_journal(root)
+            if waited:
+                # The run that held the lock has likely rewritten what this check read; the
+                # plan edits the bytes a check read, so check again.
                 first = run_check(options)
         return _fix_locked(options, first, root)
 
@@ -226,13 +235,27 @@ def _say(message: str) -> None:
 
 def _recover(root: Path) -> bool:
     """Undo what an interrupted run left under `root` (the lock held); whether there was one."""
-    try:
-        result = journal.recover(root)
-    except journal.JournalError as exc:
-        raise UsageError(str(exc)) from None
+    result = _journaled(root, apply=True)
     if result is not None:
         _say(result.summary())
     return result is not None
+
+
+def _stop_at_journal(root: Path) -> None:
+    """Stop (UsageError) where an interrupted run left its journal under `root` (the lock
+    held), saying what `fix --recover` would put back: a journal is undone only when asked,
+    never on the way to a fix."""
+    result = _journaled(root, apply=False)
+    if result is not None:
+        raise UsageError(result.preview())
+
+
+def _journaled(root: Path, apply: bool) -> journal.Recovery | None:
+    """`journal.recover`; a journal it refuses is a usage error (exit 2), left in place."""
+    try:
+        return journal.recover(root, apply=apply)
+    except journal.JournalError as exc:
+        raise UsageError(str(exc)) from None
 
 
 def _lock_root(workspace: Workspace, cached: Path | None) -> Path:
@@ -257,7 +280,7 @@ def _fix_locked(
     The run is one transaction, journaled (`journal.py`) before any file is replaced: when a
     later pass cannot write, or the run is interrupted (Ctrl-C, SIGTERM), every file the run
     wrote gets its content from before the run back, so a failed run leaves the tree as it
-    was; a run killed outright is undone by the next one.
+    was; a run killed outright is undone by `fix --recover`.
     """
     out = sys.stdout
     record = journal.Journal(root)

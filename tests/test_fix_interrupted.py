@@ -1,6 +1,6 @@
 """A `fix` run stopped at any point leaves every file as it was or fully repaired (issue 24
-item 4, issue 25 item 3): Ctrl-C and SIGTERM are undone by the run itself, kill -9 by the next
-run (or `fix --recover`), and no temporary, lock or journal file stays behind.
+item 4, issue 25 item 3): Ctrl-C and SIGTERM are undone by the run itself, kill -9 by
+`fix --recover`, and no temporary, lock or journal file stays behind.
 
 The kill points are random (seeded, printed on failure): most fall where files are replaced
 (from the moment the run's journal appears until it is gone), the rest anywhere in the run. The
@@ -263,17 +263,27 @@ def fixable_tree(root: Path) -> Path:
     return root
 
 
-def plant(root: Path, document: object) -> Path:
+def own_key() -> bytes:
+    """The key this user's `fix` runs seal their journals with."""
+    key = journal.user_key(create=True)
+    assert key is not None
+    return key
+
+
+def plant(root: Path, document: object, key: bytes | None = None) -> Path:
+    """`document` as `root`'s journal, sealed with `key` (by default as this user's run would)."""
     path = root / journal.JOURNAL_NAME
-    path.write_text(json.dumps(document))
+    path.write_bytes(journal.sealed(json.dumps(document).encode(), key or own_key()))
     return path
 
 
-def journal_of(path: str, original: bytes, written: bytes) -> dict[str, object]:
+def journal_of(root: Path, path: str, original: bytes, written: bytes) -> dict[str, object]:
+    """What a run on `root` that wrote `written` into `path`, which held `original`, journals."""
     return {
         "format": journal.JOURNAL_FORMAT,
         "run": "abc123",
         "pid": 1,
+        "root": str(root.resolve()),
         "files": [
             {
                 "path": path,
@@ -298,7 +308,7 @@ def test_a_journal_naming_a_file_outside_the_tree_is_refused(tmp_path: Path, nam
     root = fixable_tree(tmp_path / "tree")
     outside = tmp_path / "outside.py"
     outside.write_bytes(b"written\n")
-    plant(root, journal_of(name, b"planted\n", b"written\n"))
+    plant(root, journal_of(root, name, b"planted\n", b"written\n"))
     result = fix_in(root, "--recover", ".")
     assert result.exit_code == 2 and isinstance(result.exception, SystemExit), result.stderr
     assert "outside" in result.stderr
@@ -323,7 +333,9 @@ def test_a_journal_eagle3lint_did_not_write_is_refused_by_name(
 def test_a_journal_others_can_write_is_not_used(tmp_path: Path) -> None:
     root = fixable_tree(tmp_path)
     model = root / "vllm" / "model_executor" / "models" / "llama.py"
-    path = plant(root, journal_of("vllm/model_executor/models/llama.py", b"x\n", LLAMA.encode()))
+    path = plant(
+        root, journal_of(root, "vllm/model_executor/models/llama.py", b"x\n", LLAMA.encode())
+    )
     path.chmod(0o666)
     result = fix_in(root, "--recover", ".")
     assert result.exit_code == 2 and "not written by you" in result.stderr, result.stderr
@@ -334,7 +346,7 @@ def test_a_file_saved_since_the_interrupted_run_is_left_and_named(tmp_path: Path
     root = fixable_tree(tmp_path)
     model = root / "vllm" / "model_executor" / "models" / "llama.py"
     model.write_text(LLAMA + "# saved by the user\n")
-    plant(root, journal_of("vllm/model_executor/models/llama.py", LLAMA.encode(), b"fixed\n"))
+    plant(root, journal_of(root, "vllm/model_executor/models/llama.py", LLAMA.encode(), b"fixed\n"))
     result = fix_in(root, "--recover", ".")
     assert result.exit_code == 0, result.stderr
     assert "left as they are (saved since that run" in result.stderr and "llama.py" in result.stderr
@@ -342,19 +354,23 @@ def test_a_file_saved_since_the_interrupted_run_is_left_and_named(tmp_path: Path
     assert not leftovers(root)
 
 
-def test_the_next_fix_undoes_a_killed_run_then_repairs(tmp_path: Path) -> None:
+def test_fix_recover_undoes_a_killed_run_then_fix_repairs(tmp_path: Path) -> None:
     """What kill -9 leaves (a file written, a temporary file staged, the journal, the lock) is
-    undone by the next plain `fix`, which then repairs the tree whole."""
+    undone by `fix --recover` (a plain `fix` stops at it: tests/test_hostile_journal.py); the
+    next `fix` then repairs the tree whole."""
     root = fixable_tree(tmp_path)
     model = root / "vllm" / "model_executor" / "models" / "llama.py"
-    plant(root, journal_of("vllm/model_executor/models/llama.py", LLAMA.encode(), b"half\n"))
+    plant(root, journal_of(root, "vllm/model_executor/models/llama.py", LLAMA.encode(), b"half\n"))
     model.write_text("half\n")
     (model.parent / ".llama.py.fix-abc123-0000.eagle3lint").write_text("staged")
     (root / storage.LOCK_NAME).write_text("999999\n")
-    result = CliRunner().invoke(app, ["fix", str(root), "--require", "*"])
+    result = CliRunner().invoke(app, ["fix", "--recover", str(root), "--require", "*"])
     assert result.exit_code == 0, result.output
     assert "undid the interrupted fix run abc123: restored 1 file(s)" in result.output
     assert "removed 1 temporary file(s)" in result.output
+    assert model.read_text() == LLAMA
+    result = CliRunner().invoke(app, ["fix", str(root), "--require", "*"])
+    assert result.exit_code == 0, result.output
     assert "1 file(s) changed" in result.output
     assert "set_aux_hidden_state_layers" in model.read_text()
     assert not leftovers(root)
@@ -362,7 +378,7 @@ def test_the_next_fix_undoes_a_killed_run_then_repairs(tmp_path: Path) -> None:
 
 def test_fix_diff_warns_of_an_interrupted_run(tmp_path: Path) -> None:
     root = fixable_tree(tmp_path)
-    plant(root, journal_of("vllm/model_executor/models/llama.py", b"x\n", b"y\n"))
+    plant(root, journal_of(root, "vllm/model_executor/models/llama.py", b"x\n", b"y\n"))
     result = fix_in(root, "--diff", ".", "--require", "*")
     assert result.exit_code == 1, result.stderr
     assert "interrupted fix run" in result.stderr and "fix --recover" in result.stderr

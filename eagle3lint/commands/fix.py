@@ -26,7 +26,10 @@ def fix(
         bool,
         typer.Option(
             "--recover",
-            help="Only undo what an interrupted fix run wrote (fix also does it first).",
+            help=(
+                "Only undo what an interrupted fix run wrote (fix stops at its journal and "
+                "says what this would undo)."
+            ),
         ),
     ] = False,
 ) -> None:
