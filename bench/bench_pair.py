@@ -3,16 +3,17 @@
     python bench/bench_pair.py [--version 0.18.0] [--repeat 3]
 
 Pairs the Kimi-K2.5 target (examples/kimi-k2.5/config.json) with a generated EAGLE-3 head
-(config + header-only safetensors) and times, best of --repeat, both commands on the release
-folder: cold (an empty cache each run) and warm (summaries cached; `check`'s whole-run cache
-removed before each run, since `pair` keeps none), alternating the two commands. The target
-is pair <= check + 0.2 s; nothing here is a test.
+(config + a sparse safetensors file: its header, and a hole for its data) and times, best of
+--repeat, both commands on the release folder: cold (an empty cache each run) and warm
+(summaries cached; `check`'s whole-run cache removed before each run, since `pair` keeps none),
+alternating the two commands. The target is pair <= check + 0.2 s; nothing here is a test.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import shutil
 import struct
@@ -44,9 +45,15 @@ def write_head(folder: Path) -> None:
     }
     (folder / "config.json").write_text(json.dumps(config))
     shapes = {"fc.weight": [7168, 21504], "d2t": [32000], "t2d": [163840]}
-    header = {n: {"dtype": "BF16", "shape": s, "data_offsets": [0, 0]} for n, s in shapes.items()}
+    header, end = {}, 0
+    for name, shape in shapes.items():
+        size = 2 * math.prod(shape)  # BF16
+        header[name] = {"dtype": "BF16", "shape": shape, "data_offsets": [end, end + size]}
+        end += size
     raw = json.dumps(header).encode()
-    (folder / "model.safetensors").write_bytes(struct.pack("<Q", len(raw)) + raw)
+    with (folder / "model.safetensors").open("wb") as weights:
+        weights.write(struct.pack("<Q", len(raw)) + raw)
+        weights.truncate(8 + len(raw) + end)  # the data: a hole, as pair reads none of it
 
 
 def timed(command: list[str], env: dict[str, str]) -> float:

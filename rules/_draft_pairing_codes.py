@@ -26,6 +26,15 @@ CODES = (
         explain=explained.EAG602,
     ),
     Code(
+        "EAG603",
+        "weights-not-loadable",
+        "A drafter weight file the safetensors library refuses to load: data offsets out of "
+        "order, overlapping, leaving bytes to no tensor or running past the end of the file, or "
+        "a tensor whose offsets do not span its dtype x shape.",
+        Severity.ERROR,
+        explain=explained.EAG603,
+    ),
+    Code(
         "EAG611",
         "target-hidden-size",
         "`target_hidden_size` (or the draft `hidden_size` when absent) differs from the "

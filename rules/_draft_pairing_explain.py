@@ -47,6 +47,24 @@ EAG602 = _explain(
     '{"method": "eagle3", "model": "/models/llama-head", "num_speculative_tokens": 3}\n',
 )
 
+EAG603 = _explain(
+    "vLLM loads the drafter's `.safetensors` files with the safetensors library, which checks "
+    "each header before it maps a tensor: sorted by their `data_offsets`, the tensors must "
+    "tile the bytes after the header exactly, from the first to the last (no hole, no overlap, "
+    "no offsets in reverse, nothing past the end of the file or left after the last tensor), "
+    "and each must span its dtype's size times the product of its shape. `pair` reads only "
+    "the headers, and checks the same.",
+    "```text\nsafetensors_rust.SafetensorError: Error while deserializing header: "
+    "MetadataIncompleteBuffer\n```\nwhen the draft's weights are loaded, after the target's "
+    "(or `InvalidOffset`, `TensorInvalidInfo`, `MisalignedSlice`; newer safetensors words "
+    "them `incomplete metadata, file not fully covered`, `invalid offset for tensor …`).",
+    "All releases: the check is the safetensors library's.",
+    '{"fc.weight": {"dtype": "BF16", "shape": [4096, 12288], "data_offsets": [0, 0]}}  '
+    "// the header; no data after it\n",
+    '{"fc.weight": {"dtype": "BF16", "shape": [4096, 12288], "data_offsets": [0, 100663296]}}  '
+    "// and 100,663,296 bytes of data after the header (what safetensors' save_file writes)\n",
+)
+
 EAG611 = _explain(
     "The drafter sizes `fc` as `target_hidden_size x aux count` (its own `hidden_size` "
     "when `target_hidden_size` is absent) and the proposer asserts "

@@ -38,7 +38,10 @@ class LayerIdChecks(Rule):
             if analysis.default_ids is not None
             else "its default layers"
         )
-        places = ", ".join(f"{k}={v}" for k, v in analysis.id_places.items()) or "nowhere"
+        places = (
+            ", ".join(f"{k}={analysis.listed(v)}" for k, v in analysis.id_places.items())
+            or "nowhere"
+        )
         # A head with no ids anywhere was trained on the target's defaults (the standard
         # EAGLE-3 heads are): only ids the runner overlooks are a trap.
         missing = [r for r in analysis.requests if r.ids is None] if analysis.id_places else []
@@ -124,7 +127,8 @@ class LayerIdChecks(Rule):
                     f"The ids start at 1, as heads trained under SGLang's +1 convention write "
                     f"them: vLLM taps {analysis.physical(requested)}; if they mean 'output of "
                     f"layer k' the head was trained on the outputs of layers "
-                    f"{', '.join(map(str, requested))} (vLLM ids {shifted}).",
+                    f"{analysis.listed(requested, str, brackets=False, noun='layers')} (vLLM ids "
+                    f"{analysis.listed(shifted)}).",
                     *where,
                     hint="Check which convention the head was trained with; vLLM never shifts.",
                     runners=runners,
@@ -138,16 +142,18 @@ class LayerIdChecks(Rule):
         if requested is not None and unique != captured and len(unique) == len(ids):
             yield self.report(
                 "EAG625",
-                f"The ids {list(ids)} are not in layer order: the target appends aux states as "
-                f"its layer loop reaches them, so fc receives layers {captured} in that order. "
-                "A head trained on the config's order sees its inputs permuted.",
+                f"The ids {analysis.listed(ids)} are not in layer order: the target appends aux "
+                "states as its layer loop reaches them, so fc receives layers "
+                f"{analysis.listed(captured)} in that order. A head trained on the config's order "
+                "sees its inputs permuted.",
                 *where,
-                hint=f"Write the ids as {captured} if that is the order the head was trained on.",
+                hint=f"Write the ids as {analysis.listed(captured)} if that is the order the head "
+                "was trained on.",
                 runners=runners,
             )
         expected = analysis.aux_expected
         if analysis.uses_aux and expected is not None and expected != count:
-            asked = f"{who} requests {len(ids)} layers {list(ids)}"
+            asked = f"{who} requests {len(ids)} layers {analysis.listed(ids)}"
             if count != len(ids):
                 asked += (
                     f", which the target captures as {count} states (each layer is tapped "

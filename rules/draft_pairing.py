@@ -51,6 +51,17 @@ class DraftPairingRule(LayerIdChecks, VocabularyChecks):
         def at(key: str) -> tuple[str, int]:
             return path, draft.line_of(key)
 
+        # A checkpoint the loader refuses fails to load whatever method runs the draft.
+        for file, refusal in pairing.checkpoint.refused.items() if pairing.checkpoint else ():
+            yield self.report(
+                "EAG603",
+                f"The safetensors library refuses {file}: {refusal}. vLLM cannot load the "
+                "draft's weights.",
+                path,
+                1,
+                hint="Fetch the file again (a download cut short ends inside its tensors), or "
+                "save the weights again with safetensors' save_file.",
+            )
         if analysis.unregistered is not None:
             yield self.report(
                 "EAG601",

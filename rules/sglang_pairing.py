@@ -133,10 +133,9 @@ EntryClass = GoodForCausalLM
         if analysis.ids is None and analysis.top_level_ids is not None:
             yield self.report(
                 "SGL201",
-                f"{SGLANG_IDS_KEY} {analysis.top_level_ids} is at the top level of the head's "
-                "config: "
-                "SGLang reads it only under eagle_config and taps the target's default layers "
-                f"{analysis.captured} instead.",
+                f"{SGLANG_IDS_KEY} {analysis.listed(analysis.top_level_ids)} is at the top level "
+                "of the head's config: SGLang reads it only under eagle_config and taps the "
+                f"target's default layers {analysis.listed(analysis.captured)} instead.",
                 path,
                 line,
                 hint=f'Move it into "eagle_config": {{"{SGLANG_IDS_KEY}": [...]}}.',
@@ -146,9 +145,9 @@ EntryClass = GoodForCausalLM
                 "SGL202",
                 f"{target.ref.name} has {analysis.layers} layers; with its "
                 f"{analysis.convention_owner}'s convention ({analysis.convention}) SGLang "
-                f"collects the states entering layers {analysis.captured}, and "
-                f"{analysis.unreachable} is never reached: the head gets fewer aux hidden "
-                "states than it expects.",
+                f"collects the states entering layers {analysis.listed(analysis.captured)}, and "
+                f"{analysis.listed(analysis.unreachable)} is never reached: the head gets fewer "
+                "aux hidden states than it expects.",
                 path,
                 line,
             )
@@ -156,16 +155,13 @@ EntryClass = GoodForCausalLM
         if vllm is not None and analysis.outputs != vllm:
             yield self.report(
                 "SGL203",
-                f"SGLang taps the outputs of layers {_layers(analysis.outputs)} of "
-                f"{target.ref.name} for this head ({analysis.convention_owner}: "
-                f"{analysis.convention}); vLLM would tap {_layers(vllm)} for the same ids.",
+                f"SGLang taps the outputs of layers {analysis.layers_listed(analysis.outputs)} "
+                f"of {target.ref.name} for this head ({analysis.convention_owner}: "
+                f"{analysis.convention}); vLLM would tap {analysis.layers_listed(vllm)} for the "
+                "same ids.",
                 path,
                 line,
             )
-
-
-def _layers(outputs: list[int]) -> str:
-    return "[" + ", ".join("embedding" if o < 0 else str(o) for o in outputs) + "]"
 
 
 RULES = [SglangPairingRule]

@@ -33,6 +33,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
         "eagle3lint.signals",
         "eagle3lint.sandbox",
         "eagle3lint.report.escape",
+        "eagle3lint.layer_ids",
         "eagle3lint.engines",
         "eagle3lint.engines.vllm.names",
     ),
@@ -54,7 +55,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("eagle3lint.fixability",),
     ("eagle3lint.checkrun", "eagle3lint.engine"),
     ("eagle3lint.runcache", "eagle3lint.journal", "eagle3lint.fixer", "eagle3lint.matrix"),
-    ("eagle3lint.commands",),
+    ("eagle3lint.commands", "eagle3lint.server"),
     ("eagle3lint.cli", "eagle3lint.__main__"),
 )
 """Lowest first. A module belongs to the layer of the longest prefix that names it."""

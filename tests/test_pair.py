@@ -1,10 +1,12 @@
 """`eagle3lint pair` on real releases: each draft-pairing code with a draft that triggers it and
 a neighbouring one that does not, the seed Kimi-K2.5 pair, and the translation of both config
-formats. Draft folders are written here: a config.json and a header-only .safetensors."""
+formats. Draft folders are written here: a config.json and a sparse .safetensors (its header,
+and holes for its tensors' data)."""
 
 from __future__ import annotations
 
 import json
+import math
 import re
 import struct
 from collections.abc import Callable
@@ -40,15 +42,30 @@ LLAMA_TENSORS: dict[str, list[int]] = {
 }
 
 
-def write_safetensors(path: Path, tensors: dict[str, list[int]]) -> None:
-    """A header-only safetensors file: the 8-byte length, the JSON header, no data."""
-    header = {
-        name: {"dtype": "BF16", "shape": shape, "data_offsets": [0, 0]}
-        for name, shape in tensors.items()
-    }
-    header["__metadata__"] = {"format": "pt"}  # type: ignore[assignment]
+def write_safetensors(
+    path: Path, tensors: dict[str, list[int]], data: dict[str, tuple[str, bytes]] | None = None
+) -> None:
+    """A safetensors file as the library writes one: the 8-byte length, the JSON header, and
+    the tensors' bytes one after another. Those of `data` (name → dtype, bytes) are written;
+    the others are BF16 zeros left as a hole of a sparse file (no disk space, nothing read)."""
+    header: dict[str, Any] = {}
+    chunks: list[tuple[int, bytes]] = []
+    end = 0
+    for name, shape in tensors.items():
+        dtype, values = (data or {}).get(name, ("BF16", b""))
+        size = len(values) if values else 2 * math.prod(shape)
+        header[name] = {"dtype": dtype, "shape": shape, "data_offsets": [end, end + size]}
+        chunks.append((end, values))
+        end += size
+    header["__metadata__"] = {"format": "pt"}
     raw = json.dumps(header).encode()
-    path.write_bytes(struct.pack("<Q", len(raw)) + raw)
+    with path.open("wb") as file:
+        file.write(struct.pack("<Q", len(raw)) + raw)
+        for offset, values in chunks:
+            if values:
+                file.seek(8 + len(raw) + offset)
+                file.write(values)
+        file.truncate(8 + len(raw) + end)
 
 
 def draft_folder(
@@ -500,18 +517,12 @@ RELEASES_OF_ISSUE_29 = ("0.16.0", "0.25.0", "0.33.0", "0.34.0")
 
 def write_d2t(folder: Path, offsets: list[int], vocab: int = 128256) -> None:
     """A safetensors file whose d2t holds `offsets` as int64 values (every other tensor is
-    header-only), as a head trained on a reduced vocabulary ships it."""
-    data = struct.pack(f"<{len(offsets)}q", *offsets)
-    header: dict[str, Any] = {
-        "d2t": {"dtype": "I64", "shape": [len(offsets)], "data_offsets": [0, len(data)]},
-        **{
-            name: {"dtype": "BF16", "shape": shape, "data_offsets": [len(data), len(data)]}
-            for name, shape in {**LLAMA_TENSORS, "t2d": [vocab]}.items()
-            if name != "d2t"
-        },
-    }
-    raw = json.dumps(header).encode()
-    (folder / "model.safetensors").write_bytes(struct.pack("<Q", len(raw)) + raw + data)
+    zeros), as a head trained on a reduced vocabulary ships it."""
+    write_safetensors(
+        folder / "model.safetensors",
+        {**LLAMA_TENSORS, "d2t": [len(offsets)], "t2d": [vocab]},
+        {"d2t": ("I64", struct.pack(f"<{len(offsets)}q", *offsets))},
+    )
 
 
 @pytest.mark.parametrize(

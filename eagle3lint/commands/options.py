@@ -35,6 +35,7 @@ PathsArg = Annotated[
         help="vLLM checkout or package folder, model files, or folders of out-of-tree model "
         "files. None: the installed vLLM.",
         show_default=False,
+        readable=False,
     ),
 ]
 ArchOpt = Annotated[

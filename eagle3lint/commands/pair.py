@@ -146,7 +146,7 @@ def _taps(analysis: Analysis, request: RunnerRequest | None) -> str:
         return "unknown (no ids, default not readable)"
     captured = analysis.captured(ids)
     where = f"from {request.source}" if request is not None and request.ids else "target default"
-    raw = f"{list(ids)} → " if captured != list(ids) else ""
+    raw = f"{analysis.listed(ids)} → " if captured != list(ids) else ""
     order = ", in layer order" if raw else ""
     return f"{raw}{analysis.physical(captured)}  ({where}{order})"
 

@@ -122,17 +122,18 @@ def _sglang_table(pairing: object, version: str | None, verdict: str) -> str:
     row = summary.row
 
     def layers(outputs: list[int]) -> str:
-        return ", ".join("embedding" if o < 0 else f"out of layer {o}" for o in outputs)
+        return analysis.layers_listed(outputs, "out of layer ", brackets=False)
 
     row("target", f"{pairing.target_architecture()} ({analysis.layers} layers)")
     row("release", f"SGLang {version or '(version unknown)'}")
     if analysis.ids is not None:
-        source = f'{analysis.ids} from eagle_config["eagle_aux_hidden_state_layer_ids"]'
+        ids = analysis.listed(analysis.ids)
+        source = f'{ids} from eagle_config["eagle_aux_hidden_state_layer_ids"]'
     else:
         source = "none under eagle_config: the target's default [2, L // 2, L - 3]"
     row("ids", source)
     row("convention", f"{analysis.convention} ({analysis.convention_owner})")
-    row("taps", f"{analysis.captured} → {layers(analysis.outputs)}")
+    row("taps", f"{analysis.listed(analysis.captured)} → {layers(analysis.outputs)}")
     vllm = analysis.vllm_outputs()
     if vllm is not None:
         same = " (the same)" if vllm == analysis.outputs else ""

@@ -31,6 +31,7 @@ from eagle3lint.engines.vllm.names import LANGUAGE_MODEL_ATTR
 from eagle3lint.engines.vllm.targets import Target
 from eagle3lint.index.model import DictEntry
 from eagle3lint.index.project import ProjectIndex
+from eagle3lint.layer_ids import listed
 from eagle3lint.sources.files import UnreadableSource, read_source_bytes
 from eagle3lint.sources.source_text import function_named
 
@@ -149,17 +150,14 @@ class Analysis:
                 return value
         return None
 
-    def physical(self, ids: list[Any]) -> str:
-        """`2→out of layer 1` style: index k is the stream entering layer k."""
-        parts = []
-        for k in ids:
-            if not _is_int(k):
-                parts.append(f"{k!r}→?")
-            elif k == 0:
-                parts.append("0→embeddings")
-            else:
-                parts.append(f"{k}→out of layer {k - 1}")
-        return ", ".join(parts)
+    listed = staticmethod(listed)
+    """A list of ids as messages show it: a few of a long one, and the count."""
+
+    @staticmethod
+    def physical(ids: list[Any]) -> str:
+        """`2→out of layer 1` style: index k is the stream entering layer k (a few of a long
+        list, and the count)."""
+        return listed(ids, _physical, brackets=False)
 
     def vocab_mapping(self, pairing: DraftPairing) -> str:
         draft, target = self.draft_vocab, self.target_vocab
@@ -214,6 +212,12 @@ class Analysis:
 
 def _is_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _physical(k: Any) -> str:
+    if not _is_int(k):
+        return f"{k!r}→?"
+    return "0→embeddings" if k == 0 else f"{k}→out of layer {k - 1}"
 
 
 def speculative_entries(index: ProjectIndex) -> dict[str, DictEntry]:

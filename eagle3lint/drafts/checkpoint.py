@@ -5,6 +5,12 @@ mapping each tensor name to `{dtype, shape, data_offsets}`; `model.safetensors.i
 maps tensor names to shard files. Those are nearly all `pair` needs: the one tensor whose
 values are read is `d2t` (a few hundred KiB of integers, with the standard library); no torch is
 imported.
+
+The header's layout is checked as the safetensors library checks it before vLLM loads a tensor
+(`Metadata::validate` and `SafeTensors::read_metadata` of its Rust crate): sorted by offsets,
+the tensors tile the bytes after the header exactly (no hole, no overlap, offsets in order,
+nothing past the end or left over), each spans its dtype times its shape. A file the library
+refuses keeps its tensors for the other checks, and its reason (`Checkpoint.refused`).
 """
 
 from __future__ import annotations
@@ -33,6 +39,18 @@ INDEX_FILE = "model.safetensors.index.json"
 MAX_VALUE_BYTES = 16 * 2**20
 """Largest tensor whose values are read (`d2t`: 8 bytes per draft token, 256 KiB for 32,000)."""
 INTEGER_DTYPES = {"I64": ("q", 8), "I32": ("i", 4)}
+DTYPE_BITS = {
+    **dict.fromkeys(("F4",), 4),
+    **dict.fromkeys(("F6_E2M3", "F6_E3M2"), 6),
+    **dict.fromkeys(("BOOL", "U8", "I8", "F8_E5M2", "F8_E4M3", "F8_E8M0"), 8),
+    **dict.fromkeys(("I16", "U16", "F16", "BF16"), 16),
+    **dict.fromkeys(("I32", "U32", "F32"), 32),
+    **dict.fromkeys(("I64", "U64", "F64", "C64"), 64),
+}
+"""Bits per element of each dtype safetensors knows (its `Dtype::bitsize`, 0.6). A dtype not
+here is not refused: a newer safetensors may know it; its span is then not checked."""
+USIZE = 2**64
+"""Offsets and sizes are `usize` in the safetensors crate: one this large fails to load."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,6 +94,8 @@ class Checkpoint:
 
     files: list[Path] = field(default_factory=list)
     tensors: dict[str, Tensor] = field(default_factory=dict)
+    refused: dict[str, str] = field(default_factory=dict)
+    """Files the safetensors library refuses to load, with why (see `layout_refusal`)."""
 
     def find(self, part: str) -> Tensor | None:
         """The first tensor whose name contains `part`, as vLLM's `load_weights` matches."""
@@ -94,12 +114,12 @@ def read_header(path: Path) -> dict[str, Tensor]:
     return _read_header(path)[0]
 
 
-def _read_header(path: Path) -> tuple[dict[str, Tensor], int]:
-    """The tensors of one file and the size of its header. Messages quote nothing of the file:
-    an index can name one the user never chose (the length field of `/etc/passwd` is its first
-    8 bytes)."""
+def _read_header(path: Path) -> tuple[dict[str, Tensor], int, str]:
+    """The tensors of one file, the size of its header and why the safetensors library refuses
+    the file ("" when it loads it). Messages quote nothing of the file: an index can name one
+    the user never chose (the length field of `/etc/passwd` is its first 8 bytes)."""
     try:
-        fd, _ = open_regular(path)  # not a FIFO or a device: they would block or never end
+        fd, opened = open_regular(path)  # not a FIFO or a device: they would block or never end
         with os.fdopen(fd, "rb") as handle:
             size_bytes = handle.read(8)
             if len(size_bytes) < 8:
@@ -133,19 +153,94 @@ def _read_header(path: Path) -> tuple[dict[str, Tensor], int]:
             isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in shape
         ):
             raise UsageError(f"--draft-weights: {path}: tensor {name!r} has no valid shape")
-        offsets = info.get("data_offsets")
-        start = end = 0
-        if (
-            isinstance(offsets, list)
-            and len(offsets) == 2
-            and all(isinstance(o, int) and not isinstance(o, bool) and o >= 0 for o in offsets)
-            and offsets[0] <= offsets[1]
-        ):
-            start, end = 8 + size + offsets[0], 8 + size + offsets[1]
+        offsets = _offsets(info)
+        start, end = offsets if offsets is not None and offsets[0] <= offsets[1] else (0, 0)
         tensors[name] = Tensor(
-            name, str(info.get("dtype", "?")), tuple(shape), str(path), start, end
+            name,
+            str(info.get("dtype", "?")),
+            tuple(shape),
+            str(path),
+            8 + size + start,
+            8 + size + end,
         )
-    return tensors, size
+    return tensors, size, layout_refusal(header, opened.st_size - 8 - size)
+
+
+def _offsets(info: dict[str, object]) -> tuple[int, int] | None:
+    """A tensor's `data_offsets` as the safetensors crate reads them (two `usize`), else None."""
+    offsets = info.get("data_offsets")
+    if not isinstance(offsets, list) or len(offsets) != 2:
+        return None
+    begin, end = offsets
+    if all(isinstance(o, int) and not isinstance(o, bool) and 0 <= o < USIZE for o in offsets):
+        return begin, end
+    return None
+
+
+def layout_refusal(header: dict[str, object], data_size: int) -> str:
+    """Why the safetensors library refuses a file with this header and `data_size` bytes after
+    it (what is wrong, then the library's error in brackets), or "" when it loads it. Tensors
+    are taken in the order of their offsets, as the library sorts them; its first complaint is
+    given."""
+    metadata = header.get("__metadata__")
+    if metadata is not None and not (
+        isinstance(metadata, dict) and all(isinstance(v, str) for v in metadata.values())
+    ):
+        return "its __metadata__ is not an object of strings (InvalidHeaderDeserialization)"
+    spans: list[tuple[int, int, str, dict[str, object]]] = []
+    for name, info in header.items():
+        if name == "__metadata__" or not isinstance(info, dict):
+            continue
+        offsets = _offsets(info)
+        if offsets is None:
+            return (
+                f"tensor {name!r} has no data_offsets of two non-negative integers "
+                "(InvalidHeaderDeserialization)"
+            )
+        if not isinstance(info.get("dtype"), str):
+            return f"tensor {name!r} has no dtype (InvalidHeaderDeserialization)"
+        spans.append((*offsets, name, info))
+    covered = 0
+    for begin, end, name, info in sorted(spans, key=lambda span: span[:2]):
+        if end < begin:
+            return f"tensor {name!r} has data_offsets that end before they begin (InvalidOffset)"
+        if begin < covered:
+            return f"tensor {name!r} overlaps the tensor before it (InvalidOffset)"
+        if begin > covered:
+            return f"the bytes before tensor {name!r} belong to no tensor (InvalidOffset)"
+        covered = end
+        wrong = _span_refusal(name, info, end - begin)
+        if wrong:
+            return wrong
+    if covered > data_size:
+        return "its tensors end past the end of the file (MetadataIncompleteBuffer)"
+    if covered < data_size:
+        return "the bytes after its last tensor belong to no tensor (MetadataIncompleteBuffer)"
+    return ""
+
+
+def _span_refusal(name: str, info: dict[str, object], span: int) -> str:
+    """Why a tensor's span is not its dtype times its shape ("" when it is, or the dtype is not
+    one `DTYPE_BITS` knows)."""
+    dtype, shape = str(info["dtype"]), info.get("shape")
+    bits = DTYPE_BITS.get(dtype)
+    if bits is None or not isinstance(shape, list):
+        return ""
+    count = 1
+    for dim in shape:  # stops at the first overflow, as the crate's checked product does
+        count *= dim
+        if count * bits >= USIZE:
+            return f"tensor {name!r} is too large to address (ValidationOverflow)"
+    size, odd = divmod(count * bits, 8)
+    what = f"{dtype} x {shape}"
+    if odd:
+        return f"tensor {name!r} ({what}) is not a whole number of bytes (MisalignedSlice)"
+    if size != span:
+        return (
+            f"the data_offsets of tensor {name!r} do not span {what} ({size:,} bytes) "
+            "(TensorInvalidInfo)"
+        )
+    return ""
 
 
 def weight_files(folder: Path) -> list[Path]:
@@ -187,7 +282,9 @@ def read_checkpoint(files: list[Path]) -> Checkpoint:
     checkpoint = Checkpoint(files=list(files))
     read = 0
     for path in files:
-        tensors, size = _read_header(path)
+        tensors, size, refusal = _read_header(path)
+        if refusal:
+            checkpoint.refused[str(path)] = refusal
         read += size
         if read > MAX_CHECKPOINT_HEADER_BYTES:
             raise UsageError(

@@ -14,6 +14,7 @@ from eagle3lint.drafts.checkpoint import Checkpoint, read_checkpoint, weight_fil
 from eagle3lint.engines.vllm.contract.drafter import ConfigKey, DrafterContract
 from eagle3lint.errors import UsageError
 from eagle3lint.hf_config import MAX_CONFIG_BYTES, read_config_json, text_config
+from eagle3lint.layer_ids import check_layer_ids
 from eagle3lint.sources.documents import parse_json
 from eagle3lint.sources.files import UnreadableSource, read_regular
 
@@ -22,10 +23,10 @@ SPECULATORS = "speculators"
 IDS_KEY = "eagle_aux_hidden_state_layer_ids"
 SUB_CONFIG = "eagle_config"
 """The sub-dict EAGLE-style checkpoints keep their EAGLE-3 settings in."""
-MAX_LAYER_IDS = 1024
-"""Most ids a layer-id list of a draft config may hold. EAGLE-3 taps three layers and no model
-has more than a few hundred; every list is compared, shown and handed to the taps rule whole
-(10^6 ids took over two minutes)."""
+MAX_SPECULATIVE_TOKENS = 16_383
+"""Largest `num_speculative_tokens` taken. vLLM refuses 0 and less (`gt=0`); a decode step
+schedules 1 + k tokens a request, and from 0.33 vLLM refuses a k its `max_num_batched_tokens`
+cannot hold (16,384 at most by default). Drafters propose 1 to 16."""
 
 
 @dataclass
@@ -131,23 +132,6 @@ def translate(draft: DraftConfig, facts: DrafterContract, method: str | None) ->
     return Translated(config, arch, refusal, passed)
 
 
-def _check_id_lists(data: dict[str, Any], file: Path) -> None:
-    """Refuse a layer-id list (a `*layer_ids` key at the top level or in a sub-dict) longer
-    than `MAX_LAYER_IDS`."""
-    for holder, prefix in (
-        (data, ""),
-        *((data.get(key), f"{key}.") for key in (SUB_CONFIG, "transformer_layer_config")),
-    ):
-        if not isinstance(holder, dict):
-            continue
-        for key, value in holder.items():
-            if key.endswith("layer_ids") and isinstance(value, list) and len(value) > MAX_LAYER_IDS:
-                raise UsageError(
-                    f"--draft: {file}: {prefix}{key} holds {len(value):,} layer ids "
-                    f"(at most {MAX_LAYER_IDS:,} are read)"
-                )
-
-
 def _literal(text: str) -> Any:
     """A default's source text as a value (`True`, `3`, `None`); other text stays text."""
     try:
@@ -195,7 +179,33 @@ class SpeculativeConfig:
                 '--speculative-config: "model" must name the draft (a folder or a model id); '
                 "pair checks drafts, not methods without one (ngram, suffix)"
             )
+        tokens = data.get("num_speculative_tokens")
+        if tokens is not None and not 0 < (_whole_number(tokens) or 0) <= MAX_SPECULATIVE_TOKENS:
+            raise UsageError(
+                f"--speculative-config: num_speculative_tokens must be a whole number from 1 to "
+                f"{MAX_SPECULATIVE_TOKENS:,}, not {_shown(tokens)} (vLLM refuses 0 and less, and "
+                "from 0.33 more than its max_num_batched_tokens holds: 16,384 at most by default)"
+            )
         return cls(method, model, data)
+
+
+def _whole_number(value: Any) -> int | None:
+    """`value` as vLLM's pydantic configs read an `int` (lax mode: `3`, `3.0`, `"3"`, `true`),
+    or None when they refuse it (`3.5`, `"three"`, a list)."""
+    if isinstance(value, str):
+        try:
+            value = float(value.strip()) if "." in value else int(value.strip())
+        except ValueError:
+            return None
+    if isinstance(value, float):
+        return int(value) if value.is_integer() else None
+    return value if isinstance(value, int) else None
+
+
+def _shown(value: Any) -> str:
+    """A value of the speculative config for a message, cut to a line's width."""
+    text = json.dumps(value)
+    return text if len(text) <= 40 else f"{text[:37]}..."
 
 
 def locate_draft(model: str) -> Path:
@@ -271,7 +281,7 @@ class DraftPairing:
                 raise UsageError("give the draft: --speculative-config JSON or --draft FOLDER")
             draft = locate_draft(speculative.model)
         data, file, text = read_config_json(draft, "--draft")
-        _check_id_lists(data, file)
+        check_layer_ids(data, file)
         target_data, target_file, _ = read_config_json(target, "--target")
         if not weights and draft.is_dir():
             weights = weight_files(draft)

@@ -10,6 +10,7 @@ imports nothing of eagle3lint at run time, so that any layer may name the face.
 
 from __future__ import annotations
 
+import os
 from abc import ABC, abstractmethod
 from enum import StrEnum
 from functools import cache
@@ -126,8 +127,9 @@ class Wing(ABC):
     """The folder (relative, `/`-separated) whose presence makes a folder this engine's tree."""
 
     def is_tree(self, folder: Path) -> bool:
-        """Whether `folder` is this engine's package folder (named `package` or not)."""
-        return (folder / self.tree_marker).is_dir()
+        """Whether `folder` is this engine's package folder (named `package` or not); False for
+        a folder that cannot be looked into (it is named when it is walked)."""
+        return os.path.isdir(folder / self.tree_marker)
 
     def marker_entry(self, folder: Path) -> Path:
         """The entry of tree `folder` whose writer decides whether the tree may be trusted."""

@@ -194,7 +194,7 @@ def discover(
             workspace.contract_source = "newest known"
         # The tree only supplies the contract: report on the given files, not on all of vLLM.
         workspace.only_files = True
-        if not workspace.files and not workspace.missing:
+        if not (workspace.files or workspace.missing or workspace.unreadable):
             raise UsageError(
                 f"{', '.join(str(p) for p in paths)}: no vLLM tree (a folder holding "
                 "model_executor/models/) and no Python model files were found there."

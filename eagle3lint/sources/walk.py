@@ -12,7 +12,8 @@ skipped, and `respect_gitignore=False` turns the ignore rules off. Folders that 
 listed are collected with the reason, so a run can name what it did not check instead of
 passing over it in silence; so is a folder whose ignore file is there but cannot be applied
 (unreadable, over `MAX_IGNORE_BYTES`, or past the matching budget of `ignore.MAX_STATES`),
-since its listing would not be git's.
+since its listing would not be git's, and the folder given when folders nest more than
+`MAX_DEPTH` levels below it (their files are not listed; the rest of it is).
 
 git is not run: it reads the checked repository's own configuration, and a repository can
 make it run commands (`core.fsmonitor`, in a clone's embedded repository or in a checkout's
@@ -41,6 +42,12 @@ MAX_IGNORE_BYTES = 1024 * 1024
 """Largest ignore file read: real ones are a few KB (git itself gives up at 100 MB)."""
 MAX_GITDIR_LINK_BYTES = 4096
 """A `.git` file (worktree, submodule) holds one `gitdir: PATH` line."""
+FOLDER, LINKED = "folder", "linked folder"
+MAX_DEPTH = 256
+"""Most folder levels walked below a folder given as PATH (or a folder of a tree the contract is
+read from). vLLM 0.34's deepest source file is 8 levels below `vllm/`; a chain of 5,000 nested
+folders (which made the recursive `os.walk` and `rglob` of Python 3.11 raise RecursionError) is
+walked down to here, and for a PATH named."""
 
 
 def python_files(
@@ -50,13 +57,9 @@ def python_files(
     unreadable: dict[Path, str] | None = None,
 ) -> list[Path]:
     """The `.py` files under `folder`, sorted; folders that cannot be listed go to
-    `unreadable` with the reason."""
+    `unreadable` with the reason, and so does `folder` when folders nest more than `MAX_DEPTH`
+    levels below it."""
     unlisted: dict[Path, str] = {} if unreadable is None else unreadable
-
-    def failed(error: OSError) -> None:
-        if error.filename:
-            _not_listed(unlisted, Path(error.filename), error.strerror or str(error))
-
     in_repository, above = False, Ignores()
     if respect_gitignore:
         try:
@@ -65,34 +68,79 @@ def python_files(
             unlisted[folder] = f"folder not checked: {exc}"
             return []
     found: list[Path] = []
-    rules_of: dict[str, Ignores] = {}
-    # Links that lead nowhere stay listed: discovery names them as missing inputs.
-    for current, dirs, files in os.walk(folder, onerror=failed):
-        rules = rules_of.pop(current, above)
+    # An explicit stack, not recursion: the depth of a tree is its author's to choose.
+    stack: list[tuple[str, Ignores, int]] = [(os.fspath(folder), above, 0)]
+    while stack:
+        current, rules, depth = stack.pop()
+        try:
+            with os.scandir(current) as listing:
+                entries = list(listing)
+        except OSError as error:
+            _not_listed(unlisted, Path(error.filename or current), error.strerror or str(error))
+            continue
         if respect_gitignore:
             try:
                 rules = rules.adding(_ignore_file(Path(current, ".gitignore"), Path(current)))
             except UnusableIgnoreFile as exc:
                 # Listed without its rules, the folder would not be what git lists: name it.
                 unlisted[Path(current)] = f"folder not checked: {exc}"
-                dirs[:] = []
                 continue
-        kept = []
-        for name in sorted(dirs):
-            path = os.path.join(current, name)
-            if name in DEFAULT_EXCLUDES or rules.ignored(path, is_dir=True):
+        subfolders = []
+        for entry in sorted(entries, key=lambda e: e.name):
+            kind = _folder_kind(entry)
+            if not kind:
+                # Links that lead nowhere stay listed: discovery names them as missing inputs.
+                if entry.name.endswith(".py") and not rules.ignored(entry.path, False):
+                    found.append(Path(entry.path))
                 continue
-            if in_repository and os.path.lexists(os.path.join(path, ".git")):
+            if kind == LINKED or entry.name in DEFAULT_EXCLUDES:
+                continue
+            if rules.ignored(entry.path, is_dir=True):
+                continue
+            if in_repository and os.path.lexists(os.path.join(entry.path, ".git")):
                 continue  # another repository: git lists none of its files
-            kept.append(name)
-            rules_of[path] = rules
-        dirs[:] = kept
-        found += [
-            Path(current, name)
-            for name in files
-            if name.endswith(".py") and not rules.ignored(os.path.join(current, name), False)
-        ]
+            subfolders.append(entry.path)
+        if subfolders and depth == MAX_DEPTH:
+            unlisted.setdefault(
+                folder, f"folders nested more than {MAX_DEPTH} levels below it not checked"
+            )
+            continue
+        stack += [(path, rules, depth + 1) for path in reversed(subfolders)]
     return sorted(found)
+
+
+def files_under(folder: Path, pattern: str) -> list[Path]:
+    """The files below `folder` whose names match `pattern`, sorted: `sorted(folder.rglob(pattern))`
+    for files, walked with an explicit stack (Python 3.11's `rglob` recurses once per level) and
+    at most `MAX_DEPTH` levels down. For reading a tree's own modules: no ignore rules, nothing
+    named; linked folders are not entered, as `rglob` does not enter them."""
+    found: list[Path] = []
+    stack = [(os.fspath(folder), 0)]
+    while stack:
+        current, depth = stack.pop()
+        try:
+            with os.scandir(current) as listing:
+                entries = list(listing)
+        except OSError:
+            continue
+        for entry in entries:
+            kind = _folder_kind(entry)
+            if not kind and fnmatch(entry.name, pattern):
+                found.append(Path(entry.path))
+            elif kind == FOLDER and depth < MAX_DEPTH:
+                stack.append((entry.path, depth + 1))
+    return sorted(found)
+
+
+def _folder_kind(entry: os.DirEntry[str]) -> str:
+    """`FOLDER`, `LINKED` (a link to a folder: not entered, as git does not enter one) or ""
+    (anything else: a file, a link that leads nowhere, an entry gone since it was listed)."""
+    try:
+        if not entry.is_dir():
+            return ""
+        return LINKED if entry.is_symlink() else FOLDER
+    except OSError:
+        return ""
 
 
 def _not_listed(unreadable: dict[Path, str], folder: Path, reason: str) -> None:

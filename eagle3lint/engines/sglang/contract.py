@@ -28,6 +28,7 @@ from eagle3lint.engines.sglang.layout import (
 )
 from eagle3lint.sources.files import UnreadableSource
 from eagle3lint.sources.source_text import function_named, line_at, strip_comments
+from eagle3lint.sources.walk import files_under
 
 if TYPE_CHECKING:
     from eagle3lint.index.project import ProjectIndex
@@ -140,7 +141,7 @@ def _texts(index: ProjectIndex, tree: Path, folder: str, needle: str) -> list[tu
     Every file is noted among the index's inputs: one that starts calling the method changes
     the contract."""
     found = []
-    for path in sorted((tree / folder).rglob("*.py")):
+    for path in files_under(tree / folder, "*.py"):
         try:
             data = index.read_outside(path)
         except UnreadableSource:

@@ -23,6 +23,7 @@ from typing import Any
 from eagle3lint.engines.sglang.targets import SglangTarget
 from eagle3lint.hf_config import read_config_json
 from eagle3lint.index.refs import ClassRef
+from eagle3lint.layer_ids import check_layer_ids, listed
 from eagle3lint.sources.source_text import block_end, strip_comments
 
 IDS_KEY = "eagle_aux_hidden_state_layer_ids"
@@ -47,6 +48,7 @@ class SglangPairing:
     @classmethod
     def load(cls, draft: Path, target: Path) -> SglangPairing:
         draft_config, draft_file, text = read_config_json(draft, "--draft")
+        check_layer_ids(draft_config, draft_file)
         target_config, target_file, _ = read_config_json(target, "--target")
         return cls(draft_file, draft_config, target_file, target_config, text)
 
@@ -87,6 +89,20 @@ class SglangAnalysis:
     def outputs(self) -> list[int]:
         """The layers whose output is tapped (-1: the embedding), in the order given."""
         return [c - 1 for c in self.captured]
+
+    listed = staticmethod(listed)
+    """A list of ids as messages show it: a few of a long one, and the count."""
+
+    @staticmethod
+    def layers_listed(outputs: list[int], prefix: str = "", brackets: bool = True) -> str:
+        """Tapped `outputs` as messages and tables show them: `embedding` for -1, else `prefix`
+        and the layer; a few of a long list, and the count."""
+        return listed(
+            outputs,
+            lambda o: "embedding" if o < 0 else f"{prefix}{o}",
+            brackets=brackets,
+            noun="layers",
+        )
 
     @property
     def unreachable(self) -> list[int]:

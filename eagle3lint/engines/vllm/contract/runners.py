@@ -15,6 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from eagle3lint.engines.vllm.contract.model import V1, V2, Runners
+from eagle3lint.sources.walk import files_under
 
 V1_RUNNER = "v1/worker/gpu_model_runner.py"
 V2_RUNNER = "v1/worker/gpu/model_runner.py"
@@ -131,7 +132,7 @@ def _speculator_methods(vllm_dir: Path, read: Callable[[Path], str | None]) -> l
     if not (folder / "speculator_config.py").is_file():
         return []
     classes: dict[str, tuple[list[str], str | None, bool | None]] = {}
-    for path in sorted(folder.rglob("*config*.py")):
+    for path in files_under(folder, "*config*.py"):
         text = read(path) or ""
         for match in re.finditer(r"^class (\w+)\(([^)]*)\):\n", text, re.MULTILINE):
             body = _class_body(text, match.end())
