@@ -21,6 +21,7 @@ COMMANDS = {
     "pair": ("eagle3lint.commands.pair", "pair"),
     "rules": ("eagle3lint.commands.rules", "rules"),
     "explain": ("eagle3lint.commands.explain", "explain"),
+    "server": ("eagle3lint.commands.server", "server"),
     "cache": ("eagle3lint.commands.cache", "cache_app"),
 }
 

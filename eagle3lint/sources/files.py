@@ -13,6 +13,9 @@ import re
 import stat
 import time
 import tokenize
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
 
 from eagle3lint import trust
@@ -156,14 +159,45 @@ def _size(limit: int) -> str:
     return f"{limit // 2**20} MiB" if limit >= 2**20 else f"{limit // 1024} KiB"
 
 
+_OVERLAY: ContextVar[Mapping[str, bytes] | None] = ContextVar("eagle3lint_overlay", default=None)
+"""Source files read from memory instead of the disk, by real path (see `overlaid`)."""
+
+
+@contextmanager
+def overlaid(texts: Mapping[Path, bytes]) -> Iterator[None]:
+    """Within the block, the source files in `texts` hold those bytes rather than what is on
+    disk: an editor's unsaved buffers (`eagle3lint server`), or `fix`'s next pass computed in
+    memory. Every source read goes through `read_source_bytes`/`read_source_stamped`, so
+    this is the one place that decides what a file holds; each file must still exist."""
+    token = _OVERLAY.set({os.path.realpath(path): data for path, data in texts.items()})
+    try:
+        yield
+    finally:
+        _OVERLAY.reset(token)
+
+
+def _overlay(path: Path) -> bytes | None:
+    """The bytes `overlaid` gives the file at `path`, or None: read it from disk."""
+    texts = _OVERLAY.get()
+    if not texts:
+        return None  # no realpath call on a plain run: it stats every folder on the way
+    data = texts.get(os.path.realpath(path))
+    if data is not None and len(data) > MAX_FILE_BYTES:
+        raise UnreadableSource(f"file is over the {_size(MAX_FILE_BYTES)} limit", path)
+    return data
+
+
 def read_source_bytes(path: Path) -> bytes:
     """A source file's bytes (see `read_regular`), refusing files over `MAX_FILE_BYTES`."""
-    return read_regular(path, MAX_FILE_BYTES)
+    data = _overlay(path)
+    return read_regular(path, MAX_FILE_BYTES) if data is None else data
 
 
 def read_source_stamped(path: Path) -> tuple[bytes, Stamp | None]:
-    """`read_source_bytes`, with the file's `Stamp` (see `read_regular_stamped`)."""
-    return read_regular_stamped(path, MAX_FILE_BYTES)
+    """`read_source_bytes`, with the file's `Stamp` (see `read_regular_stamped`); none for a
+    file held in memory (`overlaid`), which no later `stat` can vouch for."""
+    data = _overlay(path)
+    return read_regular_stamped(path, MAX_FILE_BYTES) if data is None else (data, None)
 
 
 Stamp = tuple[int, int, int, int, int]
