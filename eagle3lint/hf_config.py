@@ -30,6 +30,13 @@ def read_config_json(path: Path, option: str) -> tuple[dict[str, Any], Path, str
         raise UsageError(f"{option}: {file} {exc}") from exc
     if not isinstance(data, dict):
         raise UsageError(f"{option}: {file} does not hold a JSON object")
+    if not (text_model_type(data) or data.get("architectures") or data.get("model_type")):
+        # Any JSON object was taken for a config, so a wrong file (a tokenizer config, the
+        # speculative config) read as a checkpoint with no attribute set.
+        raise UsageError(
+            f"{option}: {file} is not a model's config.json: it names no model_type and no "
+            "architectures (a checkpoint's config.json names both)"
+        )
     return data, file, raw.decode("utf-8")
 
 

@@ -201,3 +201,29 @@ def test_help_names_every_option_whole_at_80_columns(command: str) -> None:
     assert all(len(line) <= 80 for line in result.output.splitlines())
     if command == "check":
         assert "--respect-gitignore / --no-respect-gitignore" in result.output
+
+
+def test_pair_and_fix_say_what_their_paths_and_release_mean() -> None:
+    # Both printed check's text ("Check release X.Y.Z's sources"), which is not what a PATH
+    # or --vllm does for them.
+    helps = {c: run(c, "--help", env={"COLUMNS": "300"}).stdout for c in ("check", "pair", "fix")}
+    assert "whose release runs the pair" in helps["pair"]
+    assert "Judge the pair as vLLM release X.Y.Z runs it" in helps["pair"]
+    assert "What to repair" in helps["fix"]
+    assert "a cached release is never written" in helps["fix"]
+    assert "Check release X.Y.Z's sources from PyPI." in helps["check"]
+    assert "runs the pair" not in helps["check"] + helps["fix"]
+
+
+@pytest.mark.parametrize("text", ['{"hello": 1}', '{"model": "x", "method": "eagle3"}', "{}"])
+def test_an_hf_config_that_is_no_model_config_is_a_named_error(
+    text: str, tmp_path: Path, era_copy: Path
+) -> None:
+    # Any JSON object was taken for a checkpoint's config with no attribute set.
+    config = tmp_path / "config.json"
+    config.write_text(text)
+    result = run("check", str(era_copy), "--hf-config", str(config))
+    assert result.exit_code == 2
+    assert "is not a model's config.json: it names no model_type and no architectures" in (
+        result.output
+    )

@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 
 from eagle3lint.cli import app
 from eagle3lint.sources import wheels as download
-from eagle3lint.sources.wheels import download_failure
+from eagle3lint.sources.wheels import download_failure, not_on_index
 
 NO_SUCH_VERSION = """\
 ERROR: Could not find a version that satisfies the requirement vllm==9.9.9 (from versions: \
@@ -33,6 +33,17 @@ def test_a_version_the_index_lacks_names_the_newest() -> None:
         message
         == "vLLM 9.9.9 is not on PyPI (the index answered; the newest release there is 0.33.0)"
     )
+
+
+@pytest.mark.parametrize(
+    ("given", "hint"),
+    [("0.16", ": did you mean 0.16.0, 0.16.1?"), ("0", ": did you mean 0.16.0, 0.16.1, 0.33.0?")],
+)
+def test_an_abbreviated_version_names_the_releases_it_abbreviates(given: str, hint: str) -> None:
+    # `--vllm 0.16` said only that 0.16 is not on PyPI.
+    message = not_on_index(given, ["0.15.1", "0.16.0", "0.16.1", "0.33.0", "0.16.0rc1"])
+    assert message.endswith(f"the newest release there is 0.33.0){hint}")
+    assert not not_on_index("9.9.9", ["0.16.0"]).endswith("?")
 
 
 def test_offline_says_offline_not_missing() -> None:

@@ -411,7 +411,9 @@ def test_bad_inputs_exit_2(tmp_path: Path, vllm_release: Callable) -> None:
     args = ["pair", "--vllm", "0.18.0", "--target", str(no_arch), "--draft", str(folder)]
     result = CliRunner().invoke(app, args)
     assert result.exit_code == 2
-    assert "names no architecture" in result.output
+    assert "is not a model's config.json: it names no model_type and no architectures" in (
+        result.output
+    )
     result = CliRunner().invoke(app, ["pair", "--vllm", "0.18.0", "--target", str(LLAMA)])
     assert result.exit_code == 2
     assert "--speculative-config JSON or --draft FOLDER" in result.output

@@ -16,7 +16,16 @@ FIX_ARGS = tuple(
 """`fix` takes no baseline: what it repairs is every fixable finding."""
 
 
-@takes(*FIX_ARGS)
+@takes(
+    *FIX_ARGS,
+    helps={
+        "paths": "What to repair: a vLLM checkout or package folder, model files in one, or "
+        "out-of-tree model files. None: the installed vLLM.",
+        "vllm": "Plan the repairs on release X.Y.Z's sources from PyPI; a cached release is "
+        "never written: with --diff, print them as a patch for your checkout.",
+        "sglang": "Plan the repairs on SGLang release X.Y.Z's sources from PyPI (with --diff).",
+    },
+)
 def fix(
     args: RunArgs,
     diff: Annotated[

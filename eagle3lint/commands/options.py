@@ -3,11 +3,12 @@ the engine, `@takes` picks a command's share) and the output options of `check` 
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import functools
 import inspect
 import typing
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
@@ -190,17 +191,34 @@ class RunArgs:
         )
 
 
-def takes(*shared: str) -> Callable[[Callable[..., None]], Callable[..., None]]:
+def takes(
+    *shared: str, helps: Mapping[str, str] | None = None
+) -> Callable[[Callable[..., None]], Callable[..., None]]:
     """A command taking the `RunArgs` options named in `shared` (declared once, there) as its
-    first parameter, before its own options."""
+    first parameter, before its own options; `helps` gives an option the help text of what it
+    means to this command (`pair`'s PATH is the tree whose release runs the pair)."""
     hints = typing.get_type_hints(RunArgs, include_extras=True)
     defaults = {f.name: f.default for f in dataclasses.fields(RunArgs)}
+    unknown = set(helps or {}) - set(shared)
+    if unknown:
+        raise ValueError(f"help given for options the command does not take: {sorted(unknown)}")
+
+    def annotation(name: str) -> Any:
+        if not helps or name not in helps:
+            return hints[name]
+        kind, info = typing.get_args(hints[name])[:2]
+        info = copy.copy(info)  # the shared declaration keeps its own help
+        info.help = helps[name]
+        return Annotated[kind, info]
 
     def decorate(command: Callable[..., None]) -> Callable[..., None]:
         own = list(inspect.signature(command, eval_str=True).parameters.values())[1:]
         params = [
             inspect.Parameter(
-                name, inspect.Parameter.KEYWORD_ONLY, default=defaults[name], annotation=hints[name]
+                name,
+                inspect.Parameter.KEYWORD_ONLY,
+                default=defaults[name],
+                annotation=annotation(name),
             )
             for name in shared
         ] + [p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in own]

@@ -33,7 +33,23 @@ if TYPE_CHECKING:
     from eagle3lint.report.model import Report
 
 
-@takes("paths", "vllm", "sglang", "select", "ignore", "jobs", "no_cache", "debug")
+@takes(
+    "paths",
+    "vllm",
+    "sglang",
+    "select",
+    "ignore",
+    "jobs",
+    "no_cache",
+    "debug",
+    helps={
+        "paths": "The engine's tree whose release runs the pair: a vLLM (or SGLang) checkout or "
+        "package folder. None: the installed engine (--engine), unless --vllm or --sglang names "
+        "a release.",
+        "vllm": "Judge the pair as vLLM release X.Y.Z runs it (its sources from PyPI).",
+        "sglang": "Judge the pair as SGLang release X.Y.Z runs it (its sources from PyPI).",
+    },
+)
 def pair(
     args: RunArgs,
     target: Annotated[

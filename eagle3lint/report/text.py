@@ -9,9 +9,11 @@ rule, hint and every architecture it affects; `--statistics` prints only the cou
 
 from __future__ import annotations
 
+import os
 import shlex
 from collections import Counter
 from dataclasses import dataclass
+from pathlib import Path
 
 from rich.console import Console
 from rich.text import Text
@@ -78,37 +80,67 @@ def render_text(report: Report, console: Console, options: TextOptions) -> None:
         if contract.root:
             console.print(Text(f"root: {printable(contract.root)}", style="dim"))
         console.print()
+    place = _Places(report, options.invocation)
     for group in shown:
         _finding(
             group,
             group.note(report, None if options.full else AFFECTS_SHOWN),
             console,
             options.full,
+            place,
         )
     for error in report.errors:
-        where = printable(relative(error.path)) + (f":{error.line}" if error.line else "")
+        where = printable(place(error.path)) + (f":{error.line}" if error.line else "")
         console.print(
             Text.assemble(
                 f"{where}: ", (printable(error.code), "bold red"), f" {printable(error.message)}"
             )
         )
+    if place.release_folder and (shown or report.errors):
+        home = str(Path.home())
+        folder = place.release_folder
+        folder = "~" + folder[len(home) :] if folder.startswith(home + os.sep) else folder
+        name = Path(report.contract.root or "").name
+        console.print(Text(f"{name}/ is the cached release in {printable(folder)}", style="dim"))
     if not options.quiet:
         _summary(report, groups, shown, console)
         if options.invocation is not None:
             _next_steps(report, shown, options.invocation, console)
 
 
-def _finding(group: Located, affects: str, console: Console, full: bool) -> None:
+class _Places:
+    """How the text report names a file: relative to the working directory when under it, and
+    a cached release's files (`--vllm X` with no PATH) from its package folder (`vllm/...`),
+    as the release lays them out, where the whole cache path made every line a wall."""
+
+    def __init__(self, report: Report, invocation: Invocation | None) -> None:
+        root = report.contract.root
+        cached = invocation is not None and invocation.release is not None and root
+        self.release_folder = str(Path(root).parent) if cached else None
+
+    def __call__(self, path: str) -> str:
+        folder = self.release_folder
+        if folder and path.startswith(folder + os.sep):
+            return path[len(folder) + 1 :]
+        return relative(path)
+
+    def within(self, message: str) -> str:
+        """`message` with the release's files (a proposer line it quotes) named as above."""
+        folder = self.release_folder
+        return message.replace(folder + os.sep, "") if folder else message
+
+
+def _finding(group: Located, affects: str, console: Console, full: bool, place: _Places) -> None:
     finding = group.finding
     severity = "" if finding.severity is Severity.ERROR else f" [{finding.severity}]"
     console.print(
         Text.assemble(
-            (f"{printable(relative(finding.path))}:{finding.line}:{finding.col}:", "bold"),
+            (f"{printable(place(finding.path))}:{finding.line}:{finding.col}:", "bold"),
             " ",
             (printable(finding.code), STYLE[finding.severity]),
             (" [*]" if finding.fixable else "", "cyan"),
             severity,
-            f" {printable(finding.message)}",
+            f" {printable(place.within(finding.message))}",
             (f" ({printable(affects)})" if affects and not full else "", "dim"),
         )
     )

@@ -393,9 +393,17 @@ def offline(version: str, package: str = "vllm") -> str:
 def not_on_index(version: str, versions: list[str], package: str = "vllm") -> str:
     """A version the index does not have, naming the newest release it does have."""
     releases = [v for v in versions if re.fullmatch(r"\d+(\.\d+)*", v)]
-    newest = max(releases, key=lambda v: tuple(int(x) for x in v.split(".")), default=None)
+
+    def order(v: str) -> tuple[int, ...]:
+        return tuple(int(x) for x in v.split("."))
+
+    newest = max(releases, key=order, default=None)
     where = f"; the newest release there is {newest}" if newest else ""
-    return f"{label(package)} {version} is not on PyPI (the index answered{where})"
+    # `0.16` (or `v0.16.0`) for 0.16.0: name the releases it abbreviates.
+    stem = version.removeprefix("v").removeprefix("V")
+    meant = sorted((v for v in releases if v == stem or v.startswith(stem + ".")), key=order)
+    hint = f": did you mean {', '.join(meant[-3:])}?" if meant else ""
+    return f"{label(package)} {version} is not on PyPI (the index answered{where}){hint}"
 
 
 def _extract_python(archive: Path, into: Path, package: str = "vllm") -> None:
