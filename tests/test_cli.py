@@ -7,6 +7,7 @@ import os
 import re
 import sys
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,8 @@ from typer.testing import CliRunner, Result
 
 from eagle3lint import __version__
 from eagle3lint.cli import app
+
+REPO = Path(__file__).resolve().parent.parent
 
 ERA = Path(__file__).resolve().parent.parent / "fixtures" / "eras" / "e2_stub"
 
@@ -227,3 +230,28 @@ def test_an_hf_config_that_is_no_model_config_is_a_named_error(
     assert "is not a model's config.json: it names no model_type and no architectures" in (
         result.output
     )
+
+
+def test_pair_writes_its_report_to_the_file_output_names(
+    vllm_release: Callable[[str], Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    vllm_release("0.34.0")
+    monkeypatch.chdir(REPO)
+    out = tmp_path / "reports" / "pair.json"
+    head = '{"model": "examples/eagle3-llama-3.1-8b", "num_speculative_tokens": 3}'
+    target = "fixtures/pairing/llama-3.1-8b/config.json"
+    args = ["pair", "--vllm", "0.34.0", "--target", target, "--speculative-config", head]
+    result = run(*args, "--output-format", "json", "-o", str(out))
+    assert result.exit_code == 0, result.output
+    assert result.stdout == ""
+    assert json.loads(out.read_text())["targets"]
+    text = run(*args, "--output", str(tmp_path / "pair.txt"))
+    assert "verdict" in (tmp_path / "pair.txt").read_text() and text.stdout == ""
+
+
+def test_matrix_takes_output_format_as_check_spells_it(era_copy: Path) -> None:
+    spelled = [
+        run("matrix", str(era_copy), option, "json", "--no-cache").stdout
+        for option in ("--output-format", "--format")
+    ]
+    assert spelled[0] == spelled[1] and json.loads(spelled[0])

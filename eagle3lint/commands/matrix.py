@@ -14,6 +14,7 @@ import typer
 
 from eagle3lint.commands.guard import guard
 from eagle3lint.commands.options import RunArgs, takes
+from eagle3lint.commands.output import OutputFileOpt, write_output
 from eagle3lint.errors import EXIT_INPUT, EXIT_OK, UsageError
 from eagle3lint.matrix.formats import MatrixFormat
 from eagle3lint.report.terminal import Terminal
@@ -45,11 +46,10 @@ def matrix(
         typer.Option("--sglang", help="SGLang releases, as --vllm takes them; repeatable."),
     ] = None,
     output_format: Annotated[
-        MatrixFormat, typer.Option("--format", help="Output format.")
+        MatrixFormat,
+        typer.Option("--output-format", "--format", help="Output format (as check spells it)."),
     ] = MatrixFormat.text,
-    output: Annotated[
-        Path | None, typer.Option("--output", "-o", help="Write to this file, not stdout.")
-    ] = None,
+    output: OutputFileOpt = None,
 ) -> None:
     """EAGLE-3 readiness of every architecture across vLLM (or SGLang) releases (columns) as a
     table."""
@@ -200,21 +200,6 @@ def report_failures(matrix: Matrix) -> int:
             + "\n"
         )
     return EXIT_INPUT if matrix.failed else EXIT_OK
-
-
-def write_output(text: str, output: Path | None) -> None:
-    """To stdout, or to `output` written whole (a temporary file renamed into place)."""
-    from eagle3lint.storage import write_atomically
-
-    if output is None:
-        sys.stdout.write(text)
-        sys.stdout.flush()
-        return
-    try:
-        output.parent.mkdir(parents=True, exist_ok=True)
-        write_atomically(output, text.encode("utf-8"))
-    except OSError as exc:
-        raise UsageError(f"--output {output}: {exc.strerror or exc}") from exc
 
 
 def _text_console(tty: bool | None = None, piped_width: int | None = None) -> Console:

@@ -3,6 +3,7 @@ summary table of what the release will do with the pair."""
 
 from __future__ import annotations
 
+import io
 import json
 import sys
 from collections.abc import Callable
@@ -23,6 +24,7 @@ from eagle3lint.commands.options import (
     VerboseOpt,
     takes,
 )
+from eagle3lint.commands.output import OutputFileOpt, write_output
 from eagle3lint.commands.pair_summary import Summary, verdict_of
 from eagle3lint.report.terminal import Terminal
 
@@ -91,6 +93,7 @@ def pair(
     exit_zero: ExitZeroOpt = False,
     quiet: QuietOpt = False,
     verbose: VerboseOpt = False,
+    output_file: OutputFileOpt = None,
 ) -> None:
     """Check an EAGLE-3 drafter against its target for one release (exit codes as check)."""
     with guard(args.debug):
@@ -106,17 +109,17 @@ def pair(
                 options, draft, target, speculative_config, output_format, quiet, verbose,
                 exit_zero,
             )  # fmt: skip
-            sys.stdout.write(output)
-            sys.stdout.flush()
+            write_output(output, output_file)
             raise typer.Exit(code)
         settings = SpeculativeConfig.parse(speculative_config) if speculative_config else None
         pairing = DraftPairing.load(draft, list(draft_weights or []), target, pp, settings)
-        view = View(output_format, quiet, verbose, exit_zero, False, Terminal.of(sys.stdout))
+        # A file gets no colour, as a pipe gets none.
+        stream = sys.stdout if output_file is None else io.StringIO()
+        view = View(output_format, quiet, verbose, exit_zero, False, Terminal.of(stream))
         output, code = run_pair(
             options, pairing, output_format.value, lambda report: render(report, view), exit_zero
         )
-        sys.stdout.write(output)
-        sys.stdout.flush()
+        write_output(output, output_file)
     raise typer.Exit(code)
 
 

@@ -1,0 +1,30 @@
+"""Where a command's report goes: stdout, or the file `--output`/`-o` names, written whole."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+OutputFileOpt = Annotated[
+    Path | None, typer.Option("--output", "-o", help="Write to this file, not stdout.")
+]
+
+
+def write_output(text: str, output: Path | None) -> None:
+    """To stdout, or to `output` written whole (a temporary file renamed into place), so a
+    reader of the file never sees half a report."""
+    from eagle3lint.errors import UsageError
+    from eagle3lint.storage import write_atomically
+
+    if output is None:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+        return
+    try:
+        output.parent.mkdir(parents=True, exist_ok=True)
+        write_atomically(output, text.encode("utf-8"))
+    except OSError as exc:
+        raise UsageError(f"--output {output}: {exc.strerror or exc}") from exc
