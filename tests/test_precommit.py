@@ -341,14 +341,7 @@ def test_the_release_script_tags_the_release_and_pins_every_snippet_to_it(
     with pytest.raises(release_tool.ReleaseError, match="not newer"):
         release_tool.release(clone, __version__, datetime.date(2026, 12, 7))
     commit = release_tool.release(clone, version, datetime.date(2026, 12, 7))
-    tagged = subprocess.run(
-        ["git", "rev-parse", f"v{version}^{{commit}}"],
-        cwd=clone,
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    assert tagged.stdout.strip() == commit
+    assert git(clone, "rev-parse", f"v{version}^{{commit}}").strip() == commit
     assert f"## {version} (2026-12-07)" in changelog.read_text()
     assert assert_pins_exist(clone) >= 7
     status = subprocess.run(["git", "status", "--porcelain"], cwd=clone, capture_output=True)
