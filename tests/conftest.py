@@ -3,6 +3,7 @@ the tiers (pytest markers, docs/testing.md), given to each test by what it uses.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import tempfile
@@ -64,6 +65,26 @@ INSTALLED_TIERS = (
 """The tiers that need an engine installed: their folder, the distribution, the releases."""
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--tier-counts",
+        metavar="FILE",
+        help="write how many collected tests each tier holds to FILE, as JSON (docs/testing.md "
+        "quotes them; tests/test_docs.py holds it to them)",
+    )
+
+
+def tier_counts(items: list[pytest.Item]) -> dict[str, int]:
+    """How many of `items` each tier holds: the heaviest tier a test needs, else `slow` for a
+    test that needs nothing but is slow, else `fast`; and `all`."""
+    counts = dict.fromkeys(("fast", *TIERS, "slow"), 0)
+    for item in items:
+        needs = [tier for tier in TIERS if item.get_closest_marker(tier)]
+        slow = item.get_closest_marker("slow") is not None
+        counts[needs[-1] if needs else "slow" if slow else "fast"] += 1
+    return {**counts, "all": len(items)}
+
+
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(session: pytest.Session, items: list[pytest.Item]) -> None:
     """The tiers that need an engine installed run last (runtime, then end to end), and their
@@ -71,6 +92,9 @@ def pytest_collection_modifyitems(session: pytest.Session, items: list[pytest.It
     run, so that on a fresh machine the downloads overlap the rest of the suite. Last among
     the hooks, after `-m`/`-k` deselected: a run that deselects those tests installs nothing,
     and so does one that only collects (`--collect-only`, an IDE's test discovery)."""
+    counts_file = session.config.getoption("tier_counts")
+    if counts_file:
+        Path(counts_file).write_text(json.dumps(tier_counts(items)))
     queue: list[tuple[str, str]] = []
     for folder, distribution, releases in INSTALLED_TIERS:
         tier = [item for item in items if folder in item.path.parents]

@@ -289,3 +289,32 @@ def test_the_readme_agreement_figures_are_the_suites_last_measure() -> None:
     for release, _, decided, agree, *_ in _table_rows(sweep, after="| release | repaired |"):
         wanted = f"on {release}: {agree} of {decided} agree"
         assert wanted in repaired, wanted
+
+
+TIER_SENTENCE = (
+    r"It runs (?P<fast>\d+) of the (?P<all>\d+) tests \(release (?P<release>\d+),\s+runtime "
+    r"(?P<runtime>\d+), e2e (?P<e2e>\d+), slow (?P<slow>\d+)\)"
+)
+
+
+def test_the_tier_counts_docs_testing_quotes_are_the_suites(tmp_path: Path) -> None:
+    counts_file = tmp_path / "counts.json"
+    collect = ["--collect-only", "-q", "-p", "no:cacheprovider", f"--tier-counts={counts_file}"]
+    collected = subprocess.run(
+        [sys.executable, "-m", "pytest", *collect],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert collected.returncode == 0, collected.stdout[-2000:]
+    counts = json.loads(counts_file.read_text())
+    assert sum(v for k, v in counts.items() if k != "all") == counts["all"]
+    quoted = re.search(TIER_SENTENCE, (REPO / "docs" / "testing.md").read_text())
+    assert quoted, "docs/testing.md no longer says how many tests each tier holds"
+    expected = (
+        f"It runs {counts['fast']} of the {counts['all']} tests (release {counts['release']}, "
+        f"runtime {counts['runtime']}, e2e {counts['e2e']}, slow {counts['slow']})"
+    )
+    assert {k: int(v) for k, v in quoted.groupdict().items()} == counts, expected
