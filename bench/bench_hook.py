@@ -54,13 +54,20 @@ def timed(command: list[str], cwd: Path) -> float:
 
 
 def install(into: Path) -> Path:
-    """eagle3lint from this checkout in a venv of its own, its dependencies taken from this
-    environment (nothing downloaded); the venv's `bin`."""
+    """eagle3lint from this checkout's working tree (new files not yet committed included) in a
+    venv of its own, its dependencies taken from this environment (nothing downloaded); the
+    venv's `bin`."""
     source = into / "source"
     listed = subprocess.run(
-        ["git", "ls-files", "-z"], cwd=REPO, capture_output=True, text=True, check=True
+        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=True,
     ).stdout
     for name in filter(None, listed.split("\0")):
+        if not (REPO / name).is_file():
+            continue  # deleted in the working tree
         (source / name).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(REPO / name, source / name)
     venv = into / "venv"

@@ -25,7 +25,7 @@ from pathlib import Path
 from eagle3lint.codes import BASELINES, STALE_BASELINE_ENTRY
 from eagle3lint.errors import UsageError
 from eagle3lint.findings import Finding
-from eagle3lint.report.fingerprint import fingerprint
+from eagle3lint.report.fingerprint import fingerprint, portable
 from eagle3lint.report.model import Report
 from eagle3lint.sources.documents import parse_json
 from eagle3lint.sources.files import (
@@ -53,6 +53,9 @@ class Entry:
     """Why it is accepted for now (an upstream issue link): kept by `--write-baseline`."""
     line: int = 1
     """Where the entry is in the baseline file (a stale entry is reported there)."""
+    reduced: bool | None = None
+    """Its target was shown as one note when it was recorded (claiming no support, nobody
+    asking about it); None in baselines written before that was noted."""
 
     @property
     def key(self) -> tuple[str, str, str]:
@@ -95,6 +98,7 @@ class Baseline:
                     str(e.get("message", "")),
                     str(e["note"]) if e.get("note") is not None else None,
                     lines.get(str(e["fingerprint"]), 1),
+                    bool(e["reduced"]) if "reduced" in e else None,
                 )
                 for e in data["findings"]
             )
@@ -132,29 +136,26 @@ class Baseline:
 
 @dataclass(frozen=True)
 class Scope:
-    """Which baseline entries a run could have matched: entries of its targets, of codes it
-    reports, in files it reports on. An entry in scope that matched nothing is stale; one out
-    of scope is kept as it is by `--write-baseline` (a run over one file or one architecture
-    rewrites only its part of the baseline)."""
+    """Which baseline entries a run could have matched: entries of the targets it judged and
+    shows in full, of codes it reports. An entry in scope that matched nothing is stale; one
+    out of scope is kept as it is by `--write-baseline` (a run over one file or one
+    architecture rewrites only its part of the baseline)."""
 
     reportable: Callable[[str], bool]
     """Whether the run reports a code (its --select/--ignore)."""
-    targets: dict[str, str]
-    """The run's targets: architecture -> the file defining it (resolved)."""
-    report_paths: set[str] | None
-    """With file arguments, those files (resolved)."""
+    targets: frozenset[str]
+    """The architectures of the run's targets."""
     excludes: Callable[[Path], bool]
+    reduced: frozenset[str] = frozenset()
+    """The architectures it shows as one note: an entry recorded of the other form (a run
+    asking about a target, or no longer asking) is not what this run judged."""
 
     def covers(self, baseline: Baseline, entry: Entry) -> bool:
-        defined_in = self.targets.get(entry.target)
-        if defined_in is None or not self.reportable(entry.code):
+        if entry.target not in self.targets or not self.reportable(entry.code):
             return False
-        file = baseline.file_of(entry)
-        if self.excludes(file):
+        if entry.reduced is not None and entry.reduced != (entry.target in self.reduced):
             return False
-        if self.report_paths is None:
-            return True
-        return defined_in in self.report_paths or str(file.resolve()) in self.report_paths
+        return not self.excludes(baseline.file_of(entry))
 
 
 def stale_finding(baseline: Baseline, entry: Entry, shown_path: str) -> Finding:
@@ -186,7 +187,8 @@ def write_baseline(
     recorded = {
         (f.code, t.arch, fingerprint(f, root)): (
             Path(os.path.relpath(Path(f.path).absolute(), root)).as_posix(),
-            f.message,
+            portable(f.message, root),
+            not t.required and not t.claims_eagle3,
         )
         for t in report.targets
         for f in t.findings
@@ -199,12 +201,20 @@ def write_baseline(
             if entry.note is not None:
                 notes[entry.key] = entry.note
             if scope is not None and not scope.covers(previous, entry):
-                recorded.setdefault(entry.key, (entry.path, entry.message))
+                recorded.setdefault(entry.key, (entry.path, entry.message, entry.reduced))
             elif entry.key not in recorded:
                 dropped += 1
     findings = []
-    for (code, arch, fp), (file, message) in sorted(recorded.items()):
-        item = {"code": code, "target": arch, "fingerprint": fp, "path": file, "message": message}
+    for (code, arch, fp), (file, message, reduced) in sorted(recorded.items()):
+        item: dict[str, object] = {
+            "code": code,
+            "target": arch,
+            "fingerprint": fp,
+            "path": file,
+            "message": message,
+        }
+        if reduced is not None:
+            item["reduced"] = reduced
         if (code, arch, fp) in notes:
             item["note"] = notes[(code, arch, fp)]
         findings.append(item)

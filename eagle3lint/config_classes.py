@@ -43,12 +43,8 @@ class ConfigFacts:
 
 def config_facts(index: ProjectIndex, ref: ClassRef | ExternalRef) -> ConfigFacts | str:
     """The facts of the config class `ref`, or why its source could not be read."""
-    memo = index.memo.setdefault("config-facts", {})
-    assert isinstance(memo, dict)
     key = ref.qualname if isinstance(ref, ClassRef) else ref.text
-    if key not in memo:
-        memo[key] = _facts(index, ref)
-    return memo[key]
+    return index.remembered(f"config-facts:{key}", lambda: _facts(index, ref))
 
 
 def transformers_library(index: ProjectIndex) -> Library | None:
@@ -151,14 +147,12 @@ def _candidate_modules(index: ProjectIndex, library: Library, module: str, name:
 
 def _model_folders(index: ProjectIndex, library: Library) -> list[str]:
     """The model folders of transformers (listed once per run)."""
-    key = f"model-folders:{library.folder}"
-    if key not in index.memo:
-        root = library.folder / TRANSFORMERS / "models"
+    root = library.folder / TRANSFORMERS / "models"
+
+    def listed() -> list[str]:
         try:
-            names = sorted(e.name for e in os.scandir(root) if e.is_dir() and e.name.isidentifier())
+            return sorted(e.name for e in os.scandir(root) if e.is_dir() and e.name.isidentifier())
         except OSError:
-            names = []
-        index.memo[key] = names
-    folders = index.memo[key]
-    assert isinstance(folders, list)
-    return folders
+            return []
+
+    return index.remembered(f"model-folders:{library.folder}", listed)

@@ -8,9 +8,10 @@ import contextlib
 import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from eagle3lint.baseline import Baseline, Scope
+from eagle3lint.checkrun.dependencies import Dependencies, RecordStore, settle, target_key
+from eagle3lint.checkrun.fingerprint import code_fingerprint
 from eagle3lint.checkrun.inputs import nothing_found, unique, workspace_errors
 from eagle3lint.checkrun.intent import (
     Intent,
@@ -104,17 +105,30 @@ def _checked(
     """The check of `workspace`, step by step; the order of the steps is the order of the
     report's input errors."""
     errors = workspace_errors(workspace)
-    contract = tree_contract(index, workspace, errors)
-    shown_contract = unread_contract(workspace) if contract is None else contract
-    ctx = _rule_context(options, index, shown_contract)
+    store = RecordStore() if options.use_cache else None
+    record_key = RecordStore.key(options, workspace)
+    given = workspace.files if workspace.only_files else None
+    narrowed = given is not None or bool(options.archs)
+    deps = Dependencies(index, given, store.load(record_key) if store and narrowed else None)
+    with index.recording() as shared:
+        contract = tree_contract(index, workspace, errors)
+        shown_contract = unread_contract(workspace) if contract is None else contract
+        ctx = _rule_context(options, index, shown_contract)
+    deps.shared |= shared
     targets: list[Target] = []
     if contract is not None:
-        targets = select_targets(index, contract, workspace, options.archs, errors)
+        targets = select_targets(index, contract, workspace, options.archs, errors, deps)
     rule_objects = instantiate(rules, options, errors, workspace.wing.name)
     report_paths = {str(p.resolve()) for p in workspace.files} if workspace.only_files else None
+    judged = [_judged(rule_objects, target, ctx, options, deps) for target in targets]
+    if given is not None:
+        # Files given (a commit's, a pull request's): the targets that read one of them, none
+        # when none is a module of the tree (an excluded file, a test file beside the tree).
+        kept = [i for i, t in enumerate(targets) if deps.caused_by(target_key(t))]
+        targets, judged = [targets[i] for i in kept], [judged[i] for i in kept]
     # Suppressions apply before the per-file filter: a comment is used if any target needed it.
     per_target = apply_suppressions(
-        [judge(rule_objects, target, ctx, options) for target in targets],
+        judged,
         None if options.archs else lambda code: selected(code, options.select, options.ignore),
         index.source_bytes,
     )
@@ -127,11 +141,15 @@ def _checked(
     excluder = excluder_for(options)
     required = [asked.about(t) for t in targets]
     fix_plan = _fix_plan(options, workspace, index, excluder, targets, per_target, required)
-    scope = baseline_scope(options, index, targets, report_paths, excluder)
+    reduced = [t.arch for t, asked in zip(targets, required, strict=True) if _reduced(t, asked)]
+    scope = baseline_scope(options, targets, excluder, reduced)
     # With an input error some finding may be missing: no entry is called stale on that.
     judged = scope if not errors and not index.errors else None
     shown = Shown(index, baseline, excluder, report_paths, judged)
+    caused = {t.arch: deps.caused_by(target_key(t)) for t in targets} if given else None
     results, reported = _results(targets, per_target, by_runner, required, fix_plan, shown)
+    for result in results if caused is not None else ():
+        result.reads_changed = [str(p) for p in caused.get(result.arch, ())]
     errors += shown.errors(reported)
     folders = [p for p in options.paths if os.path.isdir(p)]
     if not targets and not errors and workspace.extra_roots and folders:
@@ -142,14 +160,27 @@ def _checked(
         engine_label=workspace.wing.label,
         targets=results,
         errors=unique(errors),
-        files_analysed=len(index.loaded()),
+        files_analysed=len(index.loaded()) if given is None else deps.files_read(targets),
         # A stale baseline entry is located in the baseline: not outside what was checked.
         focus=sorted(report_paths | ({str(baseline.path.resolve())} if baseline else set()))
         if report_paths is not None
         else None,
         baselined=len(shown.baselined),
     )
+    if store is not None and not report.errors:
+        store.store(record_key, deps.record())
     return CheckRun(report, index, workspace, targets, fix_plan, every_finding)
+
+
+def _judged(
+    rules: list[Rule], target: Target, ctx: RuleContext, options: CheckOptions, deps: Dependencies
+) -> list[Finding]:
+    """The target's findings, what it read to reach them noted in `deps`."""
+    with ctx.index.recording() as reads:
+        findings = judge(rules, target, ctx, options)
+        settle(target)
+    deps.reads.setdefault(target_key(target), set()).update(reads)
+    return findings
 
 
 def _rule_context(options: CheckOptions, index: ProjectIndex, contract: Contract) -> RuleContext:
@@ -198,15 +229,17 @@ def _fix_plan(
         index,
         options.release,
         excluder.excludes if excluder else None,
+        code_fingerprint() if options.use_cache else "",
     )
 
 
+def _reduced(target: Target, asked_about: bool) -> bool:
+    """Shown as one note (`intent.as_asked`): nobody asked, its code claims no support."""
+    return not asked_about and not target.claims_eagle3
+
+
 def baseline_scope(
-    options: CheckOptions,
-    index: ProjectIndex,
-    targets: list[Target],
-    report_paths: set[str] | None,
-    excluder: Excluder,
+    options: CheckOptions, targets: list[Target], excluder: Excluder, reduced: Iterable[str]
 ) -> Scope:
     """The baseline entries a run with these options and targets could match."""
     return Scope(
@@ -214,9 +247,9 @@ def baseline_scope(
             selected(STALE_BASELINE_ENTRY.code, options.select, options.ignore)
             and selected(code, options.select, options.ignore)
         ),
-        targets={t.arch: str(Path(index.display_path(t.ref.file)).resolve()) for t in targets},
-        report_paths=report_paths,
+        targets=frozenset(t.arch for t in targets),
         excludes=excluder.excludes if excluder else lambda path: False,
+        reduced=frozenset(reduced),
     )
 
 

@@ -20,18 +20,17 @@ before that; what it guesses decides nothing but what is parsed early.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from eagle3lint import __version__
 from eagle3lint.cachedir import default_cache_dir, file_digest, touch, trusted_folder
+from eagle3lint.checkrun.fingerprint import code_fingerprint
 from eagle3lint.sources.files import (
     MAX_CACHE_ENTRY_BYTES,
     Stamp,
@@ -111,8 +110,12 @@ def _unquoted_code_lines(run: CheckRun, output: str, manifest: Manifest) -> dict
     on the files it was given, and those are the files the next edit touches."""
     if not run.workspace.only_files:
         return {}
+    from eagle3lint.report.locations import without_changed_names
+
     given = {str(path.resolve()) for path in run.workspace.files}
-    quoted = "\n".join([output, *(finding.message for finding in run.every_finding)])
+    # A note naming a file given that targets read quotes none of its lines.
+    shown = without_changed_names(output)
+    quoted = "\n".join([shown, *(finding.message for finding in run.every_finding)])
     digests = {}
     for path in manifest.summarised:
         data = run.index.source_bytes(path)
@@ -183,38 +186,6 @@ class Guess:
         if self._ahead is not None:
             self._ahead.close()
             self._ahead = None
-
-
-@cache
-def code_fingerprint() -> str:
-    """A hash of eagle3lint's own sources and of every rule plugin's: the entry points (name
-    and module) and the Python files beside each plugin module (a
-    built-in rule's `rules/_<rule>_*.py` helpers, outside the package folder in a checkout).
-    Read from the files, without importing the plugins: a check answered from the cache never
-    loads them (a third of a hook's run)."""
-    from importlib.metadata import entry_points
-    from importlib.util import find_spec
-
-    from eagle3lint.rule import ENTRY_POINT_GROUP
-
-    package = Path(__file__).parent
-    files = sorted(package.rglob("*.py"))
-    digest = hashlib.blake2b(digest_size=16)
-    for point in sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda p: (p.name, p.value)):
-        digest.update(f"{point.name}\0{point.value}\0".encode())
-        try:
-            spec = find_spec(point.module)
-        except (ImportError, ValueError):  # the run will report the plugin as broken
-            spec = None
-        origin = Path(spec.origin) if spec is not None and spec.origin else None
-        if origin is None or not origin.is_file():
-            continue
-        # A module inside a package brings the package's other modules (its helpers); a
-        # top-level module, only itself (its folder is site-packages).
-        files += sorted(origin.parent.glob("*.py")) if "." in point.module else [origin]
-    for path in dict.fromkeys(files):
-        digest.update(str(path).encode() + b"\0" + path.read_bytes())
-    return digest.hexdigest()
 
 
 @dataclass

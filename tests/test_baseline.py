@@ -175,3 +175,64 @@ def test_a_model_ready_when_the_baseline_was_written_is_required(tree: Path) -> 
 
     assert required() == {}
     assert set(required("--baseline", "baseline.json")) == set(ready)
+
+
+def test_a_baseline_works_in_every_clone(
+    tree: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 32: messages that quote a file of the tree (the proposer's, with its line) are
+    recorded relative to the baseline's folder, so the baseline committed in one checkout
+    holds in another one elsewhere (CI's)."""
+    import shutil
+
+    CliRunner().invoke(app, ["check", "vllm", "--require", "*", "--write-baseline", "b.json"])
+    written = (tree / "b.json").read_text()
+    assert str(tree) not in written and "vllm/v1/spec_decode/eagle.py" in written
+    clone = tmp_path / "clone"
+    shutil.copytree(tree, clone)
+    monkeypatch.chdir(clone)
+    code, report = check("--baseline", "b.json")
+    assert (code, reported(report), report["summary"]["baselined"] > 0) == (0, set(), True)
+
+
+def test_a_narrowed_run_judges_only_what_it_judged(tree: Path) -> None:
+    """A baseline written for every target as asked about: a run asking about none (each
+    target claiming no support becomes one note) or one (`--arch`) calls no entry stale, and
+    writing from it keeps the entries it did not judge."""
+    CliRunner().invoke(app, ["check", "vllm", "--require", "*", "--write-baseline", "b.json"])
+    full = json.loads((tree / "b.json").read_text())["findings"]
+    for args in ((), ("--arch", "NoTapForCausalLM")):
+        result = CliRunner().invoke(
+            app, ["check", "vllm", "--baseline", "b.json", "--format", "json", *args]
+        )
+        stale = [f for t in json.loads(result.stdout)["targets"] for f in t["findings"]]
+        assert not [f for f in stale if f["code"] == "EAG906"], args
+    CliRunner().invoke(app, ["check", "vllm", "--write-baseline", "b.json"])
+    rewritten = json.loads((tree / "b.json").read_text())["findings"]
+    assert {e["fingerprint"] for e in full} <= {e["fingerprint"] for e in rewritten}
+
+
+def test_a_baseline_written_in_one_clone_of_a_release_holds_in_another(
+    vllm_release: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 32, on vLLM 0.33.0: 125 of 406 entries quoted the checkout's absolute path, so the
+    baseline committed in one clone failed in every other one with 125 EAG906 errors."""
+    import shutil
+
+    one, two = tmp_path / "one", tmp_path / "elsewhere" / "two"
+    for clone in (one, two):
+        shutil.copytree(vllm_release("0.33.0"), clone / "vllm")
+    monkeypatch.chdir(one)
+    written = CliRunner().invoke(app, ["check", "vllm", "--write-baseline", "baseline.json"])
+    assert written.exit_code == 0, written.output
+    text = (one / "baseline.json").read_text()
+    assert str(tmp_path) not in text
+    (two / "baseline.json").write_text(text)
+    monkeypatch.chdir(two)
+    result = CliRunner().invoke(
+        app, ["check", "vllm", "--baseline", "baseline.json", "--format", "json"]
+    )
+    report = json.loads(result.stdout)
+    stale = [f for t in report["targets"] for f in t["findings"] if f["code"] == "EAG906"]
+    assert (result.exit_code, stale) == (0, []), result.stdout[-3000:]
+    assert report["summary"]["baselined"] > 0

@@ -255,3 +255,13 @@ def test_matrix_takes_output_format_as_check_spells_it(era_copy: Path) -> None:
         for option in ("--output-format", "--format")
     ]
     assert spelled[0] == spelled[1] and json.loads(spelled[0])
+
+
+def test_check_writes_its_report_to_the_file_output_names(era_copy: Path, tmp_path: Path) -> None:
+    out = tmp_path / "report.sarif"
+    result = run("check", str(era_copy), "--output-format", "sarif", "-o", str(out), "--no-cache")
+    assert result.exit_code == 1 and result.stdout == ""
+    assert json.loads(out.read_text())["runs"][0]["results"]
+    text = tmp_path / "report.txt"
+    run("check", str(era_copy), "--output", str(text), "--color", "auto", "--no-cache")
+    assert "Found " in text.read_text() and "\x1b[" not in text.read_text()

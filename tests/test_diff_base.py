@@ -104,3 +104,51 @@ def test_the_checked_repository_cannot_make_git_run_a_command(repo: Path, tmp_pa
     code, _, report = check("--diff-base", "main", "--require", "*", "--format", "json")
     assert code == 1 and {t["arch"] for t in report["targets"]} == {"NoTapForCausalLM"}
     assert not ran.exists()
+
+
+def test_the_committed_contents_are_judged_not_the_working_tree(repo: Path) -> None:
+    """Issue 32: a pull request is what it committed. An uncommitted edit of a file it
+    changed is not the pull request's, either way, and the working tree is left as it is."""
+    good = repo / MODELS / "good_llama.py"
+    committed = good.read_text() + "# touched\n"
+    good.write_text(committed)
+    git(repo, "commit", "-q", "-am", "feature")
+    broken = committed.replace("SupportsPP, SupportsEagle3):", "SupportsPP):")
+    assert broken != committed
+    good.write_text(broken)  # uncommitted: the protocol dropped
+    assert verdict(check("--diff-base", "main", "--format", "json")[2]) is None  # committed
+    assert good.read_text() == broken
+
+    git(repo, "commit", "-q", "-am", "drop the protocol")
+    good.write_text(committed)  # fixed in the working tree, not in the pull request
+    assert verdict(check("--diff-base", "main", "--format", "json")[2]) is False
+
+
+def verdict(report: Any) -> bool | None:
+    """GoodLlamaForCausalLM's `eagle3_ready` (the wrappers over it are reported too: they read
+    its file)."""
+    [found] = [t for t in report["targets"] if t["arch"] == "GoodLlamaForCausalLM"]
+    return found["eagle3_ready"]
+
+
+def test_a_contract_file_the_branch_changed_judges_every_target_reading_it(repo: Path) -> None:
+    """A change to interfaces.py breaks targets defined elsewhere: the pull request's check
+    names them, as the whole-tree check does."""
+    interfaces = repo / MODELS / "interfaces.py"
+    getter = "def get_eagle3_aux_hidden_state_layers(self)"
+    interfaces.write_text(interfaces.read_text().replace(getter, getter.replace("aux", "tap")))
+    git(repo, "commit", "-q", "-am", "rename the getter")
+    code, _, branch = check("--diff-base", "main", "--require", "*", "--format", "json")
+    _, _, whole = check("vllm", "--require", "*", "--format", "json")
+    assert code == 1
+    assert {t["arch"] for t in branch["targets"]} == {t["arch"] for t in whole["targets"]}
+    assert all(t["reads_changed"] == [str(interfaces)] for t in branch["targets"])
+
+    git(repo, "checkout", "-q", "main", "--", str(interfaces))
+    interfaces.write_text(interfaces.read_text() + "# a harmless comment\n")
+    git(repo, "commit", "-q", "-am", "a comment")
+    _, _, harmless = check("--diff-base", "main", "--format", "json")
+    _, _, before = check("vllm", "--format", "json")
+    assert [t["findings"] for t in harmless["targets"]] == [
+        t["findings"] for t in before["targets"]
+    ]

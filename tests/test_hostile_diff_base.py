@@ -60,9 +60,12 @@ def armed(marker: Path, cwd: Path, *args: str) -> None:
     marker.unlink()
 
 
-def make_partial(repo: Path, url: str, protocol: str, **remote: str) -> None:
+def make_partial(
+    repo: Path, url: str, protocol: str, drop: str = "main^{tree}", **remote: str
+) -> None:
     """Make `repo` a partial clone whose promisor remote is `url`, allowed by the repository's
-    own `protocol.<protocol>.allow`, and drop the merge base's root tree from its objects."""
+    own `protocol.<protocol>.allow`, and drop object `drop` (the merge base's root tree) from
+    its objects."""
     for key, value in {
         "core.repositoryformatversion": "1",
         "extensions.partialClone": "origin",
@@ -72,14 +75,14 @@ def make_partial(repo: Path, url: str, protocol: str, **remote: str) -> None:
         **{f"remote.origin.{key}": value for key, value in remote.items()},
     }.items():
         git(repo, "config", key, value)
-    tree = subprocess.run(
-        ["git", *IDENTITY, "rev-parse", "main^{tree}"],
+    dropped = subprocess.run(
+        ["git", *IDENTITY, "rev-parse", drop],
         cwd=repo,
         capture_output=True,
         text=True,
         check=True,
     ).stdout.strip()
-    (repo / ".git" / "objects" / tree[:2] / tree[2:]).unlink()
+    (repo / ".git" / "objects" / dropped[:2] / dropped[2:]).unlink()
 
 
 def refused(marker: Path, *args: str) -> str:
@@ -151,3 +154,14 @@ def test_a_partial_clone_holding_what_it_compares_is_checked(repo: Path, tmp_pat
     code, _, report = check("--diff-base", "main", "--require", "*", "--format", "json")
     assert code == 1 and {t["arch"] for t in report["targets"]} == {"NoTapForCausalLM"}
     assert not marker.exists()
+
+
+def test_a_partial_clone_missing_a_changed_files_blob_fetches_nothing(
+    repo: Path, tmp_path: Path
+) -> None:
+    # --diff-base reads the changed files as committed (cat-file blob): a blob it lacks is the
+    # same named error, not git's own last line, and fetches nothing.
+    marker = tmp_path / "ran"
+    make_partial(repo, f"ext::sh -c touch% {marker}", "ext", drop=f"HEAD:{MODELS / 'no_tap.py'}")
+    said = refused(marker)
+    assert "is a partial clone (promisor remote 'origin')" in said

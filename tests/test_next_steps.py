@@ -104,6 +104,7 @@ def test_the_commands_repeat_the_options_that_decide_what_was_found(era_copy: Pa
         "1",
         "--no-cache",
         "--exit-zero",
+        "--verbose",  # files given: the findings and one count line, the rest behind -v
     )
     preview, apply, explain = next_block(result.stdout)
     # fix takes no --extend-select: the selection the check made instead. Options that only
@@ -159,7 +160,12 @@ def test_an_unverified_target_asked_about_gets_the_options_that_decide_it(era_co
 
 
 def test_a_run_with_nothing_shown_has_no_next_block(era_copy: Path) -> None:
-    result = run("check", str(MODELS / "good_llama.py"), "--no-cache")
+    # A file is judged by every target that reads it: with the README's baseline recipe, only
+    # what a change adds is shown, here nothing.
+    baseline = era_copy / "baseline.json"
+    assert run("check", "vllm", "--write-baseline", str(baseline), "--no-cache").exit_code == 0
+    args = ("--baseline", str(baseline), "--no-cache")
+    result = run("check", str(MODELS / "good_llama.py"), *args)
     assert result.exit_code == 0, result.output
     assert "All checks passed!" in result.stdout
     assert next_block(result.stdout) == []
@@ -270,3 +276,20 @@ def test_what_decides_besides_an_option_is_no_command(era_copy: Path) -> None:
     tree_only = Unverified("transformers' model", "not installed", ("a vLLM tree",))
     target.unverified = [replace(f, unverified=tree_only) for f in target.unverified]
     assert [c for c in rendered() if c.startswith("eagle3lint check")] == []
+
+
+def test_a_commit_blocked_by_files_given_gets_the_findings_and_one_count_line(
+    era_copy: Path,
+) -> None:
+    # As ruff's hook prints a blocked commit; the summary and the "Next:" block behind -v.
+    no_tap = str(MODELS / "no_tap.py")
+    result = run("check", no_tap, "--no-cache")
+    assert result.exit_code == 1, result.output
+    lines = result.stdout.splitlines()
+    assert all(": EAG" in line for line in lines[:-1]) and lines[:-1]
+    assert lines[-1] == (
+        f"Found 1 error; [*] 1 fixable with `eagle3lint fix {no_tap}` "
+        "(-v for the summary and next steps)."
+    )
+    verbose = run("check", no_tap, "--no-cache", "-v")
+    assert next_block(verbose.stdout)[0] == f"eagle3lint fix {no_tap} --diff"

@@ -349,13 +349,16 @@ def test_comment_lines_moved_in_a_given_file_replay_the_run(
     tree: Path, runs: list[int], edit: str, replayed: bool
 ) -> None:
     """What pre-commit does: the file given again after a harmless edit anywhere in it. Its
-    line numbers move, but the output names nothing of it: the run is replayed."""
+    line numbers move, but the output names none of its lines: the run is replayed. The
+    targets that read it are reported, each finding noting that they read it (a name, no
+    line); annotations, as the text format's "Next:" commands name the file."""
     model = tree / MODELS / "good_llama.py"
-    check(model, "--format", "text")
+    check(model, "--format", "github")
     model.write_text(_moved(model.read_text(), edit))
-    after = check(model, "--format", "text")
+    after = check(model, "--format", "github")
+    assert "good_llama.py (changed)" in after
     assert len(runs) == (1 if replayed else 2)
-    assert after == check(model, "--format", "text", "--no-cache")
+    assert after == check(model, "--format", "github", "--no-cache")
 
 
 def test_comment_lines_moved_in_a_file_the_output_names_are_a_run(

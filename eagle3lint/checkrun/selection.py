@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import difflib
 
+from eagle3lint.checkrun.dependencies import Dependencies, target_key
 from eagle3lint.engines import Contract, Target, Wing
 from eagle3lint.engines import Entry as RegistryEntry
 from eagle3lint.errors import UsageError
@@ -44,8 +45,10 @@ def select_targets(
     workspace: Workspace,
     archs: list[str],
     errors: list[InputError],
+    deps: Dependencies,
 ) -> list[Target]:
-    """The registered architectures selected, plus model classes of the files given."""
+    """The registered architectures selected, plus model classes of the files given; of the
+    registered ones, only those `deps` wants judged, each built inside its own recording."""
     file_modules = [m for f in workspace.files if (m := index.module_of(f)) is not None]
     # Out-of-tree model files are checked against a contract from elsewhere: the registered
     # architectures of that vLLM are not what the user asked about, unless named with --arch.
@@ -54,7 +57,9 @@ def select_targets(
     )
     wants_registry = workspace.tree is not None and (not contract_only or bool(archs))
     wing = workspace.wing
-    entries = wing.registry(index) if wants_registry else []
+    with index.recording() as shared:
+        entries = wing.registry(index) if wants_registry else []
+    deps.shared |= shared
     if wants_registry and not entries:
         # An analysis of nothing must not pass as a clean one.
         errors.append(
@@ -69,6 +74,7 @@ def select_targets(
             )
         )
     chosen = _choose_entries(entries, archs) if entries or archs else []
+    chosen = [entry for entry in chosen if deps.wanted(entry.arch)]
     index.preload(file_modules)
     index.preload_closure(
         [
@@ -77,7 +83,13 @@ def select_targets(
         ]
     )
     unresolved: list[RegistryEntry] = []
-    targets = wing.targets(index, contract, chosen, unresolved)
+    targets: list[Target] = []
+    for entry in chosen:
+        with index.recording() as reads:
+            built = wing.targets(index, contract, [entry], unresolved)
+        for target in built:
+            deps.reads.setdefault(target_key(target), set()).update(reads)
+        targets += built
     focus = {str(f.resolve()) for f in workspace.files}
     for entry in unresolved:
         if index.error_for(entry.module) is not None:
@@ -105,16 +117,16 @@ def select_targets(
         # config hook named DeepseekV32ForCausalLM is not one).
         known = {t.ref.qualname for t in targets}
         reached = {m for t in targets for m in t.modules()} if workspace.only_files else set()
-        targets += [
-            t
-            for t in wing.file_targets(index, contract, file_modules, known)
-            if not _in_tree(index, t.ref.file.module, workspace)
-            or (t.is_module and _not_registered_yet(t.ref.file.module, wing, reached))
-        ]
-    if workspace.only_files and file_modules:
-        # Pre-commit passes changed files: only targets built from them can have findings there.
-        touched = set(file_modules)
-        targets = [t for t in targets if t.modules() & touched]
+        with index.recording() as reads:
+            found = [
+                t
+                for t in wing.file_targets(index, contract, file_modules, known)
+                if not _in_tree(index, t.ref.file.module, workspace)
+                or (t.is_module and _not_registered_yet(t.ref.file.module, wing, reached))
+            ]
+        for target in found:
+            deps.reads.setdefault(target_key(target), set()).update(reads)
+        targets += found
     return targets
 
 

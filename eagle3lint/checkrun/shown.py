@@ -1,6 +1,6 @@
 """What of a target the report shows: not the findings a baseline holds (but its entries that
-no longer match, EAG906), nothing in an excluded file, and with file arguments only what those
-files decide (and the input errors that matter to them)."""
+no longer match, EAG906), nothing in an excluded file, and with file arguments the input errors
+that matter to them."""
 
 from __future__ import annotations
 
@@ -42,14 +42,8 @@ class Shown:
             if self.excluder.excludes(self.index.display_path(target.ref.file)):
                 return None
             findings = [f for f in findings if not self.excluder.excludes(f.path)]
-        if self.report_paths is not None:
-            # The files given decide a target defined in them: all of its findings, wherever
-            # located; of any other target, only what is located in those files.
-            defined_here = _resolved(self.index.display_path(target.ref.file)) in self.report_paths
-            if not defined_here:
-                findings = [f for f in findings if _resolved(f.path) in self.report_paths]
-                if not findings and not stale:
-                    return None
+        # With files given, every target kept read one of them (`checkrun.dependencies`): its
+        # findings are all shown, wherever located, as the change may have caused any of them.
         return findings + stale
 
     def _stale(self, target: Target, accepted: list[Finding]) -> list[Finding]:

@@ -26,7 +26,9 @@ from eagle3lint.commands.options import (
     VerboseOpt,
     takes,
 )
+from eagle3lint.commands.output import OutputFileOpt, write_output
 from eagle3lint.report.terminal import ColorChoice, Terminal
+from eagle3lint.sources.files import overlaid
 
 if TYPE_CHECKING:
     from eagle3lint.engine import CheckOptions
@@ -66,17 +68,22 @@ def check(
             "and HEAD, judged as in the whole tree.",
         ),
     ] = None,
+    output_file: OutputFileOpt = None,
 ) -> None:
     """Report every EAGLE-3 blocker of every architecture (exit 0 none, 1 errors, 2 bad input)."""
     given = args
+    committed: dict[Path, bytes] = {}
     if diff_base is not None:
-        args = _changed_files(args, diff_base)
+        args, committed = _changed_files(args, diff_base)
     # A progress line only for a person watching: not when piped, not with --quiet.
     interactive = sys.stdout.isatty() and sys.stderr.isatty() and not quiet
     cached = not (interactive or args.no_cache or write_baseline is not None)
-    command_line = (args, output_format, statistics, color, exit_zero, quiet, verbose)
+    # A file gets no colour unless asked for, so its report is not a terminal's (nor cached as one).
+    to_file = output_file is not None
+    command_line = (args, output_format, statistics, color, exit_zero, quiet, verbose, to_file)
     guessed = _guess(args, command_line if cached else None)
-    with guard(args.debug), _collector_paused(), guessed as guess:
+    # The files changed are judged as committed, whatever the working tree holds.
+    with guard(args.debug), _collector_paused(), guessed as guess, overlaid(committed):
         options = args.check_options(progress=sys.stderr.isatty())
         if write_baseline is not None:
             raise typer.Exit(_write_baseline(options, write_baseline))
@@ -90,7 +97,7 @@ def check(
             verbose,
             exit_zero,
             statistics,
-            Terminal.of(sys.stdout, color),
+            Terminal.of(io.StringIO() if to_file else sys.stdout, color),
             _invocation(given, args, options, diff_base) if shows_next else None,
         )
         if not cached:
@@ -101,15 +108,15 @@ def check(
                 output, code = _check(options, view)
         else:
             output, code = _cached_check(options, view, guess)
-        sys.stdout.write(output)
-        sys.stdout.flush()
+        write_output(output, output_file)
         if not args.no_cache:
             housekeeping()
     raise typer.Exit(code)
 
 
-def _changed_files(args: RunArgs, ref: str) -> RunArgs:
-    """`args` with the files changed since `ref` as its PATHs; exit 0 when there are none."""
+def _changed_files(args: RunArgs, ref: str) -> tuple[RunArgs, dict[Path, bytes]]:
+    """`args` with the files changed since `ref` as its PATHs, and their contents at HEAD;
+    exit 0 when there are none."""
     from eagle3lint.sources.changed import changed_since
 
     with guard(args.debug):
@@ -117,7 +124,7 @@ def _changed_files(args: RunArgs, ref: str) -> RunArgs:
     if not changed:
         typer.echo(f"eagle3lint: no Python file changed since {ref}", err=True)
         raise typer.Exit(0)
-    return replace(args, paths=changed)
+    return replace(args, paths=list(changed)), changed
 
 
 @contextmanager
@@ -234,8 +241,8 @@ def _write_baseline(options: CheckOptions, path: Path) -> int:
             typer.echo(printable(f"{error.path}: {error.code} {error.message}"), err=True)
         typer.echo(f"eagle3lint: {printable(str(path))} not written", err=True)
         return 2
-    focus = set(report.focus) if report.focus is not None else None
-    scope = baseline_scope(options, run.index, run.targets, focus, excluder_for(options))
+    reduced = [t.arch for t in report.targets if not t.required and not t.claims_eagle3]
+    scope = baseline_scope(options, run.targets, excluder_for(options), reduced)
     count, dropped = write_baseline(path, report, scope, previous)
     pruned = f" (dropped {dropped} that no longer occur)" if dropped else ""
     typer.echo(

@@ -8,7 +8,6 @@ Summaries are loaded lazily, so `--arch X` reads only the files X needs. A full 
 from __future__ import annotations
 
 import os
-import stat
 from collections.abc import Callable, Collection, Iterable, Mapping
 from concurrent.futures import Future, ProcessPoolExecutor
 from pathlib import Path
@@ -19,7 +18,7 @@ from eagle3lint.index.closure import LoadAhead, needed_by
 from eagle3lint.index.hierarchy import c3, resolve_base
 from eagle3lint.index.libraries import Library
 from eagle3lint.index.model import FileSummary, ForwardSummary, ImportRef
-from eagle3lint.index.modules import module_name_for, resolve_relative
+from eagle3lint.index.modules import candidates, module_name_for, present_at, resolve_relative
 from eagle3lint.index.parsing import (
     ParseJob,
     ParseResult,
@@ -29,6 +28,7 @@ from eagle3lint.index.parsing import (
     has_unread,
     rest_of,
 )
+from eagle3lint.index.reads import ReadLog
 from eagle3lint.index.refs import ClassRef, ExternalRef, ModuleRef, Resolved, SourceFile
 from eagle3lint.signals import worker_pool
 from eagle3lint.sources.files import (
@@ -39,8 +39,9 @@ from eagle3lint.sources.files import (
 )
 
 
-class ProjectIndex:
-    """Summaries of the files under one or more import roots, with name resolution."""
+class ProjectIndex(ReadLog):
+    """Summaries of the files under one or more import roots, with name resolution; what
+    each verdict read is recorded (`ReadLog`)."""
 
     def __init__(
         self,
@@ -50,6 +51,7 @@ class ProjectIndex:
         ahead: ParsesAhead | None = None,
         libraries: Iterable[Library] = (),
     ) -> None:
+        super().__init__()
         self.roots = [r.resolve() for r in roots]
         self.libraries = list(libraries)
         """Installed packages some of whose modules are read too (`index.libraries`)."""
@@ -59,6 +61,7 @@ class ProjectIndex:
         self._by_module: dict[str, FileSummary | None] = {}
         self._files: dict[str, SourceFile | None] = {}
         self._mro: dict[str, list[ClassRef | ExternalRef]] = {}
+        self._mro_reads: dict[str, frozenset[str]] = {}
         self.digests: dict[str, str] = {}
         self.sizes: dict[str, int] = {}
         """Digest of the bytes read from each file, for the whole-run cache."""
@@ -70,8 +73,6 @@ class ProjectIndex:
         self._outside: dict[str, str | None] = {}
         """Files the run read besides module summaries (the contract's runner and config
         files, --hf-config): path → digest, "" when unreadable, None when absent."""
-        self.memo: dict[str, object] = {}
-        """Facts derived from the summaries once per run (such as the registry's entries)."""
         self.on_load: Callable[[], None] | None = None
         """Called once per file summarised, parsed or from the cache (a progress hook). One
         with an `expect(files)` method is also told, before each load, how many files it is
@@ -106,14 +107,15 @@ class ProjectIndex:
 
     # -- files ----------------------------------------------------------------------------
     def source_file(self, module: str) -> SourceFile | None:
+        self.touch(module)
         if module in self._files:
             return self._files[module]
         found = None
         for root in self._roots_for(module):
-            for candidate in _candidates(root, module):
+            for candidate in candidates(root, module):
                 # Anything there but a folder is the module: a FIFO, a device or a dangling
                 # link is then named as unreadable instead of the module seeming absent.
-                if _present(candidate):
+                if present_at(candidate):
                     found = SourceFile(candidate, candidate.relative_to(root).as_posix())
                     break
             if found:
@@ -145,6 +147,7 @@ class ProjectIndex:
     def read_outside(self, path: Path) -> bytes:
         """The bytes of a file the run reads besides module summaries (the contract's runner
         and config files), noted among the index's `inputs`, absent or unreadable too."""
+        self.touch(str(path))
         try:
             data, stamp = read_source_stamped(path)
         except SourceNotFound:
@@ -163,8 +166,20 @@ class ProjectIndex:
 
     def note_outside(self, path: Path, data: bytes) -> None:
         """Note the bytes of a file read elsewhere (`--hf-config`) among the `inputs`."""
+        self.touch(str(path))
         self._outside[str(path)] = file_digest(data)
         self.texts[str(path)] = data
+
+    def state(self, name: str) -> tuple[str | None, str]:
+        """What this run found of `name` (a module, or a path read outside the summaries):
+        its file, None when absent, and the digest of the bytes read ("" when only seen to
+        exist or unreadable)."""
+        if name in self._outside:
+            digest = self._outside[name]
+            return (None, "") if digest is None else (name, digest)
+        source = self._files.get(name) or self.source_file(name)
+        path = str(source.path) if source is not None else None
+        return path, self.digests.get(path, "") if path is not None else ""
 
     def source_bytes(self, path: str) -> bytes | None:
         """The bytes this index read from the file at `path` (as `display_path` gives it)."""
@@ -187,7 +202,7 @@ class ProjectIndex:
             for module, source in self._files.items()
             if source is None
             for root in self._roots_for(module)
-            for candidate in _candidates(root, module)
+            for candidate in candidates(root, module)
         ]
         summarised = {
             str(source.path): source.relpath
@@ -217,6 +232,7 @@ class ProjectIndex:
     def summary(self, module: str) -> FileSummary | None:
         """The summary of `module`'s file; the bodies of its top-level classes are read when
         a class is asked for (`class_ref`, `resolve`)."""
+        self.touch(module)
         if module not in self._by_module:
             self.preload([module], wanted={module: ()})
         return self._by_module.get(module)
@@ -376,6 +392,7 @@ class ProjectIndex:
         """What `name` means at the top level of `module` (following imports and aliases)."""
         if _depth > 20:
             return ExternalRef(f"{module}.{name}")
+        self.touch(module)
         if module not in self._by_module:
             self.preload([module], wanted={module: (name,)})
         summary = self._by_module.get(module)
@@ -403,6 +420,7 @@ class ProjectIndex:
 
     def class_ref(self, module: str, name: str) -> ClassRef | None:
         """The class `name` defined at the top level of `module`, its body read."""
+        self.touch(module)
         if module not in self._by_module:
             self.preload([module], wanted={module: (name,)})
         summary = self._by_module.get(module)
@@ -463,25 +481,13 @@ class ProjectIndex:
         """C3 linearisation over resolved bases; external bases stay as opaque entries."""
         found = self._mro.get(ref.qualname)
         if found is None:
-            found = self._mro[ref.qualname] = c3(ref, self.bases, self._mro)
+            with self.recording() as reads:
+                found = self._mro[ref.qualname] = c3(ref, self.bases, self._mro)
+                # A base's MRO taken from the memo brings the reads that made it.
+                for entry in found:
+                    if isinstance(entry, ClassRef):
+                        self.touch_all(self._mro_reads.get(entry.qualname, ()))
+                        self.touch(entry.file.module)
+            self._mro_reads[ref.qualname] = frozenset(reads)
+        self.touch_all(self._mro_reads[ref.qualname])
         return found
-
-
-def _present(candidate: Path) -> bool:
-    """Whether something other than a folder is at `candidate`, or might be: a path that
-    cannot be looked at (a folder without access) counts, so reading it names the problem."""
-    try:
-        return not stat.S_ISDIR(os.stat(candidate).st_mode)
-    except (FileNotFoundError, NotADirectoryError):
-        return os.path.islink(candidate)  # a dangling link: there, and unreadable
-    except OSError:
-        return True
-
-
-def _candidates(root: Path, module: str) -> tuple[Path, ...]:
-    """Where `module` would be under `root`: a module file or a package (nowhere, for a name
-    that is not a dotted module name, such as a registry entry holding a path)."""
-    parts = module.split(".")
-    if not all(part.isidentifier() for part in parts):
-        return ()
-    return root.joinpath(*parts).with_suffix(".py"), root.joinpath(*parts, "__init__.py")

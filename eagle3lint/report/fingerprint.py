@@ -40,8 +40,17 @@ def source_line(path: str, line: int) -> str:
     return lines[line - 1].strip() if 0 < line <= len(lines) else ""
 
 
+def portable(message: str, root: Path) -> str:
+    """`message` with the paths under `root` it quotes (a proposer's file and line) relative
+    to it: the same finding says the same in every clone."""
+    for folder in dict.fromkeys((str(root.absolute()), str(root.resolve()))):
+        message = message.replace(folder.rstrip(os.sep) + os.sep, "")
+    return message
+
+
 def fingerprint(finding: Finding, root: Path | None = None) -> str:
-    """A hex digest; paths are taken relative to `root` (default: the working directory)."""
+    """A hex digest of repository-relative facts; paths, the finding's and those its message
+    quotes, are taken relative to `root` (default: the working directory)."""
     base = root or Path.cwd()
     try:
         where = Path(os.path.relpath(Path(finding.path).absolute(), base)).as_posix()
@@ -50,7 +59,7 @@ def fingerprint(finding: Finding, root: Path | None = None) -> str:
     parts = (
         finding.code,
         where,
-        _LINE_NUMBERS.sub("#", finding.message),
+        _LINE_NUMBERS.sub("#", portable(finding.message, base)),
         source_line(finding.path, finding.line),
     )
     return hashlib.blake2b("\0".join(parts).encode(), digest_size=16).hexdigest()

@@ -8,6 +8,7 @@ code whatever their locations.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from functools import cache
 
@@ -38,7 +39,11 @@ class Located:
             names = self.archs if limit is None else self.archs[:limit]
             more = len(self.archs) - len(names)
             listed = ", ".join(names) + (f" and {more} more" if more else "")
-            return f"outside the files checked; decides {listed}, defined in them"
+            caused = report.changed_reads(self.archs)
+            if not caused:
+                return f"outside the files checked; decides {listed}, defined in them"
+            reads = "reads" if len(self.archs) == 1 else "read"
+            return f"outside the files checked; decides {listed}, which {reads} {caused}{CHANGED}"
         return self.affects(limit)
 
     def lines(self, report: Report) -> list[str]:
@@ -53,6 +58,17 @@ class Located:
         if finding.fix_refused:
             lines.append(f"Not fixable by eagle3lint fix: {finding.fix_refused}")
         return lines
+
+
+CHANGED = " (changed)"
+"""How a note ends that names the files given a target read: those names, and no line."""
+_NAMED_CHANGED = re.compile(r", which reads? [^\n]*?" + re.escape(CHANGED))
+
+
+def without_changed_names(text: str) -> str:
+    """`text` (an output) without the notes naming the changed files targets read: what is
+    left is what may quote a line of those files."""
+    return _NAMED_CHANGED.sub("", text)
 
 
 @cache

@@ -9,6 +9,7 @@ from eagle3lint import __version__
 from eagle3lint.engines import Contract
 from eagle3lint.errors import EXIT_FINDINGS, EXIT_INPUT, EXIT_OK, InputError
 from eagle3lint.findings import Finding, Severity
+from eagle3lint.report.invocation import relative
 
 
 @dataclass
@@ -45,6 +46,9 @@ class TargetResult:
     """The verdict under each runner, when they differ; None when they agree."""
     runner_by_platform: dict[str, str] | None = None
     """The runner on platforms whose choice differs from CUDA's (`rocm`, `cpu`); None: none."""
+    reads_changed: list[str] | None = None
+    """With files given, those of them its verdict read, the reason it is reported (None:
+    no files given; the JSON report then leaves the key out)."""
 
     @property
     def is_target(self) -> bool:
@@ -90,7 +94,7 @@ class TargetResult:
             "claims_eagle3": self.claims_eagle3,
             "required": self.required,
             "findings": [f.to_json() for f in self.findings],
-        }
+        } | ({} if self.reads_changed is None else {"reads_changed": self.reads_changed})
 
 
 def _where(finding: Finding) -> tuple[str, str, int, int]:
@@ -115,6 +119,15 @@ class Report:
     def outside_focus(self, path: str) -> bool:
         """A finding located outside the files given (reported for a target defined there)."""
         return self.focus is not None and str(Path(path).resolve()) not in self.focus
+
+    def changed_reads(self, archs: list[str]) -> str:
+        """The files given that the targets `archs` read, where some target is not defined in
+        them (the finding is then reported because of what it read); "" otherwise."""
+        results = [t for t in self.targets if t.arch in set(archs)]
+        if all(not self.outside_focus(t.path) for t in results):
+            return ""
+        files = sorted({p for t in results for p in t.reads_changed or ()})
+        return ", ".join(relative(p) for p in files)
 
     @property
     def findings(self) -> list[Finding]:

@@ -102,10 +102,40 @@ def render_text(report: Report, console: Console, options: TextOptions) -> None:
         folder = "~" + folder[len(home) :] if folder.startswith(home + os.sep) else folder
         name = Path(report.contract.root or "").name
         console.print(Text(f"{name}/ is the cached release in {printable(folder)}", style="dim"))
-    if not options.quiet:
-        _summary(report, groups, shown, console)
-        if options.invocation is not None:
-            _next_steps(report, shown, options.invocation, console)
+    if options.quiet:
+        return
+    if _on_files(options) and shown and not (options.verbose or options.full):
+        _count_line(shown, options.invocation, console)
+        return
+    _summary(report, groups, shown, console)
+    if options.invocation is not None:
+        _next_steps(report, shown, options.invocation, console)
+
+
+def _on_files(options: TextOptions) -> bool:
+    """Whether the run judged files given by name (the pre-commit hook, `--diff-base`), where
+    a blocked commit wants what ruff prints: the findings, then one count line."""
+    paths = options.invocation.check.paths if options.invocation else ()
+    return bool(paths) and all(os.path.isfile(p) for p in paths)
+
+
+def _count_line(shown: list[Located], invocation: Invocation | None, console: Console) -> None:
+    severities = Counter(g.finding.severity for g in shown)
+    parts = [
+        plural(n, name)
+        for severity, name in ((Severity.ERROR, "error"), (Severity.WARNING, "warning"))
+        if (n := severities[severity])
+    ]
+    fixable = sum(g.finding.fixable for g in shown)
+    fix = ""
+    if fixable and invocation is not None:
+        fix = f"; [*] {fixable} fixable with `{_command('fix', *invocation.fix.words())}`"
+    console.print(
+        Text.assemble(
+            ("Found " + ", ".join(parts or [plural(len(shown), "finding")]), "bold"),
+            f"{fix} (-v for the summary and next steps).",
+        )
+    )
 
 
 class _Places:

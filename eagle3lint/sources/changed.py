@@ -1,9 +1,13 @@
 """The Python files a branch changed since a git ref (`check --diff-base REF`), for CI on pull
-requests: the changes committed since the merge base of REF and HEAD.
+requests: the changes committed since the merge base of REF and HEAD, with their contents as
+committed at HEAD (an uncommitted edit of such a file is not the pull request's), read as blobs
+by their object ids (`cat-file blob`: no filter or textconv runs) and handed to the check in
+memory (`sources.files.overlaid`), the working tree left as it is.
 
 This is the one place eagle3lint runs git, and the repository it runs in may be hostile (a
 pull request's checkout, or a repository committed inside one). Only plumbing commands that
-compare commits are run (`rev-parse`, `merge-base`, `diff-tree`, and `config` to read two keys):
+compare commits or read objects are run (`rev-parse`, `merge-base`, `diff-tree`, `cat-file
+blob`, and `config` to read two keys):
 they never refresh the index or read the working tree, so a repository's `core.fsmonitor`,
 clean/smudge filters, textconv and external diff drivers, all of which run commands, have
 nothing to run for; those keys are overridden on the command line all the same, and the user's
@@ -27,6 +31,7 @@ from __future__ import annotations
 import os
 import subprocess
 from pathlib import Path
+from typing import Literal, overload
 
 from eagle3lint.errors import UsageError
 
@@ -65,35 +70,18 @@ _ENVIRONMENT = {
 _PROMISOR_KEYS = r"^(extensions\.partialclone|remote\..*\.promisor)$"
 
 
-def changed_since(ref: str, paths: list[Path]) -> list[Path]:
+def changed_since(ref: str, paths: list[Path]) -> dict[Path, bytes]:
     """The `.py` files added or modified by the commits since the merge base of `ref` and
-    HEAD, that still exist, under one of `paths` (the working directory when none), sorted.
-    UsageError when git is missing, this is not a repository, `ref` is not a commit, or the
-    objects to compare are missing from a partial clone."""
+    HEAD, that still exist, under one of `paths` (the working directory when none), sorted,
+    each with its contents at HEAD. UsageError when git is missing, this is not a repository,
+    `ref` is not a commit, or the objects to compare are missing from a partial clone."""
     if not ref or ref.startswith("-"):
         raise UsageError(f"--diff-base: {ref!r} is not a git ref")
     where = _folder(paths[0] if paths else Path.cwd())
     top = Path(_git(where, "rev-parse", "--show-toplevel").strip())
     promisor = _promisor(top)
     try:
-        commit = _git(
-            top, "rev-parse", "--verify", "--quiet", "--end-of-options", f"{ref}^{{commit}}"
-        )
-        head = _git(top, "rev-parse", "--verify", "--quiet", "HEAD^{commit}")
-        base = _git(top, "merge-base", "--end-of-options", commit.strip(), head.strip()).strip()
-        listed = _git(
-            top,
-            "diff-tree",
-            "-r",
-            "-z",
-            "--name-only",
-            "--no-renames",
-            "--no-ext-diff",
-            "--no-textconv",
-            "--diff-filter=AMT",
-            base,
-            head.strip(),
-        )
+        return _committed(top, ref, [p.resolve() for p in paths] or [Path.cwd().resolve()])
     except UsageError as exc:
         if promisor is None:
             raise
@@ -102,16 +90,49 @@ def changed_since(ref: str, paths: list[Path]) -> list[Path]:
             "objects to compare are not all here; eagle3lint fetches nothing: fetch them "
             "yourself (`git fetch --refetch`, or a full clone) and run it again"
         ) from exc
-    roots = [p.resolve() for p in paths] or [Path.cwd().resolve()]
-    found = []
-    for name in filter(None, listed.split("\0")):
+
+
+def _committed(top: Path, ref: str, roots: list[Path]) -> dict[Path, bytes]:
+    """`changed_since`'s answer, every object it reads read in here: in a partial clone, any
+    of them may be missing (and git is not allowed to fetch it)."""
+    commit = _git(top, "rev-parse", "--verify", "--quiet", "--end-of-options", f"{ref}^{{commit}}")
+    head = _git(top, "rev-parse", "--verify", "--quiet", "HEAD^{commit}")
+    base = _git(top, "merge-base", "--end-of-options", commit.strip(), head.strip()).strip()
+    listed = _git(
+        top,
+        "diff-tree",
+        "-r",
+        "-z",
+        "--no-renames",
+        "--no-ext-diff",
+        "--no-textconv",
+        "--diff-filter=AMT",
+        base,
+        head.strip(),
+    )
+    found: dict[Path, str] = {}
+    # Raw records: ":<old mode> <new mode> <old id> <new id> <status>", then the path.
+    fields = listed.split("\0")
+    for record, name in zip(fields[::2], fields[1::2], strict=False):
+        new_mode, new_id = record.split(" ")[1:4:2]
         path = top / name
-        if not name.endswith(".py") or not path.is_file():
+        if not name.endswith(".py") or new_mode not in _FILE_MODES or not path.is_file():
             continue
         resolved = path.resolve()
         if any(resolved == root or resolved.is_relative_to(root) for root in roots):
-            found.append(path)
-    return sorted(found)
+            found[path] = new_id
+    return {path: _blob(top, found[path]) for path in sorted(found)}
+
+
+_FILE_MODES = ("100644", "100755")
+"""The modes of a file's blob (a symbolic link's or a submodule's is not a file's contents)."""
+
+
+def _blob(top: Path, object_id: str) -> bytes:
+    """The bytes of a blob, as committed (no filter: `cat-file blob` runs none)."""
+    if not all(c in "0123456789abcdef" for c in object_id):
+        raise UsageError(f"--diff-base: git gave {object_id!r} for an object id")
+    return _git(top, "cat-file", "blob", object_id, text=False)
 
 
 def _folder(path: Path) -> Path:
@@ -130,8 +151,13 @@ def _promisor(top: Path) -> str | None:
     return None
 
 
-def _git(cwd: Path, *args: str, missing_ok: bool = False) -> str:
-    """git's output; with `missing_ok`, the empty string where git exits 1 (a key not set)."""
+@overload
+def _git(cwd: Path, *args: str, missing_ok: bool = False) -> str: ...
+@overload
+def _git(cwd: Path, *args: str, text: Literal[False]) -> bytes: ...
+def _git(cwd: Path, *args: str, missing_ok: bool = False, text: bool = True) -> str | bytes:
+    """git's output (bytes unless `text`); with `missing_ok`, the empty string where git exits
+    1 (a key not set)."""
     command = ["git", *(part for key in _OVERRIDES for part in ("-c", key)), *args]
     env = {**os.environ, **_ENVIRONMENT}
     try:
@@ -164,4 +190,4 @@ def _git(cwd: Path, *args: str, missing_ok: bool = False) -> str:
         elif args[:2] == ("rev-parse", "--verify"):
             why = f"{args[-1].removesuffix('^{commit}')!r} is not a commit here"
         raise UsageError(f"--diff-base: {why}")
-    return result.stdout.decode("utf-8", "surrogateescape")
+    return result.stdout.decode("utf-8", "surrogateescape") if text else result.stdout

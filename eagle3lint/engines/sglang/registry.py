@@ -31,10 +31,10 @@ class RegistryEntry:
 def registered_architectures(index: ProjectIndex) -> list[RegistryEntry]:
     """Every architecture of the tree, in the order SGLang imports the modules (by name); a
     name listed twice keeps its first module (SGLang itself stops on the duplicate)."""
-    cached = index.memo.get("sglang-registry")
-    if cached is None:
-        cached = index.memo["sglang-registry"] = _read_registry(index)
-    return cached  # type: ignore[return-value]
+    # SGLang builds its registry by importing every model module: passed on, those reads made
+    # every model file a read of every target, and an edit of one reported all of them. A
+    # target reads its own entry's module itself, which is all of the registry its verdict uses.
+    return index.remembered("sglang-registry", lambda: _read_registry(index), passed_on=False)
 
 
 def model_modules(index: ProjectIndex) -> list[str]:

@@ -60,11 +60,7 @@ class AutoMappings:
 
 def auto_mappings(index: ProjectIndex) -> AutoMappings | str:
     """The mappings of the transformers the analysed vLLM imports, or why there are none."""
-    memo = index.memo.setdefault("hf-auto-mappings", {})
-    assert isinstance(memo, dict)
-    if "found" not in memo:
-        memo["found"] = _read_mappings(index)
-    return memo["found"]
+    return index.remembered("hf-auto-mappings", lambda: _read_mappings(index))
 
 
 def _read_mappings(index: ProjectIndex) -> AutoMappings | str:

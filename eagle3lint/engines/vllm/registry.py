@@ -22,10 +22,7 @@ class RegistryEntry:
 
 def registered_architectures(index: ProjectIndex) -> list[RegistryEntry]:
     """Every arch → (module, class) of the registry, following `**` merges of its dicts."""
-    cached = index.memo.get("registry")
-    if cached is None:
-        cached = index.memo["registry"] = _read_registry(index)
-    return cached  # type: ignore[return-value]
+    return index.remembered("registry", lambda: _read_registry(index))
 
 
 def _read_registry(index: ProjectIndex) -> list[RegistryEntry]:
