@@ -3,9 +3,11 @@
 vLLM builds a checkpoint's config from a config class, vLLM's own (`transformers_utils/configs`)
 or transformers'; the attributes its `__init__` sets (with their defaults), its class-level
 attributes (transformers 5 declares them as annotated fields) and the aliases of its
-`attribute_map` exist on every config it builds. What it does not declare exists only if
-something else supplies it: a `__getattr__` or `__getattribute__` of its own, or a base class
-whose source was not read. transformers' classes are read from its sources (see
+`attribute_map` exist on every config it builds. A config.json key sets an attribute of its name
+(`PretrainedConfig.__init__(**kwargs)` sets what is left over) unless an `__init__` takes it as a
+named parameter and stores it under another name or not at all. What it does not declare
+exists only if something else supplies it: a `__getattr__` or `__getattribute__` of its own, or a
+base class whose source was not read. transformers' classes are read from its sources (see
 `index.libraries`), found as transformers finds them: `models/<type>/configuration_<type>.py`.
 """
 
@@ -13,7 +15,7 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from eagle3lint.index.libraries import TRANSFORMERS, Library
 from eagle3lint.index.project import ProjectIndex
@@ -39,6 +41,9 @@ class ConfigFacts:
     open_by: str | None
     """Why an attribute it does not declare may still exist (a dynamic lookup, a base not
     read); None when what it declares is all a config built from it has."""
+    consumed: dict[str, str] = field(default_factory=dict)
+    """config.json keys an `__init__` of the MRO takes as a parameter without storing them (and
+    that nothing else declares), each with that class's name: such a key is no attribute."""
 
 
 def config_facts(index: ProjectIndex, ref: ClassRef | ExternalRef) -> ConfigFacts | str:
@@ -58,8 +63,10 @@ def _facts(index: ProjectIndex, ref: ClassRef | ExternalRef) -> ConfigFacts | st
     declared: set[str] = set()
     open_by: list[str] = []
     seen: set[str] = set()
-    _collect(index, found, declared, open_by, seen, 0)
-    return ConfigFacts(found.name, frozenset(declared), "; ".join(open_by) or None)
+    consumed: dict[str, str] = {}
+    _collect(index, found, declared, open_by, seen, 0, consumed)
+    kept = {k: v for k, v in consumed.items() if k not in declared}
+    return ConfigFacts(found.name, frozenset(declared), "; ".join(open_by) or None, kept)
 
 
 def _collect(
@@ -69,6 +76,7 @@ def _collect(
     open_by: list[str],
     seen: set[str],
     depth: int,
+    consumed: dict[str, str],
 ) -> None:
     for entry in index.mro(ref):
         if _key(entry) in seen:
@@ -82,7 +90,7 @@ def _collect(
             if isinstance(base, str):
                 open_by.append(f"its base {entry.text} was not read ({base})")
             else:
-                _collect(index, base, declared, open_by, seen, depth + 1)
+                _collect(index, base, declared, open_by, seen, depth + 1, consumed)
             continue
         cls = entry.cls
         base_class = entry.file.module == BASE_MODULE and cls.name in BASE_CONFIGS
@@ -90,6 +98,9 @@ def _collect(
             # Its own bases (hub mixins) hold no config attributes.
             seen.update(_key(e) for e in index.mro(entry))
         declared.update(cls.init_assigns)
+        if not base_class:
+            for param in cls.init_consumes:
+                consumed.setdefault(param, cls.name)
         declared.update(name for name in cls.attrs if not name.startswith("__"))
         aliases = cls.attrs.get(ALIASES)
         if aliases is not None and not base_class:

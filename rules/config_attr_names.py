@@ -249,12 +249,14 @@ class MediaVLForConditionalGeneration(nn.Module, SupportsMultiModal):
             f"the EAGLE proposer ({where}) reads target_model.config.{attribute} for "
             f"{name} and raises AttributeError after the weights are loaded"
         )
-        # A config.json key becomes an attribute of the PretrainedConfig built from it.
         hf_config = ctx.config_for(target)
-        if hf_config is not None and json_has(hf_config, attribute):
-            return
         main = model_config(target, ctx.contract.model_configs)
         facts = target.config_facts(main) if not isinstance(main, str) else main
+        consumed = facts.consumed if isinstance(facts, ConfigFacts) else {}
+        # A config.json key becomes an attribute of the PretrainedConfig built from it, unless
+        # an `__init__` parameter of that name takes it and stores it elsewhere or not at all.
+        if hf_config is not None and json_has(hf_config, attribute) and head not in consumed:
+            return
         available: set[str] | None = None
         source = ""
         open_by: str | None = None
@@ -264,7 +266,7 @@ class MediaVLForConditionalGeneration(nn.Module, SupportsMultiModal):
             available, source, open_by = set(facts.declared), facts.name, facts.open_by
         if hf_config is not None:
             # The checkpoint's own config decides what the class leaves open.
-            keys = {k for k in hf_config if isinstance(k, str)}
+            keys = {k for k in hf_config if isinstance(k, str) and k not in consumed}
             available, open_by = (available or set()) | keys, None
             config_path = ctx.hf_config_path or "the given config.json"
             source = f"{source} and {config_path}" if source else config_path
@@ -297,9 +299,16 @@ class MediaVLForConditionalGeneration(nn.Module, SupportsMultiModal):
                     else f"The config calls it {alternative[0]}: add a branch for {name} to the "
                     "proposer."
                 )
+            taken = (
+                f" ({consumed[head]}.__init__ takes {head} as a parameter and does not store it "
+                "under that name, so the config.json key sets no attribute)"
+                if head in consumed and hf_config is not None and head in hf_config
+                else ""
+            )
             yield self.report(
                 "EAG401",
-                f"{source} {'have' if ' and ' in source else 'has'} no {attribute}: {consequence}.",
+                f"{source} {'have' if ' and ' in source else 'has'} no {attribute}{taken}: "
+                f"{consequence}.",
                 path,
                 cls.line,
                 cls.column,

@@ -379,6 +379,16 @@ class DraftPairingRule(LayerIdChecks, VocabularyChecks):
                 "this release has no way to relay aux hidden states between pipeline ranks: "
                 "those captured on non-last ranks are dropped"
             )
+        elif (relay := target.pp_relay).declared is not None and not relay.relays:
+            assert relay.unrelayed_forward is not None
+            ref = relay.unrelayed_forward
+            why = (
+                f"{ref.name} inherits supports_aux_hidden_states_over_pp = True from "
+                f"{relay.declared.name} but overrides forward without relaying (it calls no "
+                "collect_remote_aux_hidden_states / pack_local_aux_hidden_states), so the "
+                "runner starts and the aux states captured on earlier ranks never reach the "
+                "last one"
+            )
         elif not target.pp_aux_relay:
             why = (
                 f"{ref.name} does not declare supports_aux_hidden_states_over_pp = True, so "

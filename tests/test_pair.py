@@ -854,3 +854,60 @@ def test_layer_id_0_names_no_layer_on_the_transformers_backend(
     [eag623] = found
     assert "Layer id 0 names no layer on the Transformers backend" in eag623["message"]
     assert "raises KeyError: -1" in eag623["message"]
+
+
+def backend_target(root: Path) -> Path:
+    """Llama's config served through the Transformers backend."""
+    target = root / "target" / "config.json"
+    target.parent.mkdir()
+    config = {**json.loads(LLAMA.read_text()), "architectures": ["TransformersForCausalLM"]}
+    target.write_text(json.dumps(config))
+    return target
+
+
+@pytest.mark.parametrize("version", ["0.16.0", "0.34.0"])
+def test_a_transformers_backend_target_is_never_ok_about_what_was_not_read(
+    version: str,
+    vllm_release: Callable[[str], Path],
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Issue item 7: the backend's default ids are read from its getter (`num_layers =
+    self.text_config.num_hidden_layers`), so the taps are known; what stays unread (here
+    transformers' model, not installed: EAG413) makes the pair unverified, exit 1, never ok."""
+    monkeypatch.setattr("importlib.util.find_spec", lambda name, *a: None)
+    target = backend_target(tmp_path)
+    draft = draft_folder(
+        tmp_path, head(eagle_aux_hidden_state_layer_ids=None, draft_vocab_size=None)
+    )
+    code, report = pair(vllm_release, version, target, draft)
+    pairing = report["pairing"]
+    assert (pairing["default_ids"], pairing["tapped_ids"]) == ([2, 16, 29], [2, 16, 29])
+    assert pairing["verdict"].startswith("unverified (EAG413: ")
+    assert code == 1
+
+
+def test_taps_not_read_leave_the_pair_unverified(
+    release_copy: Callable[[str], Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue item 7: with no ids in the draft config and a default getter that cannot be read,
+    the taps are unknown and the pair is unverified (exit 1), not ok."""
+    monkeypatch.setattr("importlib.util.find_spec", lambda name, *a: None)
+    root = release_copy("0.34.0")
+    base = root / "model_executor" / "models" / "transformers" / "base.py"
+    readable = "        return (2, num_layers // 2, num_layers - 3)\n"
+    assert readable in base.read_text()
+    base.write_text(base.read_text().replace(readable, "        return self._defaults()\n"))
+    draft = draft_folder(
+        tmp_path, head(eagle_aux_hidden_state_layer_ids=None, draft_vocab_size=None)
+    )
+    args = ["pair", str(root), "--target", str(backend_target(tmp_path)), "--draft", str(draft)]
+    result = CliRunner().invoke(app, [*args, "--format", "json"])
+    pairing = json.loads(result.stdout)["pairing"]
+    assert pairing["tapped_ids"] is None
+    assert "the layers TransformersForCausalLM taps" in pairing["verdict"]
+    assert pairing["verdict"].startswith("unverified (")
+    assert result.exit_code == 1
+    text = CliRunner().invoke(app, [*args, "--ignore", "EAG413"])
+    assert "verdict     unverified (the layers TransformersForCausalLM taps" in text.output
+    assert text.exit_code == 1

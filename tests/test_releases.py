@@ -56,6 +56,28 @@ def test_kimi_ready_on_0_18(vllm_release: Callable) -> None:
     assert code == 0
 
 
+def test_a_key_an_init_parameter_consumes_is_no_attribute(release_copy: Callable) -> None:
+    """Issue item 6: `KimiK25Config.__init__` takes `media_placeholder_token_id` as a parameter;
+    stored under another name, the config.json key sets no attribute and the proposer's read
+    fails, however the checkpoint spells it."""
+    root = release_copy("0.18.0")
+    config = root / "transformers_utils" / "configs" / "kimi_k25.py"
+    stored = "self.media_placeholder_token_id = media_placeholder_token_id"
+    assert stored in config.read_text()
+    config.write_text(
+        config.read_text().replace(stored, "self.media_token_id = media_placeholder_token_id")
+    )
+    code, report = check_json(str(root), "--arch", KIMI, "--hf-config", str(KIMI_CONFIG))
+    kimi = by_arch(report)[KIMI]
+    assert (code, kimi["eagle3_ready"]) == (1, False)
+    [finding] = [f for f in kimi["findings"] if f["code"] == "EAG401"]
+    assert (
+        "KimiK25Config.__init__ takes media_placeholder_token_id as a parameter"
+        in (finding["message"])
+    )
+    assert "The config calls it media_token_id" in finding["hint"]
+
+
 @pytest.mark.parametrize(
     ("version", "deepseek_implements"),
     [("0.11.0", False), ("0.16.0", False), ("0.17.0", False), ("0.18.0", True), ("0.33.0", True)],

@@ -55,6 +55,11 @@ ALIASED = """
         super().__init__(**kwargs)
         self.image_token_id = image_token_id
 """
+RENAMED = """
+    def __init__(self, image_token_index=5, **kwargs):
+        super().__init__(**kwargs)
+        self.image_token_id = image_token_index
+"""
 DYNAMIC = (
     DECLARES_ID
     + """
@@ -186,6 +191,29 @@ def test_no_source_for_the_config_class_is_unverified(
     config.write_text(json.dumps({"model_type": "llama", "image_token_index": 7}))
     code, target = check(tree, "--hf-config", str(config))
     assert (code, target["eagle3_ready"], target["unverified"]) == (0, True, [])
+
+
+@pytest.mark.parametrize(
+    ("body", "ready"),
+    [
+        (RENAMED, False),
+        (RENAMED + "        self.image_token_index = image_token_index\n", True),
+        (RENAMED + '        setattr(self, "image_token_index", image_token_index)\n', True),
+        (RENAMED.replace("(**kwargs)", "(image_token_index=image_token_index, **kwargs)"), True),
+        (RENAMED.replace("image_token_index=5, ", ""), True),
+    ],
+    ids=["consumed", "stored", "setattr", "passed-on", "no-parameter"],
+)
+def test_a_key_an_init_parameter_takes_is_an_attribute_only_if_stored(
+    tmp_path: Path, body: str, ready: bool
+) -> None:
+    """Issue item 6: transformers sets a leftover config.json key as an attribute, but a key
+    an `__init__` parameter takes is an attribute only where that `__init__` stores it."""
+    config = tmp_path / "config.json"
+    config.write_text(json.dumps({"model_type": "llama", "image_token_index": 7}))
+    tree = tree_with(tmp_path, body)
+    _, target = check(tree, "--hf-config", str(config))
+    assert [c for c, _, _ in image_token(target)] == ([] if ready else ["EAG401"])
 
 
 def test_exit_code_follows_intent_and_the_text_says_what_to_pass(tmp_path: Path) -> None:

@@ -49,8 +49,9 @@ def judge(
     ):
         return []
     why = (
-        "the registry lists it with the speculative-decoding models, so vLLM loads it only as "
-        "a drafter; `eagle3lint pair` checks it against a target"
+        "vLLM loads it only as a drafter (the registry lists it with the speculative-decoding "
+        "models, or the speculative config gives a draft its architecture); `eagle3lint pair` "
+        "checks it against a target"
         if target.role is Role.DRAFT
         else "its class is a pooling model (`is_pooling_model`), which vLLM runs with the "
         "pooling runner, and that runner takes no drafter"

@@ -26,6 +26,7 @@ from eagle3lint.commands.options import (
 )
 from eagle3lint.commands.output import OutputFileOpt, write_output
 from eagle3lint.commands.pair_summary import Summary, verdict_of
+from eagle3lint.errors import EXIT_FINDINGS, EXIT_OK
 from eagle3lint.report.terminal import Terminal
 
 if TYPE_CHECKING:
@@ -147,15 +148,32 @@ def run_pair(
             "pair needs a vLLM tree (PATH, --vllm X.Y.Z or an installed vLLM): the drafter "
             "contract is read from the release's sources"
         )
-    verdict = verdict_of(report, None if analysis.checked else analysis.resolution.method)
+    unread = _taps_unread(analysis)
+    verdict = verdict_of(report, None if analysis.checked else analysis.resolution.method, unread)
+    code = report.exit_code(exit_zero)
+    if unread is not None and code == EXIT_OK and not exit_zero:
+        code = EXIT_FINDINGS  # the pair was asked about: "maybe" fails it, as in check
     if output_format == "json":
         data = report.to_json()
         data["pairing"] = analysis.to_json(pairing, verdict)
-        return json.dumps(data, indent=2) + "\n", report.exit_code(exit_zero)
+        return json.dumps(data, indent=2) + "\n", code
     body = show(report)
     if output_format != "text":
-        return body, report.exit_code(exit_zero)
-    return summary_table(analysis, pairing, verdict) + body, report.exit_code(exit_zero)
+        return body, code
+    return summary_table(analysis, pairing, verdict) + body, code
+
+
+def _taps_unread(analysis: Analysis) -> str | None:
+    """Why the layers the runner taps are unknown (no ids in the config, and the target's
+    default getter not readable), when the drafter uses aux states; else None."""
+    if not analysis.checked or not analysis.uses_aux or analysis.translated.architecture is None:
+        return None
+    if analysis.ids_of(analysis.chosen) is not None:
+        return None
+    return (
+        f"the layers {analysis.target_arch} taps: the draft config holds no ids and its "
+        "default getter could not be read"
+    )
 
 
 def _taps(analysis: Analysis, request: RunnerRequest | None) -> str:

@@ -13,21 +13,33 @@ if TYPE_CHECKING:
     from eagle3lint.report.model import Report
 
 
-def verdict_of(report: Report, unchecked: str | None) -> str:
-    """`unchecked`: the method of a pair `pair` does not check (None when it does)."""
+def verdict_of(report: Report, unchecked: str | None, unread: str | None = None) -> str:
+    """`unchecked`: the method of a pair `pair` does not check (None when it does); `unread`:
+    what the pairing checks could not read (the taps), which leaves the pair unverified."""
     from eagle3lint.findings import Severity
 
     if report.errors:
         return "incomplete (input errors)"
     errors = [f for f in report.findings if f.severity is Severity.ERROR]
-    if not errors and unchecked is not None:
+    if errors:
+        pairing = sum(f.rule == "draft-pairing" for f in errors)
+        target = len(errors) - pairing
+        parts = [f"{n} {what}" for n, what in ((target, "target"), (pairing, "pairing")) if n]
+        return f"blocked ({', '.join(parts)} error{'s' if len(errors) > 1 else ''})"
+    # Never "ok" about what was not read: the target's own unverified entries, or the taps.
+    open_ = [
+        f"{f.code}: {f.unverified.what}"
+        for t in report.targets
+        if t.is_unverified
+        for f in t.unverified
+        if f.unverified is not None
+    ]
+    open_ += [unread] if unread is not None else []
+    if open_:
+        return f"unverified ({'; '.join(open_)})"
+    if unchecked is not None:
         return f"target ready; the {unchecked} pairing is not checked"
-    if not errors:
-        return "ok"
-    pairing = sum(f.rule == "draft-pairing" for f in errors)
-    target = len(errors) - pairing
-    parts = [f"{n} {what}" for n, what in ((target, "target"), (pairing, "pairing")) if n]
-    return f"blocked ({', '.join(parts)} error{'s' if len(errors) > 1 else ''})"
+    return "ok"
 
 
 class Summary:

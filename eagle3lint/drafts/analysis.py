@@ -35,7 +35,6 @@ from eagle3lint.layer_ids import listed
 from eagle3lint.sources.files import UnreadableSource, read_source_bytes
 from eagle3lint.sources.source_text import function_named
 
-PP_RELAY_FLAG = "supports_aux_hidden_states_over_pp"
 DRAFTER_FAMILIES = ("Eagle3", "DFlash", "DSpark")
 """The registry keys of the drafters `pair` reads (`Eagle3LlamaForCausalLM`, `DFlashDraftModel`,
 `Qwen3DSparkModel`)."""
@@ -424,8 +423,9 @@ def _pre_layer_taps(target: Target, index: ProjectIndex) -> bool | None:
 def default_layers(
     target: Target, index: ProjectIndex, getter: str, num_layers: int
 ) -> tuple[list[int], str] | None:
-    """The ids the target's getter returns for `num_layers` layers, read from its `return`
-    tuple (`(2, num_layers // 2, num_layers - 3)`); None when it is not such a tuple."""
+    """The ids the target's getter returns for `num_layers` layers (the config's text
+    `num_hidden_layers`), read from its `return` tuple (`(2, num_layers // 2, num_layers - 3)`);
+    None when it is not such a tuple."""
     current: Target | None = target
     for _ in range(4):
         if current is None:
@@ -449,7 +449,11 @@ def default_layers(
     if body is None:
         return None
     returned = re.search(r"return\s+(\([^()]*(?:\([^()]*\)[^()]*)*\))", body[0])
-    counted = re.search(r"\b(\w+)\s*=\s*len\([^()]*layers\)", body[0])
+    # The layer list's length, or the config's count where the decoder is not vLLM's (the
+    # Transformers backend's `num_layers = self.text_config.num_hidden_layers`).
+    counted = re.search(
+        r"\b(\w+)\s*=\s*(?:len\([^()]*layers\)|self(?:\.\w+)*\.num_hidden_layers\b)", body[0]
+    )
     if returned is None or counted is None:
         return None
     try:

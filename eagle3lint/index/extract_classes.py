@@ -77,6 +77,8 @@ class ClassReader:
                 for small in stmt.body:
                     _class_attr(small, summary, line)
         self._init_assigns(summary, functions)
+        if "__init__" in functions:
+            summary.init_consumes = _consumed_params(functions["__init__"], summary)
         summary.assigned_attrs = sorted(
             {
                 target
@@ -401,6 +403,31 @@ def _super_init_classes(stmt: cst.BaseStatement) -> dict[str, str]:
         if arg.keyword is not None and name and name.rpartition(".")[2][:1].isupper():
             found[arg.keyword.value] = name
     return found
+
+
+def _consumed_params(init: cst.FunctionDef, summary: ClassSummary) -> list[str]:
+    """The named parameters of `__init__` that leave no attribute of their own name."""
+    params = init.params
+    named = [p.name.value for p in (*params.posonly_params, *params.params, *params.kwonly_params)]
+    kept = set(summary.init_assigns)
+    for stmt in statements(init.body):
+        call = super_call(stmt, "__init__", returned=False)
+        if call is not None:
+            kept.update(arg.keyword.value for arg in call.args if arg.keyword is not None)
+        kept.update(_setattr_names(stmt))
+    return [name for name in named[1:] if name not in kept]
+
+
+def _setattr_names(stmt: cst.BaseStatement) -> Iterator[str]:
+    """`setattr(self, "name", value)` calls made at statement level: the literal names."""
+    if not isinstance(stmt, cst.SimpleStatementLine):
+        return
+    for small in stmt.body:
+        call = small.value if isinstance(small, cst.Expr) else None
+        if isinstance(call, cst.Call) and dotted(call.func) == "setattr" and len(call.args) == 3:
+            name = string_value(call.args[1].value)
+            if dotted(call.args[0].value) == "self" and name:
+                yield name
 
 
 def _param_defaults(init: cst.FunctionDef) -> dict[str, str]:

@@ -21,7 +21,7 @@ from eagle3lint.shapes.model import LayerConvention, LayerLoop
 
 T = TypeVar("T")
 
-SUMMARY_FORMAT = 20
+SUMMARY_FORMAT = 21
 """Bumped whenever the shape or meaning of a summary changes: old cache entries are then ignored."""
 
 
@@ -172,6 +172,11 @@ class ClassSummary:
     methods: dict[str, MethodSummary] = field(default_factory=dict)
     attrs: dict[str, AttrSummary] = field(default_factory=dict)
     init_assigns: dict[str, InitAssign] = field(default_factory=dict)
+    init_consumes: list[str] = field(default_factory=list)
+    """Named `__init__` parameters it neither stores under their own name (`self.k = ...`,
+    `setattr(self, "k", ...)`) nor passes on to `super().__init__` as `k=`: a config.json key of
+    that name is consumed by the parameter, where transformers' `PretrainedConfig` would have set
+    it as an attribute."""
     assigned_attrs: list[str] = field(default_factory=list)
     """Every `self.<name>` some method of the class assigns, sorted: an attribute a base's
     helper sets for a subclass's `__init__` is in none of `init_assigns`."""

@@ -38,3 +38,9 @@ INTERFACES_MODULE = "vllm.model_executor.models.interfaces"
 models package)."""
 INTERFACES_RELATIVE = ".interfaces"
 """The same module as files of the models package import it."""
+PP_RELAY_FLAG = "supports_aux_hidden_states_over_pp"
+"""The decoder attribute that lets vLLM relay its aux hidden states across pipeline-parallel
+ranks (declared by `EagleModelMixin` from 0.30, set to True by each decoder that does it)."""
+PP_RELAY_METHODS = ("collect_remote_aux_hidden_states", "pack_local_aux_hidden_states")
+"""`EagleModelMixin`'s relay (0.30 on): a decoder's forward takes the aux states earlier ranks
+sent out of its `IntermediateTensors`, and puts its own into the ones it sends on."""

@@ -15,11 +15,12 @@ from typing import Any
 
 from eagle3lint.config_classes import ConfigFacts, config_facts
 from eagle3lint.engines import Role
+from eagle3lint.engines.vllm.contract.draft_archs import is_draft_architecture
 from eagle3lint.engines.vllm.contract.model import KNOWN_GETTERS, Contract
-from eagle3lint.engines.vllm.contract.reader import PP_RELAY_FLAG
 from eagle3lint.engines.vllm.decoder_layers import layer_classes, layer_conventions
 from eagle3lint.engines.vllm.hf_models import sub_config_architecture
 from eagle3lint.engines.vllm.names import AUX_LAYERS_ATTR, DECODER_ATTR, LANGUAGE_MODEL_ATTR
+from eagle3lint.engines.vllm.pp_relay import PpRelay, pp_relay
 from eagle3lint.engines.vllm.registry import class_for_arch, registered_architectures
 from eagle3lint.engines.vllm.target_paths import RunnerPaths
 from eagle3lint.index.model import ForwardSummary, InitAssign, MethodSummary
@@ -89,12 +90,16 @@ class Target(RunnerPaths):
     @cached_property
     def role(self) -> Role:
         """What vLLM runs the class as (`ModelConfig`'s default runner): a draft when the
-        registry lists it with the speculative-decoding models; pooling when the class says so
+        registry lists it with the speculative-decoding models, or when the speculative config
+        gives a draft its architecture (the Transformers backend's `TransformersForMTP`, listed
+        in the backend's own table); pooling when the class says so
         the way vLLM's registry asks (`is_pooling_model` through the MRO, set by
         `VllmModelForPooling` and the pooling adapters); a target when it is generative
         (`compute_logits`); otherwise pooling if a pooling section of the registry lists it
         (vLLM converts such a bare model with a pooling adapter at load time)."""
-        if DRAFT_SECTION.search(self.section):
+        if DRAFT_SECTION.search(self.section) or (
+            self.registered and is_draft_architecture(self.arch, self.contract.draft_architectures)
+        ):
             return Role.DRAFT
         for entry in self.mro:
             if isinstance(entry, ClassRef):
@@ -424,15 +429,18 @@ class Target(RunnerPaths):
 
     @cached_property
     def pp_aux_relay(self) -> bool | None:
-        """The decoder declares it relays aux hidden states across pipeline-parallel ranks, as
-        the runner requires for EAGLE-3 with PP > 1; None where the release has no relay."""
+        """The decoder relays aux hidden states across pipeline-parallel ranks, as the runner
+        requires for EAGLE-3 with PP > 1: it declares so and the forward that runs does it
+        (`pp_relay`); None where the release has no relay."""
         if not self.contract.mixin_pp_relay:
             return None
+        return self.pp_relay.relays
+
+    @cached_property
+    def pp_relay(self) -> PpRelay:
+        """What the decoder declares of the relay and which forward breaks it, if one does."""
         inner = self.decoder_owner.inner_model
-        for entry in self.index.mro(inner) if inner is not None else ():
-            if isinstance(entry, ClassRef) and PP_RELAY_FLAG in entry.cls.attrs:
-                return entry.cls.attrs[PP_RELAY_FLAG].value == "True"
-        return False
+        return pp_relay(self.index, inner) if inner is not None else PpRelay(None)
 
 
 def resolve_callee(target: Target, owner: ClassRef, callee: str) -> ClassRef | None:

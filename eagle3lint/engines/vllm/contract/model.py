@@ -246,6 +246,9 @@ class Contract:
     methods: tuple[str, ...] = ()
     """The speculative methods that make the runner request the target's aux hidden states
     (so this contract gates them all), as the tree's runners test them."""
+    draft_architectures: tuple[str, ...] = ()
+    """The architectures the speculative config gives a draft (`fnmatch` patterns,
+    `contract/draft_archs.py`): drafts wherever the registry lists them."""
     notes: tuple[str, ...] = field(default=())
     readable: bool = True
     """False when a file the contract depends on could not be read (nothing was checked)."""

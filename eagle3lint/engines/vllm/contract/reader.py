@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from eagle3lint.engines.vllm.contract.draft_archs import read_draft_architectures
 from eagle3lint.engines.vllm.contract.head_layers import read_head_layers
 from eagle3lint.engines.vllm.contract.model import (
     GATE_FILES,
@@ -29,7 +30,7 @@ from eagle3lint.engines.vllm.contract.model import (
 )
 from eagle3lint.engines.vllm.contract.runners import read_methods, read_runners
 from eagle3lint.engines.vllm.contract.transformers_backend import read_backend_capture
-from eagle3lint.engines.vllm.names import MIXIN, PROTOCOL
+from eagle3lint.engines.vllm.names import MIXIN, PP_RELAY_FLAG, PROTOCOL
 from eagle3lint.index.cache import content_key
 from eagle3lint.index.project import ProjectIndex
 from eagle3lint.index.refs import ClassRef
@@ -39,10 +40,6 @@ from eagle3lint.sources.files import (
     UnreadableSource,
     decode_text,
 )
-
-PP_RELAY_FLAG = "supports_aux_hidden_states_over_pp"
-"""The decoder attribute that lets vLLM relay its aux hidden states across pipeline-parallel
-ranks (declared by `EagleModelMixin` from 0.30, set to True by each decoder that does it)."""
 
 INTERFACES = "vllm.model_executor.models.interfaces"
 RUNNER_FILES = (
@@ -93,6 +90,7 @@ def read_contract(index: ProjectIndex, vllm_dir: Path, source: str) -> Contract:
     methods = read_methods(vllm_dir, runners, lambda path: _read_if_there(index, path))
     backend = read_backend_capture(vllm_dir, lambda path: _read_if_there(index, path))
     head_layers = read_head_layers(vllm_dir, lambda path: _read_if_there(index, path))
+    drafts = read_draft_architectures(vllm_dir, lambda path: _read_if_there(index, path))
     facts = config_facts()
     return replace(
         contract,
@@ -103,6 +101,7 @@ def read_contract(index: ProjectIndex, vllm_dir: Path, source: str) -> Contract:
         methods=methods,
         backend_capture=backend,
         head_layers=head_layers,
+        draft_architectures=drafts,
     )
 
 

@@ -1,0 +1,159 @@
+"""Verdicts decided by what vLLM's code does, not where a name sits or what a class inherits:
+a draft's role from the speculative config that names its architecture, and the
+pipeline-parallel aux relay from the forward that runs.
+
+Each shape has a small tree here and a regression test on the release where it was seen.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from eagle3lint.cli import app
+from tests.vllm_tree import ARCH, write_vllm_tree
+
+runner = CliRunner()
+
+TRANSFORMERS_MTP = ("TransformersForMTP", "TransformersMoEForMTP")
+
+
+def check(*args: str) -> dict:
+    result = runner.invoke(app, ["check", *args, "--format", "json"])
+    assert result.exit_code in (0, 1), result.output
+    return json.loads(result.stdout)
+
+
+def roles(report: dict) -> dict[str, str]:
+    return {t["arch"]: t["role"] for t in report["targets"]}
+
+
+@pytest.mark.parametrize("version", ["0.33.0", "0.34.0"])
+def test_transformers_backend_mtp_drafts_are_drafts(version: str, vllm_release: Callable) -> None:
+    # Listed in `_TRANSFORMERS_BACKEND_MODELS`, not `_SPECULATIVE_DECODING_MODELS`: the
+    # speculative config gives the draft `f"Transformers{moe}ForMTP"`, so vLLM loads them only
+    # as drafters. They were targets with an EAG308 warning.
+    args = [a for arch in (*TRANSFORMERS_MTP, "TransformersForCausalLM") for a in ("--arch", arch)]
+    report = check(str(vllm_release(version)), *args)
+    targets = {t["arch"]: t for t in report["targets"]}
+    for arch in TRANSFORMERS_MTP:
+        assert targets[arch]["role"] == "draft"
+        assert targets[arch]["eagle3_ready"] is None
+        assert [f["code"] for f in targets[arch]["findings"]] == ["EAG905"]
+        assert "speculative config" in targets[arch]["findings"][0]["message"]
+    assert roles(report)["TransformersForCausalLM"] == "target"
+
+
+def test_a_draft_named_by_the_speculative_config_is_a_draft(tmp_path: Path) -> None:
+    vllm = write_vllm_tree(tmp_path)
+    registry = vllm / "model_executor/models/registry.py"
+    registry.write_text(
+        registry.read_text().replace(
+            f'"{ARCH}": ("llama", "{ARCH}"),',
+            f'"{ARCH}": ("llama", "{ARCH}"),\n    "LlamaMoEForMTP": ("llama", "{ARCH}"),'
+            f'\n    "LlamaForMTPLike": ("llama", "{ARCH}"),',
+        )
+    )
+    (vllm / "config").mkdir()
+    (vllm / "config/speculative.py").write_text(
+        "def overrides(hf_config, moe):\n"
+        '    hf_config.update({"n_predict": 1, "architectures": [f"Llama{moe}ForMTP"]})\n'
+    )
+    found = roles(check(str(vllm)))
+    assert found == {ARCH: "target", "LlamaMoEForMTP": "draft", "LlamaForMTPLike": "target"}
+
+
+NO_RELAY = """\
+from vllm.model_executor.models.llama import LlamaForCausalLM, LlamaModel
+
+
+class NoRelayModel(LlamaModel):
+    def forward(self, input_ids, positions, intermediate_tensors=None, inputs_embeds=None):
+        hidden_states = self.embed_input_ids(input_ids)
+        residual = None
+        aux_hidden_states = []
+        for idx, layer in enumerate(self.layers[self.start_layer : self.end_layer]):
+            if idx in self.aux_hidden_state_layers:
+                aux_hidden_states.append(hidden_states + residual)
+            hidden_states, residual = layer(positions, hidden_states, residual)
+        hidden_states, _ = self.norm(hidden_states, residual)
+        if aux_hidden_states:
+            return hidden_states, aux_hidden_states
+        return hidden_states
+
+
+class RelayModel(NoRelayModel):
+    def forward(self, input_ids, positions, intermediate_tensors=None, inputs_embeds=None):
+        remote = self.collect_remote_aux_hidden_states(intermediate_tensors)
+        local = self.pack_local_aux_hidden_states([])
+        return remote, local
+
+
+class NoRelayForCausalLM(LlamaForCausalLM):
+    def __init__(self, *, vllm_config, prefix: str = ""):
+        super().__init__(vllm_config=vllm_config, prefix=prefix)
+        self.model = NoRelayModel(vllm_config=vllm_config, prefix=prefix)
+
+
+class RelayForCausalLM(LlamaForCausalLM):
+    def __init__(self, *, vllm_config, prefix: str = ""):
+        super().__init__(vllm_config=vllm_config, prefix=prefix)
+        self.model = RelayModel(vllm_config=vllm_config, prefix=prefix)
+"""
+
+
+def test_an_inherited_relay_flag_over_a_forward_that_does_not_relay(
+    vllm_release: Callable, tmp_path: Path
+) -> None:
+    # LlamaModel sets supports_aux_hidden_states_over_pp = True over its own forward, which
+    # relays; NoRelayModel keeps the flag and replaces the forward.
+    vllm_release("0.34.0")
+    model = tmp_path / "norelay.py"
+    model.write_text(NO_RELAY)
+    targets = {t["arch"]: t for t in check(str(model), "--vllm", "0.34.0")["targets"]}
+    assert targets["NoRelayForCausalLM"]["pp_aux_relay"] is False
+    assert targets["RelayForCausalLM"]["pp_aux_relay"] is True
+    assert {
+        t["arch"]: t["pp_aux_relay"]
+        for t in check(str(vllm_release("0.34.0")), "--arch", "LlamaForCausalLM")["targets"]
+    } == {"LlamaForCausalLM": True}
+
+
+@pytest.mark.parametrize(
+    ("arch", "blocked"), [("NoRelayForCausalLM", True), ("RelayForCausalLM", False)]
+)
+def test_pair_pp_2_blocks_an_inherited_flag(
+    arch: str, blocked: bool, release_copy: Callable, tmp_path: Path
+) -> None:
+    from tests.test_pair import LLAMA, draft_folder, head, pairing_codes, tensors
+
+    vllm = release_copy("0.34.0")
+    (vllm / "model_executor/models/norelay.py").write_text(NO_RELAY)
+    registry = vllm / "model_executor/models/registry.py"
+    registry.write_text(
+        registry.read_text().replace(
+            "_TEXT_GENERATION_MODELS = {\n",
+            "_TEXT_GENERATION_MODELS = {\n"
+            '    "NoRelayForCausalLM": ("norelay", "NoRelayForCausalLM"),\n'
+            '    "RelayForCausalLM": ("norelay", "RelayForCausalLM"),\n',
+            1,
+        )
+    )
+    target = tmp_path / "target.json"
+    target.write_text(json.dumps({**json.loads(LLAMA.read_text()), "architectures": [arch]}))
+    draft = draft_folder(tmp_path, head(), tensors())
+    args = ["pair", str(vllm), "--target", str(target), "--draft", str(draft), "--pp", "2"]
+    result = runner.invoke(app, [*args, "--format", "json"])
+    assert result.exit_code in (0, 1), result.output
+    report = json.loads(result.stdout)
+    assert ("EAG661" in pairing_codes(report)) is blocked, pairing_codes(report)
+    if blocked:
+        assert result.exit_code == 1
+        message = next(
+            f["message"] for t in report["targets"] for f in t["findings"] if f["code"] == "EAG661"
+        )
+        assert "NoRelayModel inherits supports_aux_hidden_states_over_pp = True" in message
