@@ -1,3 +1,3 @@
 """eagle3lint: find and fix what keeps a vLLM model from running EAGLE-3, before weights load."""
 
-__version__ = "0.5.1"
+__version__ = "0.6.0"
