@@ -56,10 +56,12 @@ MISMATCHED_BINARY_PACKAGES: tuple[str, ...] = ("torchvision", "torchaudio", "tor
 # vLLM 0.33.0 takes cuda-bindings 13 and flashinfer an unpinned cuda-python, for which the resolver
 # may pick 12.6.2.post1: that one still ships `cuda/bindings/` itself and overwrites cuda-bindings
 # 13's files, and nvidia-cutlass-dsl 4.8 (which 0.33.0 pins) then finds no `cudaLibrary_t`: every
-# model module importing it fails (seen on a fresh install, 2026-12-04).
+# model module importing it fails (seen on a fresh install, 2026-12-04). vLLM 0.34.0 resolves
+# the same way (seen on a fresh machine, 2026-12-07: 80 of 426 architectures failed to import).
 CONSTRAINTS: dict[str, tuple[str, ...]] = {
     "0.25.0": ("transformers<5.15",),
     "0.33.0": ("cuda-python>=13",),
+    "0.34.0": ("cuda-python>=13",),
 }
 """Per release, requirements added to `vllm==X` when its venv is installed, and to its CPU
 build's (the same Python, held to the same transformers; applied to a venv installed before
