@@ -300,8 +300,10 @@ TIER_SENTENCE = (
 def test_the_tier_counts_docs_testing_quotes_are_the_suites(tmp_path: Path) -> None:
     counts_file = tmp_path / "counts.json"
     collect = ["--collect-only", "-q", "-p", "no:cacheprovider", f"--tier-counts={counts_file}"]
+    # -P: the working directory off sys.path, as `pytest` (CI's command) has it, so a test
+    # importing `tests.x` fails here as it fails there.
     collected = subprocess.run(
-        [sys.executable, "-m", "pytest", *collect],
+        [sys.executable, "-P", "-m", "pytest", *collect],
         cwd=REPO,
         capture_output=True,
         text=True,

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
+from vllm_tree import ARCH, write_vllm_tree
 
 from eagle3lint.cli import app
-from tests.vllm_tree import ARCH, write_vllm_tree
 
 runner = CliRunner()
 

@@ -55,7 +55,7 @@ def test_collecting_the_installed_tiers_installs_nothing(tmp_path: Path) -> None
     environment.pop("UV_CACHE_DIR", None)
     tests = Path(__file__).parent
     folders = [str(tests / name) for name in ("runtime", "e2e", "test_test_tiers.py")]
-    pytest_args = ["-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", *folders]
+    pytest_args = ["-P", "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", *folders]
     collected = subprocess.run(
         [sys.executable, *pytest_args],
         cwd=tests.parent,
