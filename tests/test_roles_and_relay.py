@@ -129,7 +129,7 @@ def test_an_inherited_relay_flag_over_a_forward_that_does_not_relay(
 def test_pair_pp_2_blocks_an_inherited_flag(
     arch: str, blocked: bool, release_copy: Callable, tmp_path: Path
 ) -> None:
-    from tests.test_pair import LLAMA, draft_folder, head, pairing_codes, tensors
+    from test_pair import LLAMA, draft_folder, head, pairing_codes, tensors
 
     vllm = release_copy("0.34.0")
     (vllm / "model_executor/models/norelay.py").write_text(NO_RELAY)

@@ -3,6 +3,7 @@ runtime venv installs that run beside it."""
 
 from __future__ import annotations
 
+import ast
 import importlib.util
 import os
 import subprocess
@@ -130,3 +131,25 @@ def test_the_test_scripts_take_no_option_for_a_path_or_a_release(
     assert ran.returncode == (0 if option == "--help" else 2), ran.stderr
     assert "usage:" in ran.stdout + ran.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == []
+
+
+def test_no_test_imports_the_tests_folder_as_a_package() -> None:
+    # `from tests.x import ...` resolves only with the working directory on sys.path (`python
+    # -m pytest`), never under CI's `pytest`: a fresh clone's .ci/run failed on two such imports,
+    # one inside a test body, where collecting does not reach it.
+    tests = Path(__file__).parent
+    found = []
+    for path in sorted(tests.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = (
+                [node.module or ""]
+                if isinstance(node, ast.ImportFrom) and not node.level
+                else [a.name for a in node.names]
+                if isinstance(node, ast.Import)
+                else []
+            )
+            if any(n == "tests" or n.startswith("tests.") for n in names):
+                found.append(f"{path.relative_to(tests)}:{node.lineno}")
+    assert found == [], "import the module by its own name (tests/ is on sys.path): " + ", ".join(
+        found
+    )
