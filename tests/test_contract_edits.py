@@ -5,17 +5,13 @@ a harmless edit of the same file passes both."""
 
 from __future__ import annotations
 
-import os
 import re
-import shlex
-import shutil
 import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
 
-import yaml
-from test_precommit import git, readme_recipe, snapshot_of_this_repo
+from test_precommit import git, readme_recipe_repo
 
 INTERFACES = "vllm/model_executor/models/interfaces.py"
 GETTER = "def get_eagle3_default_aux_hidden_state_layers(self)"
@@ -27,32 +23,13 @@ NAMED = re.compile(r"decides (\S+?)(?:,| and | which).*which reads? .*interfaces
 def test_a_contract_file_broken_fails_the_hook_and_the_pull_request_check(
     tmp_path: Path, vllm_release: Callable[[str], Path], release_cache: Path
 ) -> None:
-    hooks_repo = snapshot_of_this_repo(tmp_path / "eagle3lint")
-    repo = tmp_path / "vllm-repo"
-    shutil.copytree(vllm_release("0.33.0"), repo / "vllm")
-    env = {
-        **os.environ,
-        "PRE_COMMIT_HOME": str(tmp_path / "pre-commit-home"),
-        "EAGLE3LINT_CACHE_DIR": str(release_cache),
-        "VIRTUALENV_SYSTEM_SITE_PACKAGES": "1",
-    }
+    repo, env, _ = readme_recipe_repo(tmp_path, vllm_release("0.33.0"), release_cache)
 
     def run(*command: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
             command, cwd=repo, env=env, capture_output=True, text=True, timeout=1800
         )
 
-    command, table, hooks = readme_recipe()
-    program, *arguments = shlex.split(command)
-    assert program == "eagle3lint"
-    assert run(sys.executable, "-m", "eagle3lint", *arguments).returncode == 0
-    (repo / "pyproject.toml").write_text(table)
-    [hook_repo] = hooks["repos"]
-    hook_repo |= {"repo": str(hooks_repo), "rev": git(hooks_repo, "rev-parse", "HEAD").strip()}
-    (repo / ".pre-commit-config.yaml").write_text(yaml.safe_dump(hooks))
-    git(repo, "init", "-q", "-b", "main")
-    git(repo, "add", "-A")
-    git(repo, "commit", "-q", "-m", "vLLM 0.33.0 with eagle3lint's hook")
     hook = (sys.executable, "-m", "pre_commit", "run", "--files", INTERFACES)
     diff_base = (sys.executable, "-m", "eagle3lint", "check", "--diff-base", "main")
     interfaces = repo / INTERFACES

@@ -359,25 +359,15 @@ def readme_recipe() -> tuple[str, str, dict[str, Any]]:
     return command.group(1), table.group(1), yaml.safe_load(hooks.group(1))
 
 
-HARMLESS = "# a harmless comment\n"
-
-
-def spread(files: list[Path], count: int) -> list[Path]:
-    """`count` files evenly spread over `files` (sorted)."""
-    step = len(files) / count
-    return [files[int(i * step)] for i in range(count)]
-
-
-def test_the_readme_recipe_guards_a_vllm_0_33_repository(
-    tmp_path: Path, vllm_release: Callable[[str], Path], release_cache: Path
-) -> None:
-    """Issue 31's acceptance: in a git copy of vLLM 0.33.0 set up as the README says, the
-    hook passes the untouched tree (--all-files) and harmless edits to 20 model files (the
-    ROCm variants and the files that broke it before among them), and blocks a removed tap
-    and a removed SupportsEagle3."""
+def readme_recipe_repo(
+    tmp_path: Path, release: Path, release_cache: Path
+) -> tuple[Path, dict[str, str], subprocess.CompletedProcess[str]]:
+    """A git copy of `release` set up as the README's adoption recipe says (the baseline
+    command, the pyproject table, the hook pinned to a snapshot of this checkout), committed on
+    `main`: the repository, the environment its commands run in, and the baseline run."""
     hooks_repo = snapshot_of_this_repo(tmp_path / "eagle3lint")
     repo = tmp_path / "vllm-repo"
-    shutil.copytree(vllm_release("0.33.0"), repo / "vllm")
+    shutil.copytree(release, repo / "vllm")
     env = {
         **os.environ,
         "PRE_COMMIT_HOME": str(tmp_path / "pre-commit-home"),
@@ -396,14 +386,34 @@ def test_the_readme_recipe_guards_a_vllm_0_33_repository(
         timeout=900,
     )
     assert baseline.returncode == 0, baseline.stderr
-    assert table.strip() in baseline.stderr  # the run says what to add, as the README does
     (repo / "pyproject.toml").write_text(table)
     [hook_repo] = hooks["repos"]
     hook_repo |= {"repo": str(hooks_repo), "rev": git(hooks_repo, "rev-parse", "HEAD").strip()}
     (repo / ".pre-commit-config.yaml").write_text(yaml.safe_dump(hooks))
-    git(repo, "init", "-q")
+    git(repo, "init", "-q", "-b", "main")
     git(repo, "add", "-A")
     git(repo, "commit", "-q", "-m", "vLLM 0.33.0 with eagle3lint's hook")
+    return repo, env, baseline
+
+
+HARMLESS = "# a harmless comment\n"
+
+
+def spread(files: list[Path], count: int) -> list[Path]:
+    """`count` files evenly spread over `files` (sorted)."""
+    step = len(files) / count
+    return [files[int(i * step)] for i in range(count)]
+
+
+def test_the_readme_recipe_guards_a_vllm_0_33_repository(
+    tmp_path: Path, vllm_release: Callable[[str], Path], release_cache: Path
+) -> None:
+    """Issue 31's acceptance: in a git copy of vLLM 0.33.0 set up as the README says, the
+    hook passes the untouched tree (--all-files) and harmless edits to 20 model files (the
+    ROCm variants and the files that broke it before among them), and blocks a removed tap
+    and a removed SupportsEagle3."""
+    repo, env, baseline = readme_recipe_repo(tmp_path, vllm_release("0.33.0"), release_cache)
+    assert readme_recipe()[1].strip() in baseline.stderr  # the run says what to add, as README
 
     def run(*args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
