@@ -243,13 +243,7 @@ def test_a_weight_file_safetensors_loads_is_ok(
 def test_num_speculative_tokens_vllm_refuses_is_a_usage_error(
     vllm_release: Callable[[str], Path], tmp_path: Path, value: object, shown: str
 ) -> None:
-    draft = draft_folder(tmp_path, LLAMA_HEAD, LLAMA_TENSORS)
-    settings = {"method": "eagle3", "model": str(draft), "num_speculative_tokens": value}
-    vllm_release(RELEASE)
-    result = run(
-        "pair", "--vllm", RELEASE, "--target", str(LLAMA), "--no-cache",
-        "--speculative-config", json.dumps(settings),
-    )  # fmt: skip
+    result = pair_with_tokens(value, vllm_release, tmp_path)
     refused(
         result,
         f"num_speculative_tokens must be a whole number from 1 to {MAX_SPECULATIVE_TOKENS:,}, "
@@ -257,16 +251,21 @@ def test_num_speculative_tokens_vllm_refuses_is_a_usage_error(
     )
 
 
+def pair_with_tokens(value: object, vllm_release: Callable[[str], Path], tmp_path: Path) -> Result:
+    """`pair` of the Llama head with `num_speculative_tokens` set to `value`."""
+    draft = draft_folder(tmp_path, LLAMA_HEAD, LLAMA_TENSORS)
+    settings = {"method": "eagle3", "model": str(draft), "num_speculative_tokens": value}
+    vllm_release(RELEASE)
+    return run(
+        "pair", "--vllm", RELEASE, "--target", str(LLAMA), "--no-cache",
+        "--speculative-config", json.dumps(settings),
+    )  # fmt: skip
+
+
 @pytest.mark.parametrize("value", [1, MAX_SPECULATIVE_TOKENS, "3", 3.0])
 def test_num_speculative_tokens_vllm_takes_is_taken(
     vllm_release: Callable[[str], Path], tmp_path: Path, value: object
 ) -> None:
     """vLLM's configs are pydantic dataclasses, which read `"3"` and `3.0` as 3."""
-    draft = draft_folder(tmp_path, LLAMA_HEAD, LLAMA_TENSORS)
-    settings = {"method": "eagle3", "model": str(draft), "num_speculative_tokens": value}
-    vllm_release(RELEASE)
-    result = run(
-        "pair", "--vllm", RELEASE, "--target", str(LLAMA), "--no-cache",
-        "--speculative-config", json.dumps(settings),
-    )  # fmt: skip
+    result = pair_with_tokens(value, vllm_release, tmp_path)
     assert result.exit_code == 0, result.output
