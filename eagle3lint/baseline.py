@@ -34,7 +34,7 @@ from eagle3lint.sources.files import (
     UnreadableSource,
     read_regular,
 )
-from eagle3lint.storage import write_atomically
+from eagle3lint.storage import write_named_file
 
 FORMAT = 1
 
@@ -224,7 +224,7 @@ def write_baseline(
         ready |= {arch for arch in previous.ready if arch not in decided}
     data = {"eagle3lint-baseline": FORMAT, "ready": sorted(ready), "findings": findings}
     try:
-        write_atomically(path, (json.dumps(data, indent=1) + "\n").encode())
+        write_named_file(path, (json.dumps(data, indent=1) + "\n").encode())
     except OSError as exc:
         raise UsageError(f"--write-baseline: cannot write {path}: {exc.strerror or exc}") from exc
     return len(findings), dropped

@@ -105,6 +105,27 @@ def write_atomically(
         raise
 
 
+def write_named_file(path: Path, data: bytes) -> None:
+    """Write `data` to a file the user named (`-o`, `--write-baseline`) as a shell redirection
+    would reach it: a device or a pipe (`/dev/null`, `/dev/stdout`, a FIFO) is written to,
+    never replaced by a regular file (renamed over, `/dev/null` would stop being the null
+    device for every program on the machine); a symbolic link's target is replaced, the link
+    kept; any other path is written whole. Raises OSError."""
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        mode = None
+    if mode is not None and not stat.S_ISREG(mode):
+        if stat.S_ISDIR(mode):
+            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), str(path))
+        with open(path, "wb") as stream:
+            stream.write(data)
+        return
+    target = Path(os.path.realpath(path))
+    target.parent.mkdir(parents=True, exist_ok=True)
+    write_atomically(target, data)
+
+
 LOCK_NAME = ".eagle3lint-fix.lock"
 
 _held_locks: set[int] = set()

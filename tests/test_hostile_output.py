@@ -13,7 +13,10 @@ from __future__ import annotations
 import csv
 import io
 import json
+import os
 import re
+import stat
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -518,3 +521,59 @@ def test_the_progress_lines_of_a_matrix_read_no_markup_in_a_release_name() -> No
     console.print(progress._progress.make_tasks_table(progress._progress.tasks))  # type: ignore[union-attr]
     shown = console.file.getvalue()  # type: ignore[attr-defined]
     assert "tree[/]\\x3a:error\\x3a:x\\x1b[2J" in shown and "could not be checked" in shown
+
+
+def test_a_named_pipe_stays_a_pipe_and_gets_the_whole_report(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Renamed over, `-o /dev/null` made /dev/null a regular file for the whole machine (seen
+    2026-12-07): a device or a pipe is written to, as a shell redirection would."""
+    write_vllm_tree(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    fifo = tmp_path / "report.pipe"
+    os.mkfifo(fifo)
+    received: list[bytes] = []
+    reader = threading.Thread(target=lambda: received.append(fifo.read_bytes()), daemon=True)
+    reader.start()
+    result = CliRunner().invoke(app, ["check", "vllm", "--format", "json", "-o", str(fifo)])
+    reader.join(timeout=30)
+    assert result.exit_code in (0, 1), result.output
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
+    assert json.loads(received[0])
+
+
+def test_a_baseline_is_never_a_pipe(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A baseline is read before it is written: a pipe is refused, and stays a pipe."""
+    write_vllm_tree(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    os.mkfifo(tmp_path / "baseline.json")
+    result = CliRunner().invoke(app, ["check", "vllm", "--write-baseline", "baseline.json"])
+    assert result.exit_code == 2
+    assert "FIFO" in result.output and "Traceback" not in result.output
+    assert stat.S_ISFIFO(os.lstat(tmp_path / "baseline.json").st_mode)
+
+
+@pytest.mark.parametrize("option", ["--output", "--write-baseline"])
+def test_a_symbolic_link_is_written_through(
+    option: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write_vllm_tree(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "kept").mkdir()
+    link = tmp_path / "report.json"
+    link.symlink_to(Path("kept", "real.json"))
+    result = CliRunner().invoke(app, ["check", "vllm", "--format", "json", option, str(link)])
+    assert result.exit_code in (0, 1), result.output
+    assert link.is_symlink()
+    assert json.loads((tmp_path / "kept" / "real.json").read_text())
+
+
+def test_a_folder_named_as_the_output_is_a_usage_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write_vllm_tree(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "out").mkdir()
+    result = CliRunner().invoke(app, ["check", "vllm", "-o", "out"])
+    assert result.exit_code == 2
+    assert "--output out:" in result.output and "Traceback" not in result.output

@@ -15,16 +15,15 @@ OutputFileOpt = Annotated[
 
 def write_output(text: str, output: Path | None) -> None:
     """To stdout, or to `output` written whole (a temporary file renamed into place), so a
-    reader of the file never sees half a report."""
+    reader of the file never sees half a report; a device or a pipe is written to."""
     from eagle3lint.errors import UsageError
-    from eagle3lint.storage import write_atomically
+    from eagle3lint.storage import write_named_file
 
     if output is None:
         sys.stdout.write(text)
         sys.stdout.flush()
         return
     try:
-        output.parent.mkdir(parents=True, exist_ok=True)
-        write_atomically(output, text.encode("utf-8"))
+        write_named_file(output, text.encode("utf-8"))
     except OSError as exc:
         raise UsageError(f"--output {output}: {exc.strerror or exc}") from exc
