@@ -17,9 +17,6 @@ from eagle3lint.api import (
     Target,
 )
 
-RUNNER_ERROR = "Model does not support EAGLE3 interface but aux_hidden_state_outputs was requested"
-
-
 _RUNTIME_CHECK = (
     "vLLM asks the target for aux hidden states when the drafter is EAGLE-3 (unless its "
     "`eagle_config` sets `use_aux_hidden_state` to false), and for `extract_hidden_states` "
@@ -32,7 +29,9 @@ _RUNTIME_CHECK = (
 _RUNTIME_ERROR = (
     "```text\nRuntimeError: Model does not support EAGLE3 interface but aux_hidden_state_outputs "
     "was requested\n```\nThe V2 model runner raises `RuntimeError: Model does not support EAGLE3 "
-    "interface`. Either comes after the whole weight load."
+    "interface`. Either comes after the whole weight load; a report quotes the one of the runner "
+    "that runs the target (V2 by default from 0.30.0, the only one in 0.34.0), as that runner's "
+    "code writes it."
 )
 
 _EAG101 = Explanation(
@@ -215,7 +214,7 @@ class OnlyEagleForCausalLM(nn.Module, SupportsEagle):
                 yield self.report(
                     "EAG102",
                     f"{cls.name} is not a SupportsEagle3{only}; {state}. vLLM checks the wrapper "
-                    f"itself and raises '{RUNNER_ERROR}' after loading the weights.",
+                    f"itself and {_refuses(target, ctx)} after loading the weights.",
                     path,
                     cls.line,
                     cls.column,
@@ -236,8 +235,8 @@ class OnlyEagleForCausalLM(nn.Module, SupportsEagle):
                 )
                 yield self.report(
                     "EAG101",
-                    f"{cls.name} is not a SupportsEagle3{only}{via}: vLLM raises "
-                    f"'{RUNNER_ERROR}' after loading the weights.",
+                    f"{cls.name} is not a SupportsEagle3{only}{via}: vLLM "
+                    f"{_refuses(target, ctx)} after loading the weights.",
                     path,
                     cls.line,
                     cls.column,
@@ -284,6 +283,13 @@ class OnlyEagleForCausalLM(nn.Module, SupportsEagle):
                     ref.cls.column,
                     hint="Give every platform variant the same interfaces.",
                 )
+
+
+def _refuses(target: Target, ctx: RuleContext) -> str:
+    """What the model runner that runs `target` does with a model that is not a
+    SupportsEagle3, as its code says it (V2's message is not V1's)."""
+    refusal = ctx.contract.refusal_for(target.runner)
+    return f"raises '{refusal.message}'" if refusal else "refuses it (supports_eagle3() is false)"
 
 
 RULES = [ProtocolInheritance]
