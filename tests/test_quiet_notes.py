@@ -1,10 +1,13 @@
-"""Warnings users cannot act on go to `-v` (issue 52 item 9), on real releases."""
+"""Warnings users cannot act on go to `-v`; the text names the unverified targets and the one
+thing to pass that decides them (issue 52 item 9), on real releases.
+"""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable
 
+import pytest
 from typer.testing import CliRunner
 
 from eagle3lint.cli import app
@@ -42,3 +45,20 @@ def test_0_34_notes_nobody_can_act_on_are_for_verbose(vllm_release: Callable) ->
     assert severities[("EAG104", "vl_stub.py")] == "info"
     assert severities[("EAG104", "linear.py")] == "warning"
     assert {s for (code, _), s in severities.items() if code == "EAG203"} == {"info"}
+
+
+@pytest.mark.parametrize(
+    ("version", "named"),
+    [
+        (
+            "0.34.0",
+            "pass a vLLM tree with transformers installed beside it for ArceeForCausalLM, "
+            "CwmForCausalLM, FlexOlmoForCausalLM and 22 more",
+        ),
+        ("0.16.0", "pass --hf-config config.json for AfmoeForCausalLM, AquilaModel,"),
+    ],
+)
+def test_unverified_targets_are_named_with_what_decides_them(
+    version: str, named: str, vllm_release: Callable
+) -> None:
+    assert named in text("--vllm", version)
