@@ -11,7 +11,11 @@ _RUNTIME = (
     "reads its `model` (the decoder), and that decoder's `embed_tokens`, else `embedding`. It "
     "does so for every EAGLE method, right after the drafter's weights load and before the "
     "model runner checks `supports_eagle3()`, so it is the first error such a target meets. "
-    "Adding `SupportsEagle3` does not help: the module layout is the model's own."
+    "Model runner V2 (`v1/worker/gpu/spec_decode/eagle/utils.py`, the default from 0.30.0 and "
+    "the only runner in 0.34.0) checks `supports_eagle3()` first: there a class that is not a "
+    "SupportsEagle3 stops at EAG101's error, and the report says so, this one being what "
+    "remains once it is one. Adding `SupportsEagle3` does not help: the module layout is the "
+    "model's own."
 )
 
 EAG411 = Explanation(
@@ -36,7 +40,10 @@ EAG412 = Explanation(
     runtime=_RUNTIME,
     error="```text\nAttributeError: Target model does not have 'embed_tokens' or 'embedding' "
     "attribute\n```\n(0.11.0 on; 0.10.0 reads `embed_tokens` unguarded), after the weights "
-    "are loaded.",
+    "are loaded. Model runner V2 raises `RuntimeError: <drafter> needs the target input "
+    "embedding, but it is unavailable on this PP stage` (0.30.0 on) only when the EAGLE-3 head "
+    "has no embedding of its own (its `has_own_embed_tokens` is false), and before 0.30.0 "
+    "shares nothing, silently (a warning then).",
     releases="All releases; `embedding` is accepted from 0.11.0.",
     example="""\
 class GPT2Model(nn.Module):

@@ -13,8 +13,8 @@ from eagle3lint.api import (
     Code,
     Example,
     Expected,
-    Explanation,
     Finding,
+    MethodSummary,
     RenameMethod,
     Repair,
     Rule,
@@ -23,119 +23,7 @@ from eagle3lint.api import (
     Target,
 )
 
-_UNPACK_ERROR = (
-    "```text\nValueError: too many values to unpack (expected 2)\n```\nraised by the runner's "
-    "`hidden_states, aux_hidden_states = model_output` on the first forward, because the "
-    "decoder, never told which layers to tap, returns a bare tensor."
-)
-
-_EAG201 = Explanation(
-    runtime="With aux hidden states requested, the runner takes the layer ids from the draft "
-    "config's `eagle_aux_hidden_state_layer_ids`, else from the model's "
-    "`get_eagle3_aux_hidden_state_layers()`, and hands them to `set_aux_hidden_state_layers()`. "
-    "Up to 0.17.0 the protocol's bodies are `...`: inheriting SupportsEagle3 passes the check, "
-    "but the getter returns None and the setter does nothing.",
-    error=_UNPACK_ERROR + " In 0.10.0, which has no protocol, a missing method raises "
-    "`AttributeError`.",
-    releases="0.10.0-0.17.0. From 0.18.0 the protocol has working default bodies (see EAG204).",
-    example="""\
-class MyModelForCausalLM(nn.Module, SupportsPP, SupportsEagle3):
-    def __init__(self, *, vllm_config, prefix=""):
-        super().__init__()
-        self.model = MyModel(vllm_config=vllm_config, prefix=prefix)
-""",
-    fix="""\
-class MyModelForCausalLM(nn.Module, SupportsPP, SupportsEagle3):
-    ...
-
-    def set_aux_hidden_state_layers(self, layers: tuple[int, ...]) -> None:
-        self.model.aux_hidden_state_layers = layers
-
-    def get_eagle3_aux_hidden_state_layers(self) -> tuple[int, ...]:
-        num_layers = len(self.model.layers)
-        return (2, num_layers // 2, num_layers - 3)
-""",
-)
-
-_EAG202 = Explanation(
-    runtime="The runner calls the aux-layer methods on the model it serves, the multimodal "
-    "wrapper. Up to 0.17.0 the wrapper inherits only the protocol's `...` bodies unless it "
-    "passes the calls on to its language model.",
-    error=_UNPACK_ERROR,
-    releases="0.11.0-0.17.0. From 0.18.0 the protocol defaults reach the language model "
-    "themselves (through `get_language_model()`).",
-    example="""\
-class MyVLForConditionalGeneration(nn.Module, SupportsMultiModal, SupportsEagle3):
-    def __init__(self, *, vllm_config, prefix=""):
-        ...
-        self.language_model = MyModelForCausalLM(...)
-""",
-    fix="""\
-class MyVLForConditionalGeneration(nn.Module, SupportsMultiModal, SupportsEagle3):
-    ...
-
-    def set_aux_hidden_state_layers(self, layers: tuple[int, ...]) -> None:
-        self.language_model.set_aux_hidden_state_layers(layers)
-
-    def get_eagle3_aux_hidden_state_layers(self) -> tuple[int, ...]:
-        return self.language_model.get_eagle3_aux_hidden_state_layers()
-""",
-)
-
-_EAG203 = Explanation(
-    runtime="The runner asks the model for its default aux layers under one name: "
-    "`get_eagle3_aux_hidden_state_layers()` up to 0.17.0, "
-    "`get_eagle3_default_aux_hidden_state_layers()` from 0.18.0. A method under the other name "
-    "is never called.",
-    error="None: the model's layer choice is ignored silently. From 0.18.0 the protocol default "
-    "`(2, num_layers // 2, num_layers - 3)` applies instead (or fails as in EAG204); up to 0.17.0 "
-    "the protocol stub returns None and nothing is tapped (EAG201).",
-    releases="0.18.0 and later for `get_eagle3_aux_hidden_state_layers`; 0.11.0-0.17.0 for "
-    "`get_eagle3_default_aux_hidden_state_layers`.",
-    example="""\
-# vLLM 0.18.0 or later
-class MyModelForCausalLM(nn.Module, SupportsEagle3):
-    def get_eagle3_aux_hidden_state_layers(self) -> tuple[int, ...]:
-        return (1, 23, 44)
-""",
-    fix="""\
-class MyModelForCausalLM(nn.Module, SupportsEagle3):
-    def get_eagle3_default_aux_hidden_state_layers(self) -> tuple[int, ...]:
-        return (1, 23, 44)
-
-    # Callers of the old name (a wrapper delegating to this model) keep working.
-    get_eagle3_aux_hidden_state_layers = get_eagle3_default_aux_hidden_state_layers
-""",
-)
-
-_EAG204 = Explanation(
-    runtime="From 0.18.0 the protocol's methods have default bodies. The default "
-    "`set_aux_hidden_state_layers()` takes the decoder (`self.model`, or the language model's "
-    "`.model`; from 0.28.0 the language model itself when it has no `.model`) and asserts that "
-    "it is an `EagleModelMixin`; the default getter counts the decoder's `.layers`.",
-    error="```text\nAssertionError: Model instance must inherit from EagleModelMixin to set "
-    "auxiliary layers\n```\nor `AssertionError: Model instance must have 'layers' attribute to "
-    "get number of layers` (`'model' attribute`, before 0.28.0, for a language model that is "
-    "the decoder itself), after the weight load.",
-    releases="0.18.0 and later.",
-    example="""\
-class MyModel(nn.Module):  # the decoder
-    ...
-
-
-class MyModelForCausalLM(nn.Module, SupportsPP, SupportsEagle3):
-    # relies on the protocol's default set_aux_hidden_state_layers()
-    ...
-""",
-    fix="""\
-from vllm.model_executor.models.interfaces import EagleModelMixin, SupportsEagle3
-
-
-class MyModel(nn.Module, EagleModelMixin):
-    # tapping with self._maybe_add_hidden_state(...) in forward (EAG301)
-    ...
-""",
-)
+from . import _aux_layer_methods_explain as explained
 
 
 class AuxLayerMethods(Rule):
@@ -147,7 +35,7 @@ class AuxLayerMethods(Rule):
             "A method the runner calls has no real implementation (only the protocol stub).",
             Severity.ERROR,
             fixable=True,
-            explain=_EAG201,
+            explain=explained.EAG201,
         ),
         Code(
             "EAG202",
@@ -155,7 +43,7 @@ class AuxLayerMethods(Rule):
             "A multimodal wrapper does not pass the aux-layer calls to its language model.",
             Severity.ERROR,
             fixable=True,
-            explain=_EAG202,
+            explain=explained.EAG202,
         ),
         Code(
             "EAG203",
@@ -163,7 +51,7 @@ class AuxLayerMethods(Rule):
             "A getter is defined under a name this release never calls.",
             Severity.WARNING,
             fixable=True,
-            explain=_EAG203,
+            explain=explained.EAG203,
         ),
         Code(
             "EAG204",
@@ -171,7 +59,7 @@ class AuxLayerMethods(Rule):
             "The protocol defaults need the inner model to be an EagleModelMixin with layers.",
             Severity.ERROR,
             fixable=True,
-            explain=_EAG204,
+            explain=explained.EAG204,
         ),
     )
     valid = (
@@ -476,10 +364,11 @@ class OldNameForCausalLM(nn.Module, SupportsEagle3):
                     seen.add(key)
                     path = ctx.path(entry)
                     can_rename = contract.getter not in entry.cls.methods
+                    lost = _what_is_lost(method, candidate, contract.getter)
                     yield self.report(
                         "EAG203",
                         f"{entry.name}.{name}() is never called by this vLLM release, which calls "
-                        f"{contract.getter}(): its layer choice is silently ignored.",
+                        f"{contract.getter}(): {lost or 'its layer choice is silently ignored'}.",
                         path,
                         method.line,
                         method.column,
@@ -488,7 +377,29 @@ class OldNameForCausalLM(nn.Module, SupportsEagle3):
                         repair=RenameMethod(path, cls=entry.name, old=name, new=contract.getter)
                         if can_rename
                         else None,
+                        # Dead code that changes nothing at run time: a note for -v.
+                        severity=Severity.INFO if lost else None,
                     )
+
+
+def _what_is_lost(method: MethodSummary, candidate: Target, getter: str) -> str:
+    """Why nothing is lost by a getter vLLM never calls, when nothing is: it only passes the
+    call on (its callee's own finding says the rest), or it returns the same tuple as the
+    getter vLLM calls instead (the class's, else the protocol's default); "" otherwise."""
+    callee, _, called_name = (method.returns_call or "").rpartition(".")
+    if callee.startswith("self.") and called_name == method.name:
+        return f"dead code, which only passes the call on to {callee}"
+    called = next(
+        (
+            e.cls.methods[getter]
+            for e in candidate.mro
+            if isinstance(e, ClassRef) and getter in e.cls.methods
+        ),
+        None,
+    )
+    if called is not None and method.returns_tuple and called.returns_tuple == method.returns_tuple:
+        return f"dead code, as that returns the same {method.returns_tuple}"
+    return ""
 
 
 RULES = [AuxLayerMethods]

@@ -248,14 +248,18 @@ class LoopForCausalLM(nn.Module):
         own = language is target
         name = language.ref.name
         of = "" if own else f" (its language model, {name})"
+        earlier = _stopped_earlier(target, ctx)
         if not _provides(language, shape.holder):
             raised = _holder_raises(shape, name)
             others = _other_runners(ctx, shape, lambda each: _holder_raises(each, name))
+            reads = f"{target.ref.name}{of} has no `{shape.holder}`"
             yield self.report(
                 "EAG411",
-                f"{target.ref.name}{of} has no `{shape.holder}`: the EAGLE proposer ({where}) "
-                f"reads it to share the target's embedding and raises {raised}{others}, "
-                "after the weights are loaded.",
+                f"{reads}, which the EAGLE proposer ({where}) reads to share the target's "
+                f"embedding. {earlier}once it is one, the proposer raises {raised}{others}."
+                if earlier
+                else f"{reads}: the EAGLE proposer ({where}) reads it to share the target's "
+                f"embedding and raises {raised}{others}, after the weights are loaded.",
                 path,
                 cls.line,
                 cls.column,
@@ -279,11 +283,17 @@ class LoopForCausalLM(nn.Module):
         built = decoder.ref.name
         consequence = _embedding_consequence(shape, built)
         consequence += _other_runners(ctx, shape, lambda each: _embedding_consequence(each, built))
+        builds = (
+            f"{target.ref.name}{of} builds `{shape.holder}` as {built}, which has none of "
+            f"{', '.join(shape.embeddings)}"
+        )
         yield self.report(
             "EAG412",
-            f"{target.ref.name}{of} builds `{shape.holder}` as {built}, which has none of "
-            f"{', '.join(shape.embeddings)}: the EAGLE proposer ({where}) shares the target's "
-            f"embedding from it and {consequence}.",
+            f"{builds}, from which the EAGLE proposer ({where}) shares the target's embedding. "
+            f"{earlier}once it is one, the proposer {consequence}."
+            if earlier
+            else f"{builds}: the EAGLE proposer ({where}) shares the target's embedding from it "
+            f"and {consequence}.",
             path,
             cls.line,
             cls.column,
@@ -387,6 +397,22 @@ def _raising_runners(ctx: RuleContext, shape: TargetEmbedding) -> dict[str, Any]
     return {"severity": Severity.WARNING}
 
 
+def _stopped_earlier(target: Target, ctx: RuleContext) -> str:
+    """For a target that is not a SupportsEagle3, where the runner that runs it refuses it
+    before its proposer reads the target (V2), that sentence ("vLLM stops earlier ... ; "),
+    the later error being what remains once it is one; else ""."""
+    if target.implements_eagle3 or not ctx.contract.runtime_check:
+        return ""
+    refusal = ctx.contract.refusal_for(target.runner)
+    if refusal is None or not refusal.before_proposer:
+        return ""
+    code = "EAG102" if target.language_model is not None else "EAG101"
+    return (
+        f"vLLM stops earlier, as {target.ref.name} is not a SupportsEagle3: "
+        f"{refusal.quoted()} ({code}); "
+    )
+
+
 def _holder_raises(shape: TargetEmbedding, name: str) -> str:
     """What a proposer raises for a language model with no decoder attribute."""
     return "AttributeError: " + (
@@ -402,7 +428,12 @@ def _embedding_consequence(shape: TargetEmbedding, built: str) -> str:
             "when its checkpoint has none, as EAGLE-3 heads sharing the target's)"
         )
     raised = shape.embedding_error or f"'{built}' object has no attribute '{shape.embeddings[0]}'"
-    return f"raises {shape.embedding_exception}: '{raised}'"
+    unless = (
+        f" if the EAGLE-3 head has no embedding of its own (`{shape.unless_head_has}` false)"
+        if shape.unless_head_has
+        else ""
+    )
+    return f"raises {shape.embedding_exception}: '{raised}'{unless}"
 
 
 def _other_runners(

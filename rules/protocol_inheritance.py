@@ -17,9 +17,6 @@ from eagle3lint.api import (
     Target,
 )
 
-RUNNER_ERROR = "Model does not support EAGLE3 interface but aux_hidden_state_outputs was requested"
-
-
 _RUNTIME_CHECK = (
     "vLLM asks the target for aux hidden states when the drafter is EAGLE-3 (unless its "
     "`eagle_config` sets `use_aux_hidden_state` to false), and for `extract_hidden_states` "
@@ -32,7 +29,9 @@ _RUNTIME_CHECK = (
 _RUNTIME_ERROR = (
     "```text\nRuntimeError: Model does not support EAGLE3 interface but aux_hidden_state_outputs "
     "was requested\n```\nThe V2 model runner raises `RuntimeError: Model does not support EAGLE3 "
-    "interface`. Either comes after the whole weight load."
+    "interface`. Either comes after the whole weight load; a report quotes the one of the runner "
+    "that runs the target (V2 by default from 0.30.0, the only one in 0.34.0), as that runner's "
+    "code writes it."
 )
 
 _EAG101 = Explanation(
@@ -116,7 +115,9 @@ _EAG104 = Explanation(
     "current_platform.is_rocm(): from .my_model_rocm import MyModelForCausalLM`). The registry "
     "then serves that variant on that platform, and `supports_eagle3()` is asked about it.",
     error="On the platform whose variant is not a SupportsEagle3, the `RuntimeError` of EAG101; "
-    "on the other platforms EAGLE-3 works.",
+    "on the other platforms EAGLE-3 works. A variant that is a stub whose `__init__` raises "
+    "(0.33's DeepSeek-V4 vision model on CPU and XPU) does not run the model at all: that "
+    "finding is an info note (`--verbose`).",
     releases="Any release with a model module that chooses its class per platform.",
     example="""\
 if current_platform.is_rocm():
@@ -215,7 +216,7 @@ class OnlyEagleForCausalLM(nn.Module, SupportsEagle):
                 yield self.report(
                     "EAG102",
                     f"{cls.name} is not a SupportsEagle3{only}; {state}. vLLM checks the wrapper "
-                    f"itself and raises '{RUNNER_ERROR}' after loading the weights.",
+                    f"itself and {_refuses(target, ctx)} after loading the weights.",
                     path,
                     cls.line,
                     cls.column,
@@ -236,8 +237,8 @@ class OnlyEagleForCausalLM(nn.Module, SupportsEagle):
                 )
                 yield self.report(
                     "EAG101",
-                    f"{cls.name} is not a SupportsEagle3{only}{via}: vLLM raises "
-                    f"'{RUNNER_ERROR}' after loading the weights.",
+                    f"{cls.name} is not a SupportsEagle3{only}{via}: vLLM "
+                    f"{_refuses(target, ctx)} after loading the weights.",
                     path,
                     cls.line,
                     cls.column,
@@ -274,16 +275,33 @@ class OnlyEagleForCausalLM(nn.Module, SupportsEagle):
             if variant.implements_eagle3 != target.implements_eagle3:
                 has = "is" if variant.implements_eagle3 else "is not"
                 main = "is" if target.implements_eagle3 else "is not"
+                lacking = target if variant.implements_eagle3 else variant
+                init = lacking.ref.cls.methods.get("__init__")
+                stub = init.raises if init is not None else None
                 yield self.report(
                     "EAG104",
                     f"The {platform} variant {ref.qualname} {has} a SupportsEagle3 while the "
-                    f"{target.variant} variant {target.ref.qualname} {main}: EAGLE-3 works on one "
-                    "platform and fails on the other.",
+                    f"{target.variant} variant {target.ref.qualname} {main}: "
+                    + (
+                        f"the {lacking.variant} one is a stub whose __init__ raises {stub}, so "
+                        f"the architecture does not run there at all."
+                        if stub
+                        else "EAGLE-3 works on one platform and fails on the other."
+                    ),
                     ctx.path(ref),
                     ref.cls.line,
                     ref.cls.column,
                     hint="Give every platform variant the same interfaces.",
+                    # Nothing to act on where the model itself never runs: a note for -v.
+                    severity=Severity.INFO if stub else None,
                 )
+
+
+def _refuses(target: Target, ctx: RuleContext) -> str:
+    """What the model runner that runs `target` does with a model that is not a
+    SupportsEagle3, as its code says it (V2's message is not V1's)."""
+    refusal = ctx.contract.refusal_for(target.runner)
+    return f"raises '{refusal.message}'" if refusal else "refuses it (supports_eagle3() is false)"
 
 
 RULES = [ProtocolInheritance]

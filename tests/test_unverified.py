@@ -228,7 +228,8 @@ def test_exit_code_follows_intent_and_the_text_says_what_to_pass(tmp_path: Path)
     assert runner.invoke(app, ["check", str(tree), "--arch", ARCH, "--exit-zero"]).exit_code == 0
     text = runner.invoke(app, ["check", str(tree), "--arch", ARCH]).stdout
     assert "EAG502 [warning]" in text and "1 unverified" in text
-    assert "pass --hf-config or --model-type to decide (1 asked about: exit code 1)" in text
+    # The target named, with the one option that decides it (issue 52 item 9).
+    assert f"pass --hf-config config.json for {ARCH} (1 asked about: exit code 1)" in text
     whole = runner.invoke(app, ["check", str(tree), "--format", "json"])
     report = json.loads(whole.stdout)
     summary = report["summary"]

@@ -213,6 +213,14 @@ def _method(node: cst.FunctionDef, line: int, column: int) -> MethodSummary:
             owner = dotted(call.func.value) or ""
             if call.func.attr.value == method.name and owner.startswith("self."):
                 method.delegates_to = owner.removeprefix("self.")
+    for stmt in own:
+        small = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) else None
+        if isinstance(small, cst.Raise) and small.exc is not None and method.raises is None:
+            raised = small.exc.func if isinstance(small.exc, cst.Call) else small.exc
+            method.raises = dotted(raised)
+    last = own[-1].body[0] if own and isinstance(own[-1], cst.SimpleStatementLine) else None
+    if isinstance(last, cst.Return) and isinstance(last.value, cst.Tuple):
+        method.returns_tuple = code(last.value)
     for stmt in statements(node.body):
         for target, _ in self_assignments(stmt):
             method.self_attr_assigns.append(target)

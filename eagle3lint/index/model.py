@@ -62,6 +62,12 @@ class MethodSummary:
     decorators: list[str] = field(default_factory=list)
     """Its decorators as dotted names, as written (`capture_outputs` for
     `@capture_outputs(tie_last_hidden_states=False)`)."""
+    raises: str | None = None
+    """The exception a `raise` among the body's own statements (under no condition) raises:
+    the method never returns (a platform stub's `__init__`)."""
+    returns_tuple: str | None = None
+    """The tuple literal the body ends by returning, whitespace collapsed
+    (`(2, num_layers // 2, num_layers - 3)`)."""
 
 
 @dataclass(slots=True)

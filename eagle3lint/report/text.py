@@ -22,7 +22,7 @@ from eagle3lint.findings import Severity
 from eagle3lint.report.escape import printable, rich_text
 from eagle3lint.report.invocation import Invocation, relative
 from eagle3lint.report.locations import Located, grouped_findings
-from eagle3lint.report.model import Report
+from eagle3lint.report.model import Report, TargetResult
 
 STYLE = {Severity.ERROR: "bold red", Severity.WARNING: "yellow", Severity.INFO: "cyan"}
 AFFECTS_SHOWN = 3
@@ -203,27 +203,43 @@ def _by_code(shown: list[Located]) -> list[tuple[str, int, bool]]:
 
 
 def _unverified(report: Report, count: int, console: Console) -> None:
-    """Say what decides the targets that are neither ready nor blocked, and when that fails
-    the run (they were asked about)."""
-    options = sorted(
-        {
-            option
-            for t in report.targets
-            for f in t.unverified
-            if f.unverified
-            for option in f.unverified.decide
-        }
-    )
+    """Name the targets that are neither ready nor blocked (the first few) and the one thing
+    to pass that decides them, and whether that fails the run (they were asked about)."""
+    groups: dict[str, list[str]] = {}
+    for target in report.targets:
+        if target.is_unverified and (option := _decider(target)):
+            groups.setdefault(option, []).append(target.arch)
     required = len(report.unverified_required())
+    decide = "; ".join(
+        f"pass {option} {DECIDING[option][0] if option in DECIDING else ''}".rstrip()
+        + f" for {_first_few(archs)}"
+        for option, archs in groups.items()
+    )
     console.print(
         Text(
-            f"{plural(count, 'target')} with no error but unverified: what vLLM reads at run "
-            "time is decided by what was not read here (the checkpoint's model_type or "
-            "image-token attribute, transformers' model code); pass "
-            f"{' or '.join(options)} to decide"
+            f"{plural(count, 'target')} with no error but unverified (what vLLM reads at run "
+            f"time was not read here): {decide}"
             + (f" ({required} asked about: exit code 1)." if required else "."),
             style="yellow" if required else "dim",
         )
+    )
+
+
+def _decider(target: TargetResult) -> str | None:
+    """The one option that decides `target`: the first its unverified findings all accept,
+    else its first finding's first."""
+    options = [f.unverified.decide for f in target.unverified if f.unverified]
+    if not options:
+        return None
+    common = [o for o in options[0] if all(o in each for each in options)]
+    return (common or list(options[0]))[0]
+
+
+def _first_few(names: list[str], shown: int = 3) -> str:
+    """`A, B, C and 4 more`, printable (the names are the analysed tree's)."""
+    more = len(names) - shown
+    return ", ".join(printable(name) for name in names[:shown]) + (
+        f" and {more} more" if more > 0 else ""
     )
 
 

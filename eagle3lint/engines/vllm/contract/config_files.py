@@ -232,8 +232,13 @@ def _v2_target_embedding(vllm_dir: Path) -> TargetEmbedding | None:
         return None
     missing = re.search(r"if\s+target_embed\s+is\s+None\s*:", text)
     raised = _V2_RAISE.search(text, missing.end(), missing.end() + _NEAR) if missing else None
-    message = None
+    message, unless = None, None
     if raised is not None:
+        # `and not getattr(draft_model, "has_own_embed_tokens", False)`: a head with its own
+        # embedding keeps it, and nothing is raised.
+        test = text[missing.end() : raised.start()] if missing else ""
+        flag = re.search(r"""not\s+getattr\(\s*\w+\s*,\s*["'](\w+)["']""", test)
+        unless = flag.group(1) if flag else None
         pieces = re.findall(r"""f?(?:"([^"\n]*)"|'([^'\n]*)')""", raised.group(2))
         message = re.sub(
             r"\{type\((\w+)\)\.__name__\}", "<drafter>", "".join(a or b for a, b in pieces)
@@ -247,6 +252,7 @@ def _v2_target_embedding(vllm_dir: Path) -> TargetEmbedding | None:
         None,
         message,
         raised.group(1) if raised else "",
+        unless,
     )
 
 

@@ -30,6 +30,7 @@ NEWEST_FIELDS = (
     "image_tokens",
     "target_embeddings",
     "runners",
+    "refusals",
     "methods",
     "backend_capture",
     "head_layers",
@@ -58,6 +59,7 @@ def _located(data: dict) -> list[tuple[dict, str]]:
     found = [
         data.get("image_tokens"),
         data.get("runners"),
+        *data.get("refusals", ()),
         data.get("backend_capture"),
         data.get("head_layers"),
         *data.get("target_embeddings", ()),

@@ -159,6 +159,30 @@ class TargetEmbedding:
     """The proposer's message when the decoder has none of `embeddings`; None: unguarded."""
     embedding_exception: str = "AttributeError"
     """What a missing embedding raises; "": nothing, the drafter keeps its own."""
+    unless_head_has: str | None = None
+    """The drafter's flag that, when true, makes the proposer keep the head's own embedding
+    rather than raise (`has_own_embed_tokens`, V2 from 0.30); None: it raises whatever the
+    head has."""
+
+
+@dataclass(frozen=True, slots=True)
+class Refusal:
+    """How a model runner refuses a target that is not a SupportsEagle3: the error after
+    `supports_eagle3(model)` is false, as its code writes it."""
+
+    runner: str
+    path: str
+    line: int
+    exception: str
+    message: str
+    before_proposer: bool
+    """The runner asks before its proposer loads the drafter (V2): a target that is not a
+    SupportsEagle3 stops here, before the proposer reads its decoder and embedding. V1 loads
+    the drafter first."""
+
+    def quoted(self) -> str:
+        """The error as a user reads it: `RuntimeError: '...'`."""
+        return f"{self.exception}: '{self.message}'"
 
 
 @dataclass(frozen=True, slots=True)
@@ -239,6 +263,8 @@ class Contract:
     target_embeddings: tuple[TargetEmbedding, ...] = ()
     """What each runner's proposer takes from the target, V1's first."""
     runners: Runners | None = None
+    refusals: tuple[Refusal, ...] = ()
+    """How each runner refuses a target that is not a SupportsEagle3, V1's first."""
     backend_capture: BackendCapture | None = None
     """How the Transformers modeling backend captures; None where it cannot."""
     head_layers: HeadLayerNames | None = None
@@ -265,6 +291,14 @@ class Contract:
             if each.runner == runner:
                 return each
         return self.target_embedding
+
+    def refusal_for(self, runner: str | None) -> Refusal | None:
+        """How `runner` refuses a target that is not a SupportsEagle3; with no runner named
+        (the tree has one), the only one read."""
+        for each in self.refusals:
+            if each.runner == runner:
+                return each
+        return self.refusals[0] if runner is None and len(self.refusals) == 1 else None
 
     @property
     def image_token_runners(self) -> tuple[str, ...]:
@@ -321,6 +355,7 @@ class Contract:
             "image_tokens": _without(tokens, "refusal"),
             "target_embedding": to_json(self.target_embedding),
             "runners": data["runners"],
+            "refusals": data["refusals"],
             "methods": data["methods"],
         }
 

@@ -28,6 +28,7 @@ from eagle3lint.engines.vllm.contract.model import (
     ImageTokenMap,
     TargetEmbedding,
 )
+from eagle3lint.engines.vllm.contract.refusals import read_refusals
 from eagle3lint.engines.vllm.contract.runners import read_methods, read_runners
 from eagle3lint.engines.vllm.contract.transformers_backend import read_backend_capture
 from eagle3lint.engines.vllm.names import MIXIN, PP_RELAY_FLAG, PROTOCOL
@@ -88,6 +89,7 @@ def read_contract(index: ProjectIndex, vllm_dir: Path, source: str) -> Contract:
     contract = _read_config_registry(index, vllm_dir, contract)
     runners = read_runners(vllm_dir, lambda path: _read_if_there(index, path))
     methods = read_methods(vllm_dir, runners, lambda path: _read_if_there(index, path))
+    refusals = read_refusals(vllm_dir, runners, lambda path: _read_if_there(index, path))
     backend = read_backend_capture(vllm_dir, lambda path: _read_if_there(index, path))
     head_layers = read_head_layers(vllm_dir, lambda path: _read_if_there(index, path))
     drafts = read_draft_architectures(vllm_dir, lambda path: _read_if_there(index, path))
@@ -98,6 +100,7 @@ def read_contract(index: ProjectIndex, vllm_dir: Path, source: str) -> Contract:
         image_tokens=facts.image_tokens,
         target_embeddings=facts.target_embeddings,
         runners=runners,
+        refusals=refusals,
         methods=methods,
         backend_capture=backend,
         head_layers=head_layers,
@@ -134,7 +137,7 @@ def _start_config_facts(index: ProjectIndex, vllm_dir: Path) -> Callable[[], Con
         # Absent files are part of the key; one that is there but unreadable raises here.
         with contextlib.suppress(SourceNotFound):
             digest.update(b"\1" + index.read_outside(path))
-    key = content_key(digest.digest(), "contract-facts-4")
+    key = content_key(digest.digest(), "contract-facts-5")
     cached = index.cache.load(key, ConfigFacts) if index.cache else None
     if cached is not None:
         return lambda: cached

@@ -192,7 +192,8 @@ def _function(text: str, name: str) -> str:
     if match is None:
         return ""
     indent = len(match.group(1).strip("\n"))
-    end = re.compile(rf"^ {{0,{indent}}}\S", re.MULTILINE).search(
+    # A line at the def's indent starting with `)` closes a signature written over lines.
+    end = re.compile(rf"^ {{0,{indent}}}[^\s)]", re.MULTILINE).search(
         text, text.index("\n", match.end()) + 1
     )
     return text[match.start() : end.start() if end else len(text)]
