@@ -214,3 +214,15 @@ def test_the_checkpoints_experts_decide_on_0_25(
     )
     assert by_class["targets"][0]["runner"] == "v1"
     assert by_config["targets"][0]["runner"] == "v2"
+
+
+def test_the_matrix_says_the_platforms_runner(vllm_release: Callable[[str], Path]) -> None:
+    vllm_release("0.33.0")
+    args = ["matrix", "--vllm", "0.33.0", "--arch", "LlamaForCausalLM", "--format", "json"]
+    runners = [
+        json.loads(CliRunner().invoke(app, [*args, *extra]).stdout)["releases"][0]["contract"][
+            "runner"
+        ]
+        for extra in ((), ("--platform", "cpu"))
+    ]
+    assert runners == ["V2", "V1 (no Triton on cpu)"]

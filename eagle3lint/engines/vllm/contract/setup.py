@@ -74,14 +74,15 @@ def setup_for(
 ) -> Setup:
     """The setup a check of `tree` (read from `source`, the contract's) judges for: `given`
     (`--platform`), else the installed distribution's platform, else CUDA's."""
-    installed = _installed_platform(tree, read) if tree is not None else None
+    # A release's sources come from PyPI's vllm wheel, whatever metadata was unpacked with them.
+    fetched = source.startswith("vllm==")
+    installed = _installed_platform(tree, read) if tree is not None and not fetched else None
     if given is not None:
         platform, why = given, f"given as --platform {given}"
+    elif fetched:
+        platform, why = CUDA, f"{source}'s sources, whose wheel on PyPI is the CUDA build"
     elif installed is not None:
         platform, why = installed
-    elif source.startswith("vllm=="):
-        platform = CUDA
-        why = f"{source}'s sources, whose wheel on PyPI is the CUDA build"
     else:
         return Setup(checkpoint=checkpoint)
     triton = platform != CPU
