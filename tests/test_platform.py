@@ -50,8 +50,10 @@ def installed(site: Path, folder: str, name: str, version: str) -> Path:
     """`site/vllm` with `folder` (a dist-info) naming distribution `name` `version` beside it."""
     (site / "vllm").mkdir(parents=True, exist_ok=True)
     (site / folder).mkdir(exist_ok=True)
-    (site / folder / "METADATA").write_text(
-        f"Metadata-Version: 2.4\nName: {name}\nVersion: {version}\nSummary: x\n"
+    metadata = "METADATA" if folder.endswith("dist-info") else "PKG-INFO"
+    # A description that quotes a header line must not be read as one.
+    (site / folder / metadata).write_text(
+        f"Metadata-Version: 2.4\nName: {name}\nVersion: {version}\n\nVersion: 9.9.9+rocm\n"
     )
     return site / "vllm"
 
@@ -64,6 +66,8 @@ def installed(site: Path, folder: str, name: str, version: str) -> Path:
         ("vllm-0.0.0.dist-info", "vllm", "0.16.0+cpu", "cpu"),
         ("vllm-0.9.2+rocm641.dist-info", "vllm", "0.9.2+rocm641", "rocm"),
         ("vllm-0.33.0.dist-info", "vllm", "0.33.0", "cuda"),
+        # A source install built for CPU (`VLLM_TARGET_DEVICE=cpu` versions it `+cpu`).
+        ("vllm.egg-info", "vllm", "0.33.0+cpu", "cpu"),
     ],
 )
 def test_the_installed_distribution_names_the_platform(

