@@ -8,6 +8,8 @@ import contextlib
 import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
 
 from eagle3lint.baseline import Baseline, Scope
 from eagle3lint.checkrun.dependencies import Dependencies, RecordStore, settle, target_key
@@ -111,9 +113,12 @@ def _checked(
     narrowed = given is not None or bool(options.archs)
     deps = Dependencies(index, given, store.load(record_key) if store and narrowed else None)
     with index.recording() as shared:
+        checkpoint = _checkpoint(options, index)
         contract = tree_contract(index, workspace, errors)
+        if contract is not None:
+            contract = workspace.wing.for_setup(contract, index, options.platform, checkpoint)
         shown_contract = unread_contract(workspace) if contract is None else contract
-        ctx = _rule_context(options, index, shown_contract)
+        ctx = _rule_context(options, index, shown_contract, checkpoint)
     deps.shared |= shared
     targets: list[Target] = []
     if contract is not None:
@@ -183,14 +188,26 @@ def _judged(
     return findings
 
 
-def _rule_context(options: CheckOptions, index: ProjectIndex, contract: Contract) -> RuleContext:
+def _checkpoint(options: CheckOptions, index: ProjectIndex) -> tuple[Path, dict[str, Any]] | None:
+    """`--hf-config`'s file and object, read here: the file is an input of the run."""
+    if options.hf_config is None:
+        return None
+    hf_config, file, text = read_config_json(options.hf_config, "--hf-config")
+    index.note_outside(file, text.encode("utf-8"))
+    return file, hf_config
+
+
+def _rule_context(
+    options: CheckOptions,
+    index: ProjectIndex,
+    contract: Contract,
+    checkpoint: tuple[Path, dict[str, Any]] | None,
+) -> RuleContext:
     """What every rule is given besides its target: the index, the contract, and `--hf-config`
-    (read here: the file is an input of the run) with the text model_type it names."""
-    hf_config = None
+    with the text model_type it names."""
+    hf_config = checkpoint[1] if checkpoint is not None else None
     model_type = options.model_type
-    if options.hf_config is not None:
-        hf_config, file, text = read_config_json(options.hf_config, "--hf-config")
-        index.note_outside(file, text.encode("utf-8"))
+    if hf_config is not None:
         model_type = model_type or text_model_type(hf_config) or None
     return RuleContext(
         index=index,

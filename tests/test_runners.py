@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from pathlib import Path
-from types import SimpleNamespace
 
 import pytest
 from typer.testing import CliRunner
@@ -24,7 +23,7 @@ from eagle3lint.engines.vllm.contract.runners import (
     read_methods,
     read_runners,
 )
-from eagle3lint.engines.vllm.target_paths import RunnerPaths
+from eagle3lint.engines.vllm.contract.setup import Setup
 
 runner = CliRunner()
 
@@ -359,13 +358,12 @@ def test_platforms_whose_runner_differs_from_cudas() -> None:
         (V1, V2), V2, rocm_v1_architectures=("DeepseekV32ForCausalLM",), v1_without_triton=True
     )
 
-    def target(arch: str, runner: str | None) -> SimpleNamespace:
-        return SimpleNamespace(arch=arch, runner=runner, contract=SimpleNamespace(runners=runners))
+    def on(platform: str, arch: str) -> str:
+        setup = Setup().on(platform)
+        return runners.default_for(arch, moe=False, kinds=frozenset(), setup=setup)
 
-    platform_runners = RunnerPaths.platform_runners.func  # type: ignore[attr-defined]
-    assert platform_runners(target("DeepseekV32ForCausalLM", V2)) == {"rocm": V1, "cpu": V1}
-    assert platform_runners(target("LlamaForCausalLM", V2)) == {"cpu": V1}
-    assert platform_runners(target("LlamaForCausalLM", V1)) == {}
+    assert [on(p, "DeepseekV32ForCausalLM") for p in ("cuda", "rocm", "cpu")] == [V2, V1, V1]
+    assert [on(p, "LlamaForCausalLM") for p in ("cuda", "rocm", "cpu")] == [V2, V2, V1]
 
 
 def test_0_33_json_names_the_cpu_builds_runner(vllm_release: Callable) -> None:

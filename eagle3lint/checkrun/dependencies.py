@@ -203,6 +203,7 @@ class RecordStore:
             options.release,
             str(options.hf_config),
             options.model_type,
+            options.platform,
             options.select,
             options.ignore,
             options.rule_options,

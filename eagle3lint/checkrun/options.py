@@ -27,6 +27,9 @@ class CheckOptions:
     claims support; `*` asks about every one (what a support matrix needs)."""
     hf_config: Path | None = None
     model_type: str | None = None
+    platform: str | None = None
+    """The platform the engine runs on (`--platform`), which decides its model runner; None:
+    the installed build's, else the engine's default."""
     select: list[str] = field(default_factory=list)
     ignore: list[str] = field(default_factory=list)
     exclude: list[str] = field(default_factory=list)

@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from eagle3lint.matrix.runner import CheckJson
 
 
-@takes("arch", "hf_config", "model_type", "jobs", "no_cache", "debug")
+@takes("arch", "hf_config", "model_type", "platform", "jobs", "no_cache", "debug")
 def matrix(
     args: RunArgs,
     paths: Annotated[
@@ -128,6 +128,8 @@ def command_line(
         words.append(f"--hf-config={options.hf_config}")
     if options.model_type is not None:
         words.append(f"--model-type={options.model_type}")
+    if options.platform is not None:
+        words.append(f"--platform={options.platform}")
     words.append(f"--format={output_format}")
     if output is not None:
         words += ["-o", str(output)]

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
+from eagle3lint.engines import Platform
 from eagle3lint.report.terminal import ColorChoice
 
 if TYPE_CHECKING:
@@ -55,6 +56,15 @@ HfConfigOpt = Annotated[
 ]
 ModelTypeOpt = Annotated[
     str | None, typer.Option("--model-type", help="The target's text model_type.")
+]
+PlatformOpt = Annotated[
+    Platform | None,
+    typer.Option(
+        "--platform",
+        help="The platform vLLM runs on, which picks its model runner (default: the installed "
+        "vLLM's build, else cuda).",
+        show_default=False,
+    ),
 ]
 SelectOpt = Annotated[
     list[str] | None,
@@ -123,6 +133,7 @@ class RunArgs:
     arch: ArchOpt = None
     hf_config: HfConfigOpt = None
     model_type: ModelTypeOpt = None
+    platform: PlatformOpt = None
     select: SelectOpt = None
     extend_select: ExtendSelectOpt = None
     ignore: IgnoreOpt = None
@@ -176,6 +187,7 @@ class RunArgs:
             archs=list(self.arch or []),
             hf_config=self.hf_config or config.hf_config,
             model_type=self.model_type,
+            platform=str(self.platform) if self.platform is not None else None,
             select=chosen,
             ignore=_codes(self.ignore) or config.ignore,
             require=_codes(self.require) or config.require,

@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     "paths",
     "vllm",
     "sglang",
+    "platform",
     "select",
     "ignore",
     "jobs",

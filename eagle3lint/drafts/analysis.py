@@ -333,8 +333,8 @@ def _method_and_translation(
 
 
 def _runner(pairing: DraftPairing, target: Target) -> tuple[str | None, str]:
-    """The runner the pair runs on by default on CUDA: the target's, unless the speculative
-    config asks for what V2 lacks (parallel drafting for EAGLE before 0.34)."""
+    """The runner the pair runs on by default on the run's platform: the target's, unless the
+    speculative config asks for what V2 lacks (parallel drafting for EAGLE before 0.34)."""
     runners = target.contract.runners
     if runners is None:
         return None, ""
@@ -345,7 +345,7 @@ def _runner(pairing: DraftPairing, target: Target) -> tuple[str | None, str]:
         lacks = [f for f in runners.v1_features if "parallel drafting" in f]
         if lacks:
             return V1, f"V2 lacks {lacks[0]}"
-    return target.runner, "the target's default"
+    return target.runner, f"the target's default on {target.contract.setup.platform}"
 
 
 def _int(value: Any) -> int | None:

@@ -35,6 +35,15 @@ class Role(StrEnum):
     POOLING = "pooling"
 
 
+class Platform(StrEnum):
+    """The platforms `--platform` names, whose choice of model runner an engine may read
+    (`Wing.for_setup`)."""
+
+    CUDA = "cuda"
+    ROCM = "rocm"
+    CPU = "cpu"
+
+
 class Entry(Protocol):
     """One architecture of an engine's registry."""
 
@@ -170,6 +179,18 @@ class Wing(ABC):
     def read_contract(self, index: ProjectIndex, tree: Path, source: str) -> Contract:
         """The contract `tree`'s own sources set (what the wing's rules ask); raises
         `UnreadableSource` when a file it depends on cannot be read."""
+
+    def for_setup(
+        self,
+        contract: Contract,
+        index: ProjectIndex,
+        platform: str | None,
+        checkpoint: tuple[Path, dict[str, Any]] | None,
+    ) -> Contract:
+        """The contract as it applies on `platform` (`--platform`; None: the one the engine
+        finds for the tree) with `checkpoint` (`--hf-config`: its file and object), for an
+        engine whose runner depends on them; this default: unchanged."""
+        return contract
 
     @abstractmethod
     def newest_contract(self) -> Contract:

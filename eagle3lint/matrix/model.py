@@ -255,7 +255,7 @@ def _release(label: str, column: Column, report: Report) -> Release:
         getter=str(details.get("getter", "")),
         gate=list(gate["entries"]) if gate else None,
         pp_aux_relay=bool(details.get("pp_relay")),
-        runner=_runner(details.get("runners")),
+        runner=_runner(details.get("runners"), details.get("platform")),
         methods=list(details.get("methods") or ()),
         targets=sum(s in (READY, BLOCKED, UNVERIFIED) for s in statuses),
         ready=statuses.count(READY),
@@ -267,13 +267,15 @@ def _release(label: str, column: Column, report: Report) -> Release:
     )
 
 
-def _runner(runners: dict[str, Any] | None) -> str:
-    """The default model runner as the per-release table says it."""
+def _runner(runners: dict[str, Any] | None, platform: dict[str, Any] | None) -> str:
+    """The default model runner on the report's platform as the per-release table says it."""
     if not runners:
         return ""
     present = runners.get("present") or []
     if len(present) == 1:
         return f"{present[0].upper()} only"
+    if platform and platform.get("triton") is False and runners.get("v1_without_triton"):
+        return f"V1 (no Triton on {platform.get('name')})"
     listed = len(runners.get("v2_architectures") or ())
     if runners.get("default") == "v1" and (listed or runners.get("v2_for_dense")):
         dense = " and dense models" if runners.get("v2_for_dense") else ""

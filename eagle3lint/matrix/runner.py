@@ -212,8 +212,8 @@ def _check_column(
         release.archs = [a for a in options.archs if a in registered]
         if not release.archs:
             # `check --arch` would refuse the names; the release still has a contract to show.
-            contract = workspace.wing.read_contract(
-                index, workspace.tree, workspace.contract_source
-            )
+            wing = workspace.wing
+            contract = wing.read_contract(index, workspace.tree, workspace.contract_source)
+            contract = wing.for_setup(contract, index, options.platform, None)
             return Report(contract=contract).to_json()
     return check(release)

@@ -40,12 +40,13 @@ class TargetResult:
     role: str = "target"
     """`target`, `draft` or `pooling` (see `eagle3lint.engines.Role`)."""
     runner: str | None = None
-    """The engine's model runner that runs the target by default (the verdict's), when the
-    engine has several."""
+    """The engine's model runner that runs the target by default on the run's platform (the
+    verdict's), when the engine has several."""
     ready_by_runner: dict[str, bool | None] | None = None
     """The verdict under each runner, when they differ; None when they agree."""
     runner_by_platform: dict[str, str] | None = None
-    """The runner on platforms whose choice differs from CUDA's (`rocm`, `cpu`); None: none."""
+    """The runner on the platforms whose choice differs from the run's platform's (`rocm`,
+    `cpu` on CUDA); None: none."""
     reads_changed: list[str] | None = None
     """With files given, those of them its verdict read, the reason it is reported (None:
     no files given; the JSON report then leaves the key out)."""

@@ -254,11 +254,15 @@ def _scope(report: Report, console: Console) -> None:
     """What the verdicts are about: the model runner they follow (when the engine has several)
     and the speculative methods whose target contract they cover."""
     runners = Counter(t.runner for t in report.targets if t.runner)
+    # An engine whose runner depends on the platform says which one, and why that one.
+    setup = getattr(report.contract, "setup", None)
     parts = []
     if runners:
         shown = ", ".join(f"{name.upper()} for {n}" for name, n in sorted(runners.items()))
+        where = f" on {setup.platform}" if setup is not None else ""
         parts.append(
-            f"Verdicts follow the model runner {report.engine_label} picks by default ({shown})"
+            f"Verdicts follow the model runner {report.engine_label} picks by default{where} "
+            f"({shown})"
         )
         differ = sum(t.ready_by_runner is not None for t in report.targets)
         if differ:
@@ -267,6 +271,8 @@ def _scope(report: Report, console: Console) -> None:
                 "another runner "
                 "(`ready_by_runner` in the JSON report)"
             )
+    if runners and setup is not None:
+        parts.append(f"platform {setup.platform}: {setup.why}; --platform chooses another")
     methods = getattr(report.contract, "methods", ())
     if methods:
         parts.append(f"the target contract gates {', '.join(methods)}")

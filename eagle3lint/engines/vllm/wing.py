@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from eagle3lint.engines import Wing
 from eagle3lint.engines.vllm.layout import MODELS_PACKAGE, REGISTRY
@@ -34,6 +34,24 @@ class VllmWing(PypiReleases, Wing):
         from eagle3lint.engines.vllm.contract.reader import read_contract
 
         return read_contract(index, tree, source)
+
+    def for_setup(
+        self,
+        contract: Contract,
+        index: ProjectIndex,
+        platform: str | None,
+        checkpoint: tuple[Path, dict[str, Any]] | None,
+    ) -> Contract:
+        from dataclasses import replace
+
+        from eagle3lint.engines.vllm.contract.reader import read_if_there
+        from eagle3lint.engines.vllm.contract.setup import checkpoint_facts, setup_for
+
+        keys = contract.runners.expert_keys if contract.runners else ()
+        facts = checkpoint_facts(checkpoint[1], str(checkpoint[0]), keys) if checkpoint else None
+        tree = Path(contract.root) if contract.root else None
+        read = lambda path: read_if_there(index, path)  # noqa: E731
+        return replace(contract, setup=setup_for(tree, platform, contract.source, read, facts))
 
     def newest_contract(self) -> Contract:
         from eagle3lint.engines.vllm.contract.known import newest_contract

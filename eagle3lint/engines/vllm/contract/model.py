@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from eagle3lint.engines.vllm.contract.setup import ROCM, Setup
 from eagle3lint.engines.vllm.layout import REGISTRY as REGISTRY  # re-exported
 from eagle3lint.engines.vllm.names import KNOWN_GETTERS, SETTER
 from eagle3lint.index.model import to_json
@@ -77,17 +78,20 @@ V1 = "v1"
 """Model runner V1 (`v1/worker/gpu_model_runner.py`, proposer `v1/spec_decode/`)."""
 V2 = "v2"
 """Model runner V2 (`v1/worker/gpu/model_runner.py`, speculators `v1/worker/gpu/spec_decode/`)."""
+CUDA_SETUP = Setup()
+"""CUDA, vLLM's default platform, with no checkpoint given."""
 
 
 @dataclass(frozen=True, slots=True)
 class Runners:
-    """The model runners of a tree that run EAGLE-3, and the one vLLM picks by default on CUDA
-    (`VllmConfig.use_v2_model_runner` in `config/vllm.py`) for the plain EAGLE-3 setup."""
+    """The model runners of a tree that run EAGLE-3, and how vLLM picks one by default
+    (`VllmConfig.use_v2_model_runner` in `config/vllm.py`) for the plain EAGLE-3 setup: by
+    model, then by platform (`default_for`)."""
 
     present: tuple[str, ...]
     """`v1`, `v2` or both, oldest first."""
     default: str
-    """The default runner of an architecture no list below names."""
+    """The default runner on CUDA of an architecture no list below names."""
     path: str = ""
     line: int = 0
     """Where the choice is made; empty when the tree has no choice to make."""
@@ -114,16 +118,35 @@ class Runners:
     """V2 refuses pipeline parallelism for a decoder that does not relay its aux hidden states
     (`verify_supports_aux_hidden_states_over_pp`, 0.30 on)."""
 
-    def default_for(self, arch: str, *, moe: bool, kinds: frozenset[str]) -> str:
-        """The runner vLLM picks for `arch` on CUDA, given whether its class has experts and
-        which model kinds (`hybrid`, `attention-free`) it is."""
+    def default_for(
+        self,
+        arch: str,
+        *,
+        moe: bool,
+        kinds: frozenset[str],
+        setup: Setup = CUDA_SETUP,
+        quantized: bool = False,
+    ) -> str:
+        """The runner vLLM picks for `arch` on `setup`'s platform, given whether it has experts,
+        which model kinds (`hybrid`, `attention-free`) it is and whether its checkpoint is
+        quantized."""
         if len(self.present) == 1:
             return self.present[0]
+        chosen = self._model_choice(arch, moe, kinds, quantized)
+        if chosen == V2 and not setup.triton and self.v1_without_triton:
+            return V1
+        if chosen == V2 and setup.platform == ROCM and arch in self.rocm_v1_architectures:
+            return V1
+        return chosen
+
+    def _model_choice(self, arch: str, moe: bool, kinds: frozenset[str], quantized: bool) -> str:
+        """The runner the model decides, before the platform has its say."""
         if not self.v2_architectures and not self.v2_for_dense:
             return self.default
         if kinds & set(self.v1_for_kinds):
             return V1
-        listed = arch in self.v2_architectures and not (self.v2_needs_dense and moe)
+        dense = not moe and not (quantized and "quantized" in self.checkpoint_conditions)
+        listed = arch in self.v2_architectures and (dense or not self.v2_needs_dense)
         return V2 if listed or (self.v2_for_dense and not moe) else V1
 
     def when_v1(self) -> str:
@@ -275,6 +298,9 @@ class Contract:
     draft_architectures: tuple[str, ...] = ()
     """The architectures the speculative config gives a draft (`fnmatch` patterns,
     `contract/draft_archs.py`): drafts wherever the registry lists them."""
+    setup: Setup = CUDA_SETUP
+    """The platform and checkpoint the verdicts are for (`--platform`, the installed build,
+    `--hf-config`): not read from the tree, set for the run (`setup.setup_for`)."""
     notes: tuple[str, ...] = field(default=())
     readable: bool = True
     """False when a file the contract depends on could not be read (nothing was checked)."""
@@ -356,6 +382,7 @@ class Contract:
             "target_embedding": to_json(self.target_embedding),
             "runners": data["runners"],
             "refusals": data["refusals"],
+            "platform": self.setup.to_json(),
             "methods": data["methods"],
         }
 

@@ -87,12 +87,12 @@ def read_contract(index: ProjectIndex, vllm_dir: Path, source: str) -> Contract:
     contract = _read_protocol(index, contract)
     contract = _read_runner(index, vllm_dir, contract)
     contract = _read_config_registry(index, vllm_dir, contract)
-    runners = read_runners(vllm_dir, lambda path: _read_if_there(index, path))
-    methods = read_methods(vllm_dir, runners, lambda path: _read_if_there(index, path))
-    refusals = read_refusals(vllm_dir, runners, lambda path: _read_if_there(index, path))
-    backend = read_backend_capture(vllm_dir, lambda path: _read_if_there(index, path))
-    head_layers = read_head_layers(vllm_dir, lambda path: _read_if_there(index, path))
-    drafts = read_draft_architectures(vllm_dir, lambda path: _read_if_there(index, path))
+    runners = read_runners(vllm_dir, lambda path: read_if_there(index, path))
+    methods = read_methods(vllm_dir, runners, lambda path: read_if_there(index, path))
+    refusals = read_refusals(vllm_dir, runners, lambda path: read_if_there(index, path))
+    backend = read_backend_capture(vllm_dir, lambda path: read_if_there(index, path))
+    head_layers = read_head_layers(vllm_dir, lambda path: read_if_there(index, path))
+    drafts = read_draft_architectures(vllm_dir, lambda path: read_if_there(index, path))
     facts = config_facts()
     return replace(
         contract,
@@ -108,7 +108,7 @@ def read_contract(index: ProjectIndex, vllm_dir: Path, source: str) -> Contract:
     )
 
 
-def _read_if_there(index: ProjectIndex, path: Path) -> str | None:
+def read_if_there(index: ProjectIndex, path: Path) -> str | None:
     """A file's text, noted among the run's inputs; None when it is not there."""
     try:
         return _read_text(index, path)
