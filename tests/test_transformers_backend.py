@@ -60,6 +60,13 @@ class TransformersForCausalLM(nn.Module, SupportsEagle3):
 
     def get_eagle3_aux_hidden_state_layers(self):
         return (2,)
+
+
+class TransformersMultiModalForCausalLM(TransformersForCausalLM):
+    def get_language_model(self):
+        # vLLM's: a class of the backend's whose `model` is the `language_model` or
+        # `text_model` of transformers' model, built at run time.
+        return self
 """
 
 REGISTRY = """\
@@ -67,6 +74,7 @@ _TRANSFORMERS_BACKEND_MODELS = {
     "WordyForCausalLM": ("transformers", "TransformersForCausalLM"),
     "WteForCausalLM": ("transformers", "TransformersForCausalLM"),
     "TransformersForCausalLM": ("transformers", "TransformersForCausalLM"),
+    "WordyVLForConditionalGeneration": ("transformers", "TransformersMultiModalForCausalLM"),
 }
 
 _VLLM_MODELS = {
@@ -81,6 +89,7 @@ MODEL_MAPPING_NAMES = OrderedDict(
     [
         ("wordy", "WordyModel"),
         ("wte", "WteModel"),
+        ("wordy_vl", "WordyVLModel"),
     ]
 )
 
@@ -170,7 +179,9 @@ def test_without_transformers_the_backend_targets_are_unverified(tmp_path: Path)
     """No transformers beside the tree and no requirement on it: not called ready, and the
     report says what would decide (never this interpreter's transformers)."""
     targets = check(str(write_site(tmp_path, with_transformers=False)), "--require", "*")
-    for arch in ("WordyForCausalLM", "WteForCausalLM"):
+    # The multimodal wrapper too: its language model is transformers' as well (issue 52, item
+    # 1: it was called ready).
+    for arch in ("WordyForCausalLM", "WteForCausalLM", "WordyVLForConditionalGeneration"):
         assert targets[arch]["eagle3_ready"] is None
         [unverified] = targets[arch]["unverified"]
         assert unverified["code"] == "EAG413"
