@@ -18,7 +18,7 @@ from pathlib import Path
 from packaging.requirements import Requirement
 from packaging.version import Version
 
-from eagle3lint.cachedir import default_cache_dir, trusted_folder
+from eagle3lint.cachedir import RESOLVED_SUFFIX, default_cache_dir, trusted_folder
 from eagle3lint.errors import DownloadError, UsageError
 from eagle3lint.sources.files import MAX_CACHE_ENTRY_BYTES, UnreadableSource, read_regular
 from eagle3lint.sources.release_index import indexed_releases
@@ -29,7 +29,7 @@ from eagle3lint.trust import make_folders
 
 def record_path(name: str, cache_root: Path | None = None) -> Path:
     """Where what `name`'s requirements resolved to is recorded."""
-    return (cache_root or default_cache_dir()) / "releases" / f"{name}-resolved.json"
+    return (cache_root or default_cache_dir()) / "releases" / f"{name}{RESOLVED_SUFFIX}"
 
 
 def resolve(requirement: Requirement, why: str, cache_root: Path | None = None) -> str:
