@@ -17,9 +17,10 @@ from typer.testing import CliRunner
 from eagle3lint.cli import app
 from eagle3lint.errors import DownloadError, UsageError
 from eagle3lint.index.libraries import kept
-from eagle3lint.sources import dependency_release
+from eagle3lint.sources import dependency_release, wheels
 from eagle3lint.sources.requirements import required
 from eagle3lint.sources.wheel_metadata import RECORD_KEY
+from eagle3lint.sources.wheels import COMPLETE
 
 METADATA = """\
 Metadata-Version: 2.4
@@ -182,3 +183,21 @@ def test_an_unreachable_index_is_a_named_error_with_exit_code_2(
     assert "could not list transformers releases from the package index" in result.output
     assert "vllm==9.9.0 requires transformers==5.20.0" in result.output
     assert "Traceback" not in result.output
+
+
+def test_a_release_cached_without_its_metadata_fetches_it_once_and_says_so_offline(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A release an older eagle3lint cached has no METADATA beside it: its wheel is fetched
+    again for it, and offline that is a named error, not a verdict without transformers."""
+    release = tmp_path / "releases" / "9.9.0"
+    (release / "vllm").mkdir(parents=True)
+    (release / COMPLETE).write_text(json.dumps({"version": "9.9.0", "wheel": "0" * 64}))
+
+    def offline(version: str, into: Path, progress: bool, package: str) -> None:
+        raise DownloadError(f"could not download {package}=={version}: offline")
+
+    monkeypatch.setattr(wheels, "_download", offline)
+    with pytest.raises(DownloadError, match="was cached without its wheel's METADATA") as caught:
+        wheels.fetch_release("9.9.0", tmp_path)
+    assert "could not download vllm==9.9.0: offline" in str(caught.value)

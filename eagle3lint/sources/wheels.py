@@ -152,7 +152,13 @@ def _add_metadata(version: str, target: Path, progress: bool, package: str) -> N
     (and checked again) for that one file; its sources stay as they are."""
     record = _record(target)
     with staging_folder(target.parent, version) as tmp:
-        wheel, digest = _download(version, tmp, progress, package)
+        try:
+            wheel, digest = _download(version, tmp, progress, package)
+        except DownloadError as exc:
+            raise DownloadError(
+                f"{package}=={version} was cached without its wheel's METADATA (what it "
+                f"requires of transformers), which is fetched once: {exc}"
+            ) from exc
         record |= {"version": version, "wheel": digest, RECORD_KEY: None}
         kept = keep_metadata(wheel, tmp / "tree")
         if kept is not None:
