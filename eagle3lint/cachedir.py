@@ -41,6 +41,9 @@ PRUNE_EVERY = 3600.0
 """Seconds between two size checks: walking the folder costs more than a warm run."""
 MARKER = ".last-prune"
 KINDS = ("releases", "summaries", "runs")
+RESOLVED_SUFFIX = "-resolved.json"
+"""`releases/<name>-resolved.json`: what a dependency's requirements resolved to
+(`sources.dependency_release`), kept until `clean`, never pruned (a verdict would change)."""
 
 
 def default_cache_dir() -> Path:
@@ -279,6 +282,12 @@ def clean(root: Path) -> tuple[int, list[str]]:
     for entry in found.entries:
         if entry.path.parent == root / "releases":
             shutil.rmtree(entry.path, onerror=on_error)
+    # What dependencies' requirements resolved to goes with the releases fetched for them.
+    for record in (root / "releases").glob(f"*{RESOLVED_SUFFIX}"):
+        try:
+            record.unlink()
+        except OSError as exc:
+            note(record, exc)
     for kind in ("summaries", "runs"):
         shutil.rmtree(root / kind, onerror=on_error)
     try:

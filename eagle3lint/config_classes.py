@@ -17,7 +17,7 @@ import os
 import re
 from dataclasses import dataclass, field
 
-from eagle3lint.index.libraries import TRANSFORMERS, Library
+from eagle3lint.index.libraries import TRANSFORMERS, UNKNOWN, Library
 from eagle3lint.index.project import ProjectIndex
 from eagle3lint.index.refs import ClassRef, ExternalRef
 
@@ -125,7 +125,7 @@ def locate(index: ProjectIndex, text: str) -> ClassRef | str:
         return f"{text} is not part of vLLM's sources or of transformers"
     library = transformers_library(index)
     if library is None:
-        return "transformers is not installed beside this vLLM nor for this Python"
+        return UNKNOWN
     for candidate in _candidate_modules(index, library, module, name):
         found = index.class_ref(candidate, name)
         if found is not None:

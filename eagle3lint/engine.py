@@ -4,7 +4,6 @@ The steps are in `eagle3lint.checkrun`; `run_check` takes them in order."""
 
 from __future__ import annotations
 
-import contextlib
 import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -28,18 +27,19 @@ from eagle3lint.checkrun.options import CheckOptions, discover_for, excluder_for
 from eagle3lint.checkrun.selection import select_targets, tree_contract, unread_contract
 from eagle3lint.checkrun.shown import Shown
 from eagle3lint.codes import STALE_BASELINE_ENTRY
+from eagle3lint.config_classes import transformers_library
 from eagle3lint.engines import Contract, Role, Target, default_runner
 from eagle3lint.findings import Finding
 from eagle3lint.fixability import plan_for_check
 from eagle3lint.hf_config import read_config_json, text_model_type
 from eagle3lint.index.cache import SummaryCache, default_cache_dir
 from eagle3lint.index.libraries import find_transformers
+from eagle3lint.index.outside import outside_text
 from eagle3lint.index.project import ParsesAhead, ProjectIndex
 from eagle3lint.plans import Chain, Plan
 from eagle3lint.report.model import Report, TargetResult
 from eagle3lint.rule import Rule, RuleContext, selected
 from eagle3lint.sources.discovery import Workspace
-from eagle3lint.sources.files import UnreadableSource
 from eagle3lint.sources.walk import Excluder
 from eagle3lint.suppressions import apply_suppressions
 
@@ -66,16 +66,26 @@ def _index_for(
     if workspace.import_root is not None:
         roots.append(workspace.import_root)
     cache = SummaryCache(default_cache_dir()) if options.use_cache else None
-    transformers, looked = find_transformers(workspace.import_root)
-    libraries = [transformers] if transformers is not None else []
-    index = ProjectIndex(roots, cache=cache, jobs=options.jobs, ahead=ahead, libraries=libraries)
+    index = ProjectIndex(roots, cache=cache, jobs=options.jobs, ahead=ahead)
+    try:
+        transformers, looked = find_transformers(
+            workspace.import_root,
+            workspace.wing.package,
+            lambda path: outside_text(index, path),
+            options.progress,
+        )
+    except BaseException:
+        index.close()  # the parses started ahead
+        raise
     for path in looked:
         index.note_absent(path)
     if transformers is not None:
-        # The package's marker is an input: removing or upgrading transformers changes what
-        # the config classes say, so the whole-run cache must not replay the old answer.
-        with contextlib.suppress(UnreadableSource):
-            index.read_outside(transformers.folder / transformers.name / "__init__.py")
+        index.libraries.append(transformers)
+        for path in transformers.inputs:
+            # What chose transformers is an input: removing or upgrading it, or editing the
+            # requirement, changes what the config classes say, so the whole-run cache must
+            # not replay the old answer.
+            outside_text(index, path)
     index.on_load = options.on_file
     if workspace.extra_roots:
         index.relative_home = workspace.wing.models_package
@@ -171,6 +181,7 @@ def _checked(
         if report_paths is not None
         else None,
         baselined=len(shown.baselined),
+        transformers=library.to_json() if (library := transformers_library(index)) else None,
     )
     if store is not None and not report.errors:
         store.store(record_key, deps.record())

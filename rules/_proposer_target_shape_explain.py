@@ -61,15 +61,18 @@ EAG413 = Explanation(
     "`AutoModel.from_config(config)`: transformers' base model of the checkpoint's model_type "
     "(`GPTNeoXModel` for `gpt_neox`). The proposer then looks for that class's `embed_tokens` or "
     "`embedding` (EAG412), so the verdict depends on transformers' code: eagle3lint reads it "
-    "from the transformers installed beside the analysed vLLM (or for this Python), in "
-    "`models/auto/modeling_auto.py` and `models/<type>/modeling_<type>.py`. Where none is "
-    "installed, or the architecture name gives no model_type (the generic "
+    "from the transformers installed beside the analysed vLLM, else from the release of it "
+    "the vLLM's own requirement resolves to (never from the Python running eagle3lint), in "
+    "`models/auto/modeling_auto.py` and `models/<type>/modeling_<type>.py`. A multimodal "
+    "target of the backend takes its language model from that class too (its "
+    "`language_model` or `text_model`). Where transformers is unknown (a vLLM folder with "
+    "neither beside it), or the architecture name gives no model_type (the generic "
     "`TransformersForCausalLM`), the target is unverified (`eagle3_ready: null`).",
     error="None by itself; EAG412's error when the class names its embedding otherwise (GPT-NeoX's "
     "`embed_in`, GPT-BigCode's `wte`: seen end to end on vLLM's CPU build 0.32.0).",
     releases="Every release with the Transformers backend's EAGLE-3 support (0.22.0 on).",
-    example="eagle3lint check --vllm 0.33.0 --arch GPTNeoXForCausalLM\n",
-    fix="eagle3lint check /path/to/site-packages/vllm --arch GPTNeoXForCausalLM\n",
+    example="eagle3lint check --vllm 0.33.0 --arch TransformersForCausalLM\n",
+    fix="eagle3lint check --vllm 0.33.0 --arch TransformersForCausalLM --model-type gpt_neox\n",
 )
 
 

@@ -241,6 +241,13 @@ class LoopForCausalLM(nn.Module):
         if not wrapper:
             yield from self._head_layer_names(target, ctx)
         language = target.configured_language_model(ctx.config_for(target)) if wrapper else target
+        if language is None and target.builds_auto_model:
+            # The backend's multimodal wrapper: its language model is the `language_model` or
+            # `text_model` of the class AutoModel builds, which that class decides as well.
+            found = target.auto_model(ctx.model_type)
+            if isinstance(found, str):
+                yield self._unread_decoder(target, found, ctx)
+            return
         if language is None or not _closed(language.mro):
             return
         path, cls = ctx.path(target.ref), target.ref.cls
@@ -328,35 +335,40 @@ class LoopForCausalLM(nn.Module):
             "of their own); the other fixes do not make this target run.",
         )
 
+    def _unread_decoder(self, target: Target, found: str, ctx: RuleContext) -> Finding:
+        """EAG413: transformers' class AutoModel builds is not known here, for the reason
+        `found` (the target is then unverified)."""
+        path, cls = ctx.path(target.ref), target.ref.cls
+        return self.report(
+            "EAG413",
+            f"{target.ref.name} builds its decoder with transformers' AutoModel, whose class "
+            f"decides the embedding the EAGLE proposer shares; not read: {found}.",
+            path,
+            cls.line,
+            cls.column,
+            hint="Pass --hf-config (its model_type), or check a vLLM installed with "
+            "transformers beside it.",
+            unverified=Unverified(
+                f"the input embedding of transformers' model for {target.arch}",
+                found,
+                DECIDE_WITH_MODEL_TYPE
+                if "model_type" in found
+                else ("a vLLM tree with transformers installed beside it",),
+            ),
+        )
+
     def _auto_model(
         self, target: Target, language: Target, shape: TargetEmbedding, ctx: RuleContext
     ) -> Iterator[Finding]:
         """The Transformers backend's decoder is transformers' base model of the checkpoint's
         model_type: its embedding is looked for there."""
-        path, cls = ctx.path(target.ref), target.ref.cls
         found = language.auto_model(ctx.model_type)
         if isinstance(found, str):
-            needs_type = "model_type" in found
-            yield self.report(
-                "EAG413",
-                f"{target.ref.name} builds its decoder with transformers' AutoModel, whose class "
-                f"decides the embedding the EAGLE proposer shares; not read: {found}.",
-                path,
-                cls.line,
-                cls.column,
-                hint="Pass --hf-config (its model_type), or check a vLLM installed with "
-                "transformers beside it.",
-                unverified=Unverified(
-                    f"the input embedding of transformers' model for {target.arch}",
-                    found,
-                    DECIDE_WITH_MODEL_TYPE
-                    if needs_type
-                    else ("a vLLM tree with transformers installed beside it",),
-                ),
-            )
+            yield self._unread_decoder(target, found, ctx)
             return
         if found.open_by is not None or any(a in found.attributes for a in shape.embeddings):
             return
+        path, cls = ctx.path(target.ref), target.ref.cls
         where = f"{shape.path}:{shape.line}"
         consequence = _embedding_consequence(shape, found.name)
         consequence += _other_runners(

@@ -69,9 +69,12 @@ def test_cache_info_and_clean(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
     assert str(tmp_path / "cache") in info.stdout
     [summaries] = [line.split() for line in info.stdout.splitlines() if "summaries" in line]
     assert int(summaries[1]) > 0
+    # What a requirement resolved to goes too: the next check resolves it afresh.
+    resolved = entry(tmp_path / "cache" / "releases" / "transformers-resolved.json", 10, 1000)
     clean = runner.invoke(app, ["cache", "clean"])
     assert clean.exit_code == 0 and clean.stdout.startswith("removed ")
     assert not (tmp_path / "cache" / "summaries").exists()
+    assert not resolved.exists()
 
 
 def test_prune_removes_temporary_files_killed_runs_left(tmp_path: Path) -> None:

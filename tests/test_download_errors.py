@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 
 from eagle3lint.cli import app
 from eagle3lint.sources import wheels as download
-from eagle3lint.sources.wheels import download_failure, not_on_index
+from eagle3lint.sources.download_errors import download_failure, not_on_index
 
 NO_SUCH_VERSION = """\
 ERROR: Could not find a version that satisfies the requirement vllm==9.9.9 (from versions: \

@@ -867,32 +867,45 @@ def backend_target(root: Path) -> Path:
 
 @pytest.mark.parametrize("version", ["0.16.0", "0.34.0"])
 def test_a_transformers_backend_target_is_never_ok_about_what_was_not_read(
-    version: str,
-    vllm_release: Callable[[str], Path],
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
+    version: str, release_copy: Callable[[str], Path], tmp_path: Path
 ) -> None:
     """Issue item 7: the backend's default ids are read from its getter (`num_layers =
     self.text_config.num_hidden_layers`), so the taps are known; what stays unread (here
-    transformers' model, not installed: EAG413) makes the pair unverified, exit 1, never ok."""
-    monkeypatch.setattr("importlib.util.find_spec", lambda name, *a: None)
+    transformers' model: a copy of the release's `vllm/` has no requirement on transformers
+    beside it, EAG413) makes the pair unverified, exit 1, never ok."""
     target = backend_target(tmp_path)
     draft = draft_folder(
         tmp_path, head(eagle_aux_hidden_state_layer_ids=None, draft_vocab_size=None)
     )
-    code, report = pair(vllm_release, version, target, draft)
-    pairing = report["pairing"]
+    args = ["pair", str(release_copy(version)), "--target", str(target), "--draft", str(draft)]
+    result = CliRunner().invoke(app, [*args, "--format", "json"])
+    pairing = json.loads(result.stdout)["pairing"]
     assert (pairing["default_ids"], pairing["tapped_ids"]) == ([2, 16, 29], [2, 16, 29])
     assert pairing["verdict"].startswith("unverified (EAG413: ")
-    assert code == 1
+    assert result.exit_code == 1
+
+
+@pytest.mark.parametrize(("version", "verdict"), [("0.16.0", "blocked"), ("0.34.0", "ok")])
+def test_a_transformers_backend_pair_reads_the_transformers_its_release_requires(
+    version: str, verdict: str, vllm_release: Callable[[str], Path], tmp_path: Path
+) -> None:
+    """The same pair on the release: the transformers its requirement resolves to decides.
+    0.16.0 requires transformers<5, below the backend's own check for 5.0 (EAG421); 0.34.0's
+    transformers 5 has Llama's `embed_tokens` and its capture."""
+    target = backend_target(tmp_path)
+    draft = draft_folder(
+        tmp_path, head(eagle_aux_hidden_state_layer_ids=None, draft_vocab_size=None)
+    )
+    _, report = pair(vllm_release, version, target, draft)
+    assert report["pairing"]["verdict"].split(" ")[0] == verdict
+    assert report["vllm"]["transformers"]["source"].startswith(f"resolved from vllm=={version}'s")
 
 
 def test_taps_not_read_leave_the_pair_unverified(
-    release_copy: Callable[[str], Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    release_copy: Callable[[str], Path], tmp_path: Path
 ) -> None:
     """Issue item 7: with no ids in the draft config and a default getter that cannot be read,
     the taps are unknown and the pair is unverified (exit 1), not ok."""
-    monkeypatch.setattr("importlib.util.find_spec", lambda name, *a: None)
     root = release_copy("0.34.0")
     base = root / "model_executor" / "models" / "transformers" / "base.py"
     readable = "        return (2, num_layers // 2, num_layers - 3)\n"

@@ -84,8 +84,8 @@ def test_a_new_file_where_a_module_was_looked_for_invalidates(tree: Path, runs: 
     from eagle3lint.index.cache import default_cache_dir
 
     entry = next((default_cache_dir() / "runs").glob("*.json"))
-    # Only one under the tree: the run also notes where transformers is not installed (every
-    # sys.path entry), and creating one of those would install a fake one for everything.
+    # Only one under the tree: the run also notes where transformers is not installed (beside
+    # the tree, which is not under it).
     absent = [p for p in json.loads(entry.read_text())["absent"] if Path(p).is_relative_to(tree)]
     assert absent
     Path(absent[0]).parent.mkdir(parents=True, exist_ok=True)

@@ -23,11 +23,14 @@ runner = CliRunner()
 
 
 def normalised_report(version: str) -> dict[str, Any]:
-    """The report of `check --vllm version`, its root (where the cache lives) as `<root>`."""
+    """The report of `check --vllm version`, its root (where the cache lives) as `<root>`, and
+    the cache's folder of releases (transformers' sources are read from there) as
+    `<releases>`."""
     result = runner.invoke(app, ["check", "--vllm", version, "--format", "json"])
     assert result.exit_code in (0, 1), result.output
     root = json.loads(result.stdout)["vllm"]["root"]
-    return json.loads(result.stdout.replace(root, "<root>"))
+    releases = str(Path(root).parent.parent)
+    return json.loads(result.stdout.replace(root, "<root>").replace(releases, "<releases>"))
 
 
 @pytest.mark.parametrize("version", ["0.16.0", "0.33.0"])

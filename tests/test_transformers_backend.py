@@ -8,7 +8,6 @@ transformers package beside it (both written here) give the three outcomes; the 
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import shutil
 from pathlib import Path
@@ -18,7 +17,6 @@ from typer.testing import CliRunner
 from vllm_tree import FILES, INTERFACES
 
 from eagle3lint.cli import app
-from eagle3lint.index import libraries
 
 runner = CliRunner()
 
@@ -62,6 +60,13 @@ class TransformersForCausalLM(nn.Module, SupportsEagle3):
 
     def get_eagle3_aux_hidden_state_layers(self):
         return (2,)
+
+
+class TransformersMultiModalForCausalLM(TransformersForCausalLM):
+    def get_language_model(self):
+        # vLLM's: a class of the backend's whose `model` is the `language_model` or
+        # `text_model` of transformers' model, built at run time.
+        return self
 """
 
 REGISTRY = """\
@@ -69,6 +74,7 @@ _TRANSFORMERS_BACKEND_MODELS = {
     "WordyForCausalLM": ("transformers", "TransformersForCausalLM"),
     "WteForCausalLM": ("transformers", "TransformersForCausalLM"),
     "TransformersForCausalLM": ("transformers", "TransformersForCausalLM"),
+    "WordyVLForConditionalGeneration": ("transformers", "TransformersMultiModalForCausalLM"),
 }
 
 _VLLM_MODELS = {
@@ -83,6 +89,7 @@ MODEL_MAPPING_NAMES = OrderedDict(
     [
         ("wordy", "WordyModel"),
         ("wte", "WteModel"),
+        ("wordy_vl", "WordyVLModel"),
     ]
 )
 
@@ -168,23 +175,17 @@ def test_the_generic_backend_waits_for_the_checkpoints_model_type(tmp_path: Path
     assert decided["TransformersForCausalLM"]["eagle3_ready"] is False
 
 
-def test_without_transformers_the_backend_targets_are_unverified(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """No transformers beside the tree, nor for this Python: not called ready, and the report
-    says what would decide."""
-    real = importlib.util.find_spec
-    monkeypatch.setattr(
-        libraries.importlib.util,
-        "find_spec",
-        lambda name, *a: None if name == "transformers" else real(name, *a),
-    )
+def test_without_transformers_the_backend_targets_are_unverified(tmp_path: Path) -> None:
+    """No transformers beside the tree and no requirement on it: not called ready, and the
+    report says what would decide (never this interpreter's transformers)."""
     targets = check(str(write_site(tmp_path, with_transformers=False)), "--require", "*")
-    for arch in ("WordyForCausalLM", "WteForCausalLM"):
+    # The multimodal wrapper too: its language model is transformers' as well (issue 52, item
+    # 1: it was called ready).
+    for arch in ("WordyForCausalLM", "WteForCausalLM", "WordyVLForConditionalGeneration"):
         assert targets[arch]["eagle3_ready"] is None
         [unverified] = targets[arch]["unverified"]
         assert unverified["code"] == "EAG413"
-        assert "transformers is not installed" in unverified["why"]
+        assert "transformers is unknown here" in unverified["why"]
 
 
 ERA = Path(__file__).resolve().parent.parent / "fixtures" / "eras" / "e3_mixin"

@@ -116,6 +116,9 @@ class Report:
     focus: list[str] | None = None
     """With file arguments, those files (resolved): findings elsewhere are shown because a
     target defined in them depends on them."""
+    transformers: dict[str, str | None] | None = None
+    """The transformers whose sources were read (its version, and where it came from:
+    installed beside the tree, or resolved from the tree's requirement); None: unknown."""
 
     def outside_focus(self, path: str) -> bool:
         """A finding located outside the files given (reported for a target defined there)."""
@@ -171,6 +174,7 @@ class Report:
                 "version": self.contract.version,
                 "contract": self.contract.describe(),
                 "contract_source": self.contract.source,
+                "transformers": self.transformers,
                 "details": self.contract.to_json(),
             },
             "summary": {

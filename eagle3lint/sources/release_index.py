@@ -16,8 +16,8 @@ from packaging.version import InvalidVersion, Version
 
 from eagle3lint.cachedir import default_cache_dir, trusted_folder
 from eagle3lint.errors import UsageError
+from eagle3lint.sources.download_errors import label
 from eagle3lint.sources.files import MAX_CACHE_ENTRY_BYTES, UnreadableSource, read_regular
-from eagle3lint.sources.wheels import label
 from eagle3lint.storage import write_atomically
 from eagle3lint.trust import make_folders
 
@@ -26,9 +26,11 @@ INDEX_TTL = 3600.0
 _AVAILABLE = re.compile(r"^Available versions:\s*(.+)$", re.MULTILINE)
 
 
-def indexed_releases(cache_root: Path | None = None, package: str = "vllm") -> list[str]:
+def indexed_releases(
+    cache_root: Path | None = None, package: str = "vllm", hint: str | None = None
+) -> list[str]:
     """Every final release of `package` on the package index, oldest first (cached for an
-    hour)."""
+    hour); `hint` says what to do when the index cannot be asked (else: name versions)."""
     store = (cache_root or default_cache_dir()) / "matrix" / f"{package}-releases.json"
     trusted = trusted_folder(store.parent)  # a list others could write could pick releases
     try:
@@ -38,7 +40,7 @@ def indexed_releases(cache_root: Path | None = None, package: str = "vllm") -> l
                 return [str(v) for v in data["versions"]]
     except (UnreadableSource, ValueError, KeyError, TypeError, AttributeError, RecursionError):
         pass
-    versions = final_releases(_ask_index(package))
+    versions = final_releases(_ask_index(package, hint))
     if not trusted:
         return versions
     try:
@@ -63,7 +65,7 @@ def final_releases(versions: list[str]) -> list[str]:
     return sorted(kept, key=Version)
 
 
-def _ask_index(package: str = "vllm") -> list[str]:
+def _ask_index(package: str = "vllm", hint: str | None = None) -> list[str]:
     # Isolated, from an empty folder: a pip.py in the working directory must not run.
     command = [sys.executable, "-I", "-m", "pip", "index", "versions", package]
     command += ["--disable-pip-version-check"]
@@ -80,8 +82,8 @@ def _ask_index(package: str = "vllm") -> list[str]:
     if result.returncode != 0 or found is None:
         lines = (result.stderr or result.stdout).strip().splitlines()
         why = lines[-1] if lines else "pip failed"
+        hint = hint or (f"give versions one by one (--{package} X.Y.Z) or release trees as paths")
         raise UsageError(
-            f"could not list {label(package)} releases from the package index ({why}); give "
-            f"versions one by one (--{package} X.Y.Z) or release trees as paths"
+            f"could not list {label(package)} releases from the package index ({why}); {hint}"
         )
     return [v.strip() for v in found.group(1).split(",") if v.strip()]

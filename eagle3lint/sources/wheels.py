@@ -25,6 +25,7 @@ run's partial download stays in its staging folder, which the next run removes.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -36,6 +37,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 import zipfile
+from collections.abc import Callable
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import NamedTuple
@@ -43,7 +45,10 @@ from typing import NamedTuple
 from eagle3lint import trust
 from eagle3lint.cachedir import default_cache_dir, remove_dead_staging, staging_folder, touch
 from eagle3lint.errors import DownloadError, UnusableCache
+from eagle3lint.sources.download_errors import label, not_on_index, offline, pip_failure
 from eagle3lint.sources.download_line import DownloadLine
+from eagle3lint.sources.wheel_metadata import RECORD_KEY, keep_metadata
+from eagle3lint.storage import write_atomically
 
 VERSION = re.compile(r"^\d{1,6}(\.\d{1,6}){1,3}([a-z]{1,5}\d{0,6})?(\.post\d{1,6})?$")
 COMPLETE = ".complete"
@@ -61,14 +66,6 @@ MAX_RATIO = 200
 """Largest size / compressed size of an entry; source code compresses 3 to 10 times."""
 MAX_NAME_BYTES = 255
 MAX_PATH_BYTES = 1024
-
-
-LABELS = {"vllm": "vLLM", "sglang": "SGLang"}
-"""How messages name a package's engine."""
-
-
-def label(package: str) -> str:
-    return LABELS.get(package, package)
 
 
 def check_version(version: str, package: str = "vllm") -> None:
@@ -91,15 +88,23 @@ def index_url() -> str:
 
 
 def fetch_release(
-    version: str, cache_root: Path | None = None, progress: bool = False, package: str = "vllm"
+    version: str,
+    cache_root: Path | None = None,
+    progress: bool = False,
+    package: str = "vllm",
+    keep: Callable[[str], bool] | None = None,
 ) -> Path:
-    """The `<package>/` folder of release `version`, downloading it on first use."""
+    """The `<package>/` folder of release `version`, downloading it on first use; of its
+    Python sources only those `keep` accepts (a path in the wheel) when it is given. The
+    wheel's METADATA is kept beside it (`wheel_metadata`)."""
     check_version(version, package)
     target = release_dir(version, cache_root, package)
     try:
         if (target / COMPLETE).is_file():
             # Folders no one else can write hold files no one else put there (see trust).
             trust.check_folder(target / package)
+            if RECORD_KEY not in _record(target):
+                _add_metadata(version, target, progress, package)
             touch(target / COMPLETE)  # least-recently-used pruning (`cachedir`)
             return target / package
         trust.check_folder(target.parent)
@@ -108,8 +113,10 @@ def fetch_release(
         with staging_folder(target.parent, version) as tmp:
             wheel, digest = _download(version, tmp, progress, package)
             staging = tmp / "tree"
-            _extract_python(wheel, staging, package)
-            (staging / COMPLETE).write_text(json.dumps({"version": version, "wheel": digest}))
+            _extract_python(wheel, staging, package, keep)
+            record = {"version": version, "wheel": digest, RECORD_KEY: None}
+            record[RECORD_KEY] = keep_metadata(wheel, staging)
+            (staging / COMPLETE).write_text(json.dumps(record))
             try:
                 os.replace(staging, target)
             except OSError:
@@ -129,6 +136,37 @@ def fetch_release(
             f"{exc.strerror or exc}. Set EAGLE3LINT_CACHE_DIR to a writable folder."
         ) from exc
     return target / package
+
+
+def _record(target: Path) -> dict[str, object]:
+    """What `.complete` says of the cached release (empty when it is not a JSON object)."""
+    try:
+        data = json.loads((target / COMPLETE).read_text())
+    except (OSError, ValueError, RecursionError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _add_metadata(version: str, target: Path, progress: bool, package: str) -> None:
+    """Keep the METADATA of a release cached before it was kept: its wheel is fetched again
+    (and checked again) for that one file; its sources stay as they are."""
+    record = _record(target)
+    with staging_folder(target.parent, version) as tmp:
+        try:
+            wheel, digest = _download(version, tmp, progress, package)
+        except DownloadError as exc:
+            raise DownloadError(
+                f"{package}=={version} was cached without its wheel's METADATA (what it "
+                f"requires of transformers), which is fetched once: {exc}"
+            ) from exc
+        record |= {"version": version, "wheel": digest, RECORD_KEY: None}
+        kept = keep_metadata(wheel, tmp / "tree")
+        if kept is not None:
+            folder = kept.split("/")[0]
+            with contextlib.suppress(OSError):  # another run kept it first
+                os.replace(tmp / "tree" / folder, target / folder)
+            record[RECORD_KEY] = kept
+        write_atomically(target / COMPLETE, json.dumps(record).encode())
 
 
 class _Links(HTMLParser):
@@ -321,7 +359,7 @@ def _download(version: str, into: Path, progress: bool, package: str) -> tuple[P
         result = subprocess.run(command, **run)  # type: ignore[call-overload]
     if result.returncode != 0:
         raise DownloadError(
-            _pip_failure(version, url, result.stderr or result.stdout or "", package)
+            pip_failure(version, url, result.stderr or result.stdout or "", package)
         )
     archives = sorted(dest.iterdir())
     if len(archives) != 1:
@@ -346,68 +384,11 @@ def _sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-OFFLINE_MARKERS = (
-    "NewConnectionError",
-    "Failed to establish a new connection",
-    "Temporary failure in name resolution",
-    "Name or service not known",
-    "Network is unreachable",
-    "ConnectTimeoutError",
-    "ProxyError",
-)
-"""What pip prints when it never reached the index (it then also says no version matched)."""
-AVAILABLE = re.compile(r"\(from versions: ([^)]*)\)")
-
-
-def _pip_failure(version: str, url: str, pip_output: str, package: str) -> str:
-    """`download_failure`, or that the file served is not the published one."""
-    if "DO NOT MATCH THE HASHES" in pip_output:
-        return (
-            f"could not download {package}=={version}: the file served at {url} is not the "
-            "wheel the index publishes"
-        )
-    return download_failure(version, pip_output, package)
-
-
-def download_failure(version: str, pip_output: str, package: str = "vllm") -> str:
-    """Why `pip download <package>==X` failed, in words that say what happened: offline, a version
-    the index does not have (naming the newest it has), or pip's own last line."""
-    if any(marker in pip_output for marker in OFFLINE_MARKERS):
-        return offline(version, package)
-    listed = AVAILABLE.search(pip_output)
-    if listed is not None or "No matching distribution found" in pip_output:
-        return not_on_index(
-            version, [v.strip() for v in listed.group(1).split(",")] if listed else [], package
-        )
-    lines = pip_output.strip().splitlines()
-    return f"could not download {package}=={version}: {lines[-1] if lines else 'pip failed'}"
-
-
-def offline(version: str, package: str = "vllm") -> str:
-    return (
-        f"could not download {package}=={version}: offline (PyPI could not be reached). Point "
-        f"eagle3lint at a {label(package)} checkout instead, or run again when PyPI is reachable."
-    )
-
-
-def not_on_index(version: str, versions: list[str], package: str = "vllm") -> str:
-    """A version the index does not have, naming the newest release it does have."""
-    releases = [v for v in versions if re.fullmatch(r"\d+(\.\d+)*", v)]
-
-    def order(v: str) -> tuple[int, ...]:
-        return tuple(int(x) for x in v.split("."))
-
-    newest = max(releases, key=order, default=None)
-    where = f"; the newest release there is {newest}" if newest else ""
-    # `0.16` (or `v0.16.0`) for 0.16.0: name the releases it abbreviates.
-    stem = version.removeprefix("v").removeprefix("V")
-    meant = sorted((v for v in releases if v == stem or v.startswith(stem + ".")), key=order)
-    hint = f": did you mean {', '.join(meant[-3:])}?" if meant else ""
-    return f"{label(package)} {version} is not on PyPI (the index answered{where}){hint}"
-
-
-def _extract_python(archive: Path, into: Path, package: str = "vllm") -> None:
-    """Keep only `<package>/**.py`, refusing unsafe or oversized members."""
+def _extract_python(
+    archive: Path, into: Path, package: str = "vllm", keep: Callable[[str], bool] | None = None
+) -> None:
+    """Keep only `<package>/**.py` (those `keep` accepts), refusing unsafe or oversized
+    members."""
     if archive.suffix != ".whl":
         raise DownloadError(f"{archive.name} is not a wheel; only wheels are supported")
     try:
@@ -416,6 +397,7 @@ def _extract_python(archive: Path, into: Path, package: str = "vllm") -> None:
             if len(members) > MAX_ENTRIES:
                 raise DownloadError(f"{archive.name} lists {len(members)} entries: refused")
             wanted = [m for m in members if _wanted(m.filename, package)]
+            wanted = [m for m in wanted if keep is None or keep(m.filename)]
             names = [m.filename for m in wanted]
             if len(set(names)) != len(names):
                 twice = next(n for n in names if names.count(n) > 1)

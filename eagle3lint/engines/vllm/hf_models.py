@@ -18,10 +18,11 @@ from packaging.version import InvalidVersion, Version
 
 from eagle3lint.config_classes import transformers_library
 from eagle3lint.engines.vllm.contract.model import BackendCapture
+from eagle3lint.index.libraries import UNKNOWN
 from eagle3lint.index.model import UNKNOWN_BUILDER
+from eagle3lint.index.outside import outside_text
 from eagle3lint.index.project import ProjectIndex
 from eagle3lint.index.refs import ClassRef, ExternalRef
-from eagle3lint.sources.files import SourceNotFound, UnreadableSource, decode_text
 
 AUTO_MODELING = Path("transformers", "models", "auto", "modeling_auto.py")
 _MAPPING = re.compile(r"^(\w+_MAPPING_NAMES)\s*=\s*OrderedDict\(\s*\[(.*?)^\s*\]\s*\)", re.M | re.S)
@@ -66,8 +67,8 @@ def auto_mappings(index: ProjectIndex) -> AutoMappings | str:
 def _read_mappings(index: ProjectIndex) -> AutoMappings | str:
     library = transformers_library(index)
     if library is None:
-        return "transformers is not installed beside this vLLM nor for this Python"
-    text = _read(index, library.folder / AUTO_MODELING)
+        return UNKNOWN
+    text = outside_text(index, library.folder / AUTO_MODELING)
     if text is None:
         return f"transformers {library.version or ''} has no readable {AUTO_MODELING}"
     base_models: dict[str, str] = {}
@@ -110,7 +111,7 @@ def hf_decoder(index: ProjectIndex, model_type: str) -> HfDecoder | str:
     if name is None:
         return f"transformers {mappings.version or ''} has no base model for {model_type!r}"
     path = mappings.root / "transformers" / "models" / model_type / f"modeling_{model_type}.py"
-    text = _read(index, path)
+    text = outside_text(index, path)
     match = re.search(_CLASS.format(name=re.escape(name)), text or "", re.M)
     if text is None or match is None:
         return f"{name} was not found in transformers' models/{model_type}/"
@@ -285,10 +286,3 @@ def _older(version: str, required: str) -> bool:
         return Version(version) < Version(required)
     except InvalidVersion:
         return False
-
-
-def _read(index: ProjectIndex, path: Path) -> str | None:
-    try:
-        return decode_text(index.read_outside(path))
-    except (SourceNotFound, UnreadableSource):
-        return None
