@@ -131,10 +131,10 @@ ORACLE_TORCHVISION = CPU_BUILD_TORCHVISION[
 
 # CUDA kernel packages the oracles never run: without them every release answers the same for
 # every class (a module that imports one is answered through `oracle.StubFinder`), and they are
-# 1-3 GB a release. vLLM 0.34.0 pins flashinfer-python==0.7.3, which the package index no
-# longer serves (seen 2026-12-04): left out, it needs no replacement. SGLang keeps cutlass-dsl,
-# which 0.5.23's `inkling` model subclasses; its 0.5.8 pins a cuda-python that torch 2.13's
-# cuda-bindings exclude.
+# 1-3 GB a release (SGLang 0.5.23's kernels alone 1.5 GB). vLLM 0.34.0 pins
+# flashinfer-python==0.7.3, which the package index no longer serves (seen 2026-12-04): left out,
+# it needs no replacement. SGLang keeps cutlass-dsl, which 0.5.23's `inkling` model subclasses;
+# its 0.5.8 pins a cuda-python that torch 2.13's cuda-bindings exclude.
 _FLASHINFER = ("flashinfer-python", "flashinfer-cubin", "flashinfer-jit-cache")
 ORACLE_LEFT_OUT: dict[str, tuple[str, ...]] = {
     VLLM: (
@@ -154,7 +154,16 @@ ORACLE_LEFT_OUT: dict[str, tuple[str, ...]] = {
         "nvidia-nvvm",
         "cupy-cuda12x",
     ),
-    SGLANG: (*_FLASHINFER, "sgl-kernel", "cuda-python"),
+    SGLANG: (
+        *_FLASHINFER,
+        "sgl-kernel",
+        "sglang-kernel",
+        "sgl-deep-ep",
+        "sgl-flash-mla",
+        "tilelang",
+        "humming-kernels",
+        "cuda-python",
+    ),
 }
 """Per oracle engine, the packages left out of its venvs' resolution."""
 
