@@ -157,3 +157,56 @@ def test_pair_pp_2_blocks_an_inherited_flag(
             f["message"] for t in report["targets"] for f in t["findings"] if f["code"] == "EAG661"
         )
         assert "NoRelayModel inherits supports_aux_hidden_states_over_pp = True" in message
+
+
+@pytest.mark.parametrize(
+    ("source", "built"),
+    [
+        # A class called directly is built whatever architectures its config names.
+        (
+            'Qwen3LLMForCausalLM(vllm_config=vllm_config.with_hf_config(c, architectures=["Q"]))',
+            ("Qwen3LLMForCausalLM", ()),
+        ),
+        # A builder resolves them through the registry.
+        (
+            'initialize_model(vllm_config=vllm_config.with_hf_config(c, ["LlamaForCausalLM"]))',
+            ("initialize_model", ("LlamaForCausalLM",)),
+        ),
+    ],
+)
+def test_with_hf_config_architectures_name_the_class_only_for_a_builder(
+    source: str, built: tuple[str, tuple[str, ...]]
+) -> None:
+    import libcst as cst
+
+    from eagle3lint.shapes.submodel import built_model
+
+    found = built_model(cst.parse_expression(source))
+    assert (found.callee, found.architectures) == built
+
+
+def test_0_34_qwen3_vl_language_model_does_not_relay(vllm_release: Callable) -> None:
+    # Qwen3-VL builds `Qwen3LLMForCausalLM(vllm_config=...with_hf_config(...,
+    # architectures=["Qwen3ForCausalLM"]))`: the class called runs, and its decoder
+    # Qwen3LLMModel inherits Qwen2Model's relay flag but overrides forward without relaying.
+    # eagle3lint followed the config's architectures to Qwen3Model and said it relays.
+    vllm = str(vllm_release("0.34.0"))
+    args = ["--arch", "Qwen3VLForConditionalGeneration", "--arch", "MossAudioModel"]
+    targets = {t["arch"]: t for t in check(vllm, *args)["targets"]}
+    assert targets["Qwen3VLForConditionalGeneration"]["pp_aux_relay"] is False
+    assert targets["MossAudioModel"]["pp_aux_relay"] is False
+    [eag102] = [f for f in targets["MossAudioModel"]["findings"] if f["code"] == "EAG102"]
+    assert "its language model MossQwen3ForCausalLM" in eag102["message"]
+
+
+def test_0_16_qwen3_omni_taps_are_checked_on_the_decoder_that_runs(
+    vllm_release: Callable,
+) -> None:
+    # Qwen3MoeLLMForCausalLM inherits Qwen3MoeForCausalLM's aux-layer methods and builds
+    # Qwen3MoeLLMModel, whose own forward never taps: the inherited taps of Qwen3MoeModel are
+    # not on the path that runs.
+    report = check(str(vllm_release("0.16.0")), "--arch", "Qwen3OmniMoeForConditionalGeneration")
+    [target] = report["targets"]
+    eag301 = [f for f in target["findings"] if f["code"] == "EAG301"]
+    assert [f["message"].split(".")[0] for f in eag301] == ["Qwen3MoeLLMModel"]
+    assert not [f for f in target["findings"] if "Qwen3MoeModel" in f["message"]]

@@ -35,13 +35,18 @@ def built_model(value: cst.BaseExpression) -> BuiltModel:
         return BuiltModel(None, ())
     architectures: tuple[str, ...] = ()
     config_part = None
+    callee = dotted(value.func)
+    called_class = (callee or "").rpartition(".")[2][:1].isupper()
     for arg in value.args:
         named = arg.keyword is not None and arg.keyword.value == "architectures"
         if named and isinstance(arg.value, cst.List | cst.Tuple):
             architectures = _strings(arg.value)
         elif arg.keyword is not None and arg.keyword.value == "hf_config":
             config_part = _sub_config(arg.value)
-        elif arg.keyword is not None and arg.keyword.value == "vllm_config":
+        elif arg.keyword is not None and arg.keyword.value == "vllm_config" and not called_class:
+            # Only a builder (`initialize_model`) resolves the config's architectures; a class
+            # called directly is built whatever they say (vLLM 0.34's MossAudioModel builds
+            # MossQwen3ForCausalLM with a config naming Qwen3ForCausalLM).
             architectures = architectures or _with_hf_config(arg.value)
         elif arg.keyword is not None and arg.keyword.value == "model_class":
             # `initialize_model(..., model_class=Llama4ForCausalLM)` builds that class, whatever
@@ -49,7 +54,7 @@ def built_model(value: cst.BaseExpression) -> BuiltModel:
             chosen = dotted(arg.value)
             if chosen:
                 return BuiltModel(chosen, ())
-    return BuiltModel(dotted(value.func), architectures, config_part)
+    return BuiltModel(callee, architectures, config_part)
 
 
 def _sub_config(value: cst.BaseExpression) -> str | None:
