@@ -21,13 +21,14 @@ def _checkpoint_chooses(owner: Target) -> bool:
 
 def pp_runners(target: Target, ctx: RuleContext) -> tuple[str, ...] | None:
     """The runners that run this decoder's taps under pipeline parallelism: () for every
-    runner; V1 alone where V2 refuses a decoder that does not relay its aux hidden states
-    (0.30 on); None where V2 is the only runner and refuses it, or where `pair` was told of
-    one pipeline rank (every index is then global)."""
+    runner; V1 alone where V2 refuses a decoder that does not declare the relay (0.30 on);
+    None where V2 is the only runner and refuses it, or where `pair` was told of one pipeline
+    rank (every index is then global). V2 asks the flag, not the forward: a subclass that
+    inherits it over a forward that does not relay still runs there (`pp_relay`)."""
     if ctx.pairing is not None and ctx.pairing.pipeline_size == 1:
         return None
     runners = ctx.contract.runners
-    if runners is None or not runners.v2_pp_needs_relay or target.pp_aux_relay:
+    if runners is None or not runners.v2_pp_needs_relay or target.pp_relay.declared is not None:
         return ()
     return tuple(r for r in runners.present if r != "v2") or None
 

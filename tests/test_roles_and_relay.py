@@ -123,6 +123,21 @@ def test_an_inherited_relay_flag_over_a_forward_that_does_not_relay(
     } == {"LlamaForCausalLM": True}
 
 
+@pytest.mark.parametrize("version", ["0.33.0", "0.34.0"])
+def test_rank_local_taps_under_an_inherited_flag_run_on_v2(
+    version: str, vllm_release: Callable, tmp_path: Path
+) -> None:
+    # V2 reads the flag, inherited or not, so it runs NoRelayModel under pipeline parallelism
+    # and its rank-local tap indices select the wrong layers there too (EAG304 was V1 only on
+    # 0.33 and missing on 0.34, where V2 is the only runner).
+    vllm_release(version)
+    model = tmp_path / "norelay.py"
+    model.write_text(NO_RELAY)
+    targets = {t["arch"]: t for t in check(str(model), "--vllm", version)["targets"]}
+    [eag304] = [f for f in targets["NoRelayForCausalLM"]["findings"] if f["code"] == "EAG304"]
+    assert not eag304["runners"]
+
+
 @pytest.mark.parametrize(
     ("arch", "blocked"), [("NoRelayForCausalLM", True), ("RelayForCausalLM", False)]
 )
