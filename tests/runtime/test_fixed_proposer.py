@@ -29,6 +29,9 @@ from eagle3lint.engine import CheckOptions, run_check
 PROOF = Path(__file__).resolve().parent / "proposer_proof.py"
 PROOF_TIMEOUT = 900
 IMAGE_TOKEN_CODES = ("EAG401", "EAG402", "EAG403")
+UNREAD_EMBEDDING = "EAG413"
+"""A Transformers-backend target whose transformers class was not read: what the proposer
+takes from it is undecided, so it is not ready (a copy of `vllm/` alone has no transformers)."""
 
 
 def _fixed_copy(version: str, workdir: Path) -> tuple[Path, dict[str, str]]:
@@ -71,7 +74,9 @@ def _ready_multimodal(tree: Path) -> tuple[str | None, list[list[str]]]:
         result = results.get(target.arch)
         if result is None or not result.is_target or not target.is_multimodal:
             continue
-        undecided = [f for f in result.unverified if f.code in IMAGE_TOKEN_CODES]
+        undecided = [
+            f for f in result.unverified if f.code in (*IMAGE_TOKEN_CODES, UNREAD_EMBEDDING)
+        ]
         # Where V2 runs the target by default, V1's image-token read is a warning and the
         # report's verdict for V1 is in `ready_by_runner`.
         under_v1 = (result.ready_by_runner or {}).get("v1", not result.has_errors)
