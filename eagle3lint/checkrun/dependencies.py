@@ -67,6 +67,10 @@ class Dependencies:
         self.shared: set[str] = set()
         self.reads: dict[str, set[str]] = {}
         """target key → the names its construction and judgment read."""
+        self.reached: dict[str, set[str]] = {}
+        """target key → the names its share of the run's loads read (the files its class
+        reaches, `ProjectIndex.preload_closure`), which its verdict may not read: they decide
+        what a whole-tree run loads, and so its count of files and its input errors."""
         self.changed: dict[str, Path] | None = None
         """With changed files, each name that means one of them (its module, its path) → it."""
         if changed is not None:
@@ -151,13 +155,15 @@ class Dependencies:
         """This run's record: the targets it judged, and from the last record the others (a
         later run looks at whether what they read is unchanged before it trusts them)."""
         previous = self._record
-        targets = {key: sorted(reads) for key, reads in self.reads.items()}
+        targets = {
+            key: sorted(reads | self.reached.get(key, set())) for key, reads in self.reads.items()
+        }
         if previous is not None:
             for key, names in previous.targets.items():
                 # Only what still holds: a state rewritten below must be true of its readers.
                 if key not in targets and not self._touched(names):
                     targets[key] = names
-        read_now = self.shared.union(*self.reads.values())
+        read_now = self.shared.union(*self.reads.values(), *self.reached.values())
         names = read_now.union(*map(set, targets.values()))
         states: dict[str, State] = {}
         stamps: dict[str, list[int]] = {}

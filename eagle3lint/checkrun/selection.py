@@ -87,8 +87,11 @@ def select_targets(
     for entry in chosen:
         with index.recording() as reads:
             built = wing.targets(index, contract, [entry], unresolved)
+        with index.recording() as reached:
+            index.preload_closure([(entry.module, entry.cls)], waves=False)
         for target in built:
             deps.reads.setdefault(target_key(target), set()).update(reads)
+            deps.reached.setdefault(target_key(target), set()).update(reached)
         targets += built
     focus = {str(f.resolve()) for f in workspace.files}
     for entry in unresolved:

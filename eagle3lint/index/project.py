@@ -237,26 +237,29 @@ class ProjectIndex(InputLog):
             if self.cache and detail:
                 self.cache.store(detail, summary)
 
-    def preload_closure(self, roots: Iterable[tuple[str, str]]) -> None:
+    def preload_closure(self, roots: Iterable[tuple[str, str]], waves: bool = True) -> None:
         """Load the files that resolving the classes `roots` ((module, name) pairs) will need.
 
         Resolution follows bases, the decoder a model builds and per-platform variants into
         other files; fetching those wave after wave, each wave parsed in parallel, keeps a cold
         run from parsing them one at a time later. Only names the classes really use are
-        followed, so attention layers and other helpers are never parsed.
+        followed, so attention layers and other helpers are never parsed. Not `waves`: after
+        the waves of roots that include these, the walk alone (nothing left to load), so that
+        a recording notes the names a root's share of those loads read.
         """
         frontier = set(roots)
         seen: set[tuple[str, str]] = set()
         while frontier:
-            ahead = LoadAhead(self, self._by_module, frontier, seen)
-            wanted: dict[str, set[str]] = {}
-            for module, name in frontier:
-                wanted.setdefault(module, set()).add(name)
-            self.preload(sorted(wanted), ahead.run, wanted)
+            if waves:
+                ahead = LoadAhead(self, self._by_module, frontier, seen)
+                wanted: dict[str, set[str]] = {}
+                for module, name in frontier:
+                    wanted.setdefault(module, set()).add(name)
+                self.preload(sorted(wanted), ahead.run, wanted)
             seen |= frontier
             needed: set[tuple[str, str]] = set()
             for module, name in frontier:
-                summary = self._by_module.get(module)
+                summary = self.summary(module)
                 if summary is not None:
                     needed.update(needed_by(self, summary, name))
             frontier = needed - seen
