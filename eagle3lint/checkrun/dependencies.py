@@ -4,13 +4,16 @@ exactly the targets that read one of them, wherever the file is (a model file, o
 file such as `interfaces.py` that every target reads).
 
 A record holds the reads the run shared by every target (the contract, the registry,
-`--hf-config`), each target's own reads, and what each name read was (its file and the digest
-of its bytes). A later run over changed files judges a target when its record says it read one
-of them, when anything it read is no longer as recorded (its reads may have changed too), or
-when there is no record of it; every other target's verdict is what it was, and those files
-being unchanged it cannot involve them. Among the targets judged, the report keeps those that
-read a changed file: without a record (`--no-cache`, the first run) every target is judged and
-the same ones are kept, so the record changes how long a run takes, never what it reports.
+`--hf-config`), each target's own reads (with what its share of the run's loads read), and what
+each name read was (its file and the digest of its bytes). A later run over changed files
+judges a target when its record says it read one of them, when anything it read is no longer as
+recorded (its reads may have changed too), or when there is no record of it; every other
+target's verdict is what it was, and those files being unchanged it cannot involve them. Among
+the targets judged, the report keeps those that read a changed file: without a record
+(`--no-cache`, the first run) every target is judged and the same ones are kept, so the record
+changes how long a run takes, never what it reports. A whole-tree run judges likewise the
+targets whose reads changed, and takes every other one's verdict from the last run
+(`checkrun.verdicts`).
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ import sys
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from eagle3lint import __version__
 from eagle3lint.cachedir import default_cache_dir, file_digest, trusted_folder
@@ -38,6 +42,9 @@ from eagle3lint.sources.files import (
 )
 from eagle3lint.storage import write_atomically
 from eagle3lint.trust import make_folders
+
+if TYPE_CHECKING:
+    from eagle3lint.checkrun.verdicts import Judged, Verdicts
 
 FORMAT = 1
 
@@ -61,7 +68,11 @@ class Dependencies:
     """One run's reads, and the record that decides which targets it judges."""
 
     def __init__(
-        self, index: ProjectIndex, changed: list[Path] | None, record: Record | None
+        self,
+        index: ProjectIndex,
+        changed: list[Path] | None,
+        record: Record | None,
+        verdicts: Verdicts | None = None,
     ) -> None:
         self.index = index
         self.shared: set[str] = set()
@@ -81,21 +92,38 @@ class Dependencies:
                     self.changed[module] = path
                 self.changed[str(path.resolve())] = path
         self._record = record
+        self._verdicts = verdicts
+        """A whole-tree run's kept verdicts (`checkrun.verdicts`): None, every target judged."""
+        self.reused: dict[str, list[Judged]] = {}
+        """target key → its targets as the kept verdicts give them, in a whole-tree run."""
         self._now: dict[str, bool] = {}
         """name → whether it is still as the record says (looked at once)."""
         self._meant: dict[str, Path | None] = {}
         self._shared_touched: bool | None = None
 
     def wanted(self, key: str) -> bool:
-        """Whether the target `key` must be judged in this run."""
-        if self.changed is None or self._record is None:
-            return True
+        """Whether the target `key` must be judged in this run: in a whole-tree run, unless
+        its verdict is kept and what it read unchanged (then it is in `reused`)."""
         record = self._record
+        if record is None or (self.changed is None and self._verdicts is None):
+            return True
         if self._shared_touched is None:
             self._shared_touched = self._touched(record.shared)
         if self._shared_touched or key not in record.targets:
             return True
-        return self._touched(record.targets[key])
+        if self._touched(record.targets[key]):
+            return True
+        if self._verdicts is None:
+            return False
+        judged = self._verdicts.take(key, record, self.index)
+        if judged is None:
+            return True
+        self.reused[key] = judged
+        for name in record.targets[key]:
+            path, digest = record.states.get(name, (None, ""))
+            stamp = record.stamps.get(path) if path is not None else None
+            self.index.adopt(name, not _is_path(name), path, digest, stamp)
+        return False
 
     def _touched(self, names: Iterable[str]) -> bool:
         """Some name is a changed file, or is no longer what the record says."""

@@ -40,6 +40,8 @@ class InputLog(ReadLog):
         self._outside: dict[str, str | None] = {}
         """Files the run read besides module summaries (the contract's runner and config
         files, --hf-config): path → digest, "" when unreadable, None when absent."""
+        self.adopted: set[str] = set()
+        """Modules whose summaries a reused verdict read, in an earlier run (`adopt`)."""
 
     def note_absent(self, path: Path) -> None:
         """Note a path the run looked for a file at and did not find among the `inputs`."""
@@ -117,3 +119,18 @@ class InputLog(ReadLog):
                 present.setdefault(path, digest)
         sizes = {path: self.sizes[path] for path in summarised if path in self.sizes}
         return present, sorted(set(absent)), summarised, self.stamps, sizes
+
+    def adopt(
+        self, name: str, module: bool, path: str | None, digest: str, stamp: list[int] | None
+    ) -> None:
+        """Take `name` (a module, or a file read besides the summaries) as read, as the
+        record of a verdict this run reuses says it was and the run found it still is
+        (`checkrun.dependencies`): among the `inputs`, and the files a summary was read of."""
+        if stamp is not None and path is not None and len(stamp) == len(Stamp.__args__):
+            self.stamps.setdefault(path, tuple(stamp))  # type: ignore[arg-type]
+            self.sizes.setdefault(path, stamp[0])
+        if not module:
+            self._outside.setdefault(name, None if path is None else digest)
+        elif path is not None and digest:
+            self.digests.setdefault(path, digest)
+            self.adopted.add(name)

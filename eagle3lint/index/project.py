@@ -283,8 +283,10 @@ class ProjectIndex(InputLog):
             self._loaded_ahead[path] = (data, stamp, key, found)
         return self._loaded_ahead[path][3]
 
-    def loaded(self) -> list[FileSummary]:
-        return [s for s in self._by_module.values() if s is not None]
+    def loaded(self) -> int:
+        """How many modules' summaries the run read: those it loaded, and those the verdicts
+        it reused read (`adopt`)."""
+        return len({m for m, s in self._by_module.items() if s is not None} | self.adopted)
 
     # -- names ----------------------------------------------------------------------------
     def imported(self, summary: FileSummary, local: str) -> ImportRef | None:
