@@ -25,7 +25,7 @@ from eagle3lint.checkrun.judging import instantiate, judge
 from eagle3lint.checkrun.options import CheckOptions, discover_for, excluder_for
 from eagle3lint.checkrun.selection import select_targets, tree_contract, unread_contract
 from eagle3lint.checkrun.shown import Shown
-from eagle3lint.checkrun.verdicts import Judged, Verdicts, VerdictStore
+from eagle3lint.checkrun.verdicts import Judged, Verdicts, VerdictsFile
 from eagle3lint.codes import STALE_BASELINE_ENTRY
 from eagle3lint.engines import Contract, Role, Target, default_runner
 from eagle3lint.findings import Finding
@@ -112,7 +112,7 @@ def _checked(
     narrowed = given is not None or bool(options.archs)
     # Verdicts are kept of the whole tree's run of the rules a command line loads.
     reuse = options.reuse_verdicts and not narrowed and rules is None and not options.pairing
-    kept_at = VerdictStore(store, record_key) if store is not None and reuse else None
+    kept_at = VerdictsFile(store, record_key) if store is not None and reuse else None
     record = store.load(record_key) if store is not None and (narrowed or kept_at) else None
     verdicts = kept_at.load() if kept_at is not None and record is not None else None
     deps = Dependencies(index, given, record, verdicts)

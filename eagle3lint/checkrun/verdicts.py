@@ -239,7 +239,7 @@ class Verdicts:
             return None
 
 
-class VerdictStore:
+class VerdictsFile:
     """`<cache>/summaries/deps/<key>.verdicts.json`, beside the record."""
 
     def __init__(self, records: RecordStore, record_key: str) -> None:
