@@ -216,6 +216,32 @@ def test_random_edits_of_a_release_judged_whole_warm_and_cold(
     assert whole_tree_judged_both_ways(tree, seed=53, count=count, monkeypatch=monkeypatch)
 
 
+def test_a_warm_whole_tree_run_judges_only_the_readers_of_an_edited_file(
+    era_copy: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """After an edit of one model file, a whole-tree run judges the targets that read it and
+    takes every other one's verdict (its repairs and their flags too) from the last run, with
+    the report of a cold run."""
+    import eagle3lint.engine as engine
+
+    monkeypatch.setenv("EAGLE3LINT_CACHE_DIR", str(era_copy.parent / "cache"))
+    check("vllm")
+    judged: list[str] = []
+    real = engine._judged
+    monkeypatch.setattr(
+        engine,
+        "_judged",
+        lambda rules, target, *a: judged.append(target.arch) or real(rules, target, *a),
+    )
+    no_tap = era_copy / MODELS / "no_tap.py"
+    no_tap.write_text(no_tap.read_text() + "\nx = 1\n")
+    _, warm = check("vllm")
+    assert judged == ["NoTapForCausalLM"]
+    saved = forget()
+    assert warm == check("vllm")[1]
+    restore(saved)
+
+
 @pytest.mark.parametrize("forgery", ["wrong types", "writable by others", "another tree's"])
 def test_kept_verdicts_that_are_broken_or_not_the_users_are_no_verdicts(
     era_copy: Path, forgery: str, monkeypatch: pytest.MonkeyPatch

@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any
 
 from eagle3lint.cachedir import file_digest
@@ -35,16 +35,26 @@ from eagle3lint.sources.files import MAX_CACHE_ENTRY_BYTES, UnreadableSource, re
 from eagle3lint.storage import write_atomically
 from eagle3lint.trust import make_folders
 
-FORMAT = 1
+FORMAT = 2
 
 
 @dataclass
 class StoredRepair:
-    """A built-in `Repair`: its kind and its fields, all text."""
+    """A built-in `Repair`: its kind and its fields, text or flags."""
 
     kind: str
     path: str
-    params: dict[str, str]
+    text: dict[str, str]
+    flags: dict[str, bool]
+
+    @classmethod
+    def of(cls, repair: Repair) -> StoredRepair:
+        """`repair` as stored; a field of another type is kept as text, which `Verdict.of`
+        finds does not give the repair back."""
+        values = {f.name: getattr(repair, f.name) for f in fields(repair) if f.name != "path"}
+        flags = {name: value for name, value in values.items() if isinstance(value, bool)}
+        text = {name: str(value) for name, value in values.items() if name not in flags}
+        return cls(repair.kind, repair.path, text, flags)
 
 
 @dataclass
@@ -83,7 +93,7 @@ class StoredFinding:
             finding.line,
             finding.column,
             finding.hint,
-            None if repair is None else StoredRepair(repair.kind, repair.path, dict(repair.params)),
+            None if repair is None else StoredRepair.of(repair),
             finding.fix_refused,
             None
             if unverified is None
@@ -120,7 +130,7 @@ def _repair(stored: StoredRepair) -> Repair:
     kind = REPAIRS.get(stored.kind)
     if kind is None:
         raise ValueError(f"unknown repair kind {stored.kind!r}")
-    return kind(stored.path, **stored.params)
+    return kind(stored.path, **stored.text, **stored.flags)
 
 
 @dataclass
@@ -150,7 +160,7 @@ class Verdict:
     @classmethod
     def of(cls, target: Target, findings: list[Finding]) -> Verdict | None:
         """The verdict of `target`, None when the cache cannot give it back as it is (a
-        repair plugin's repair, or one whose fields are not all text)."""
+        repair plugin's repair, or one with a field neither text nor a flag)."""
         stored = [StoredFinding.of(f) for f in findings]
         for finding, kept in zip(findings, stored, strict=True):
             if kept.repair is not None and (
