@@ -217,6 +217,8 @@ class Judged:
         self.platform_runners = verdict.platform_runners
         self._notes = verdict.notes
         self.findings = [stored.finding() for stored in verdict.findings]
+        if any(f.runners and _joined(f.runners) not in self._notes for f in self.findings):
+            raise KeyError("a finding on some runners' path has no note")  # not `of`'s
 
     def off_runner_note(self, runners: tuple[str, ...]) -> str:
         return self._notes[_joined(runners)]
