@@ -26,6 +26,7 @@ from eagle3lint.checkrun.judging import instantiate, judge
 from eagle3lint.checkrun.options import CheckOptions, discover_for, excluder_for
 from eagle3lint.checkrun.selection import select_targets, tree_contract, unread_contract
 from eagle3lint.checkrun.shown import Shown
+from eagle3lint.checkrun.verdicts import Judged, Verdicts, VerdictsFile
 from eagle3lint.codes import STALE_BASELINE_ENTRY
 from eagle3lint.config_classes import transformers_library
 from eagle3lint.engines import Contract, Role, Target, default_runner
@@ -121,7 +122,12 @@ def _checked(
     record_key = RecordStore.key(options, workspace)
     given = workspace.files if workspace.only_files else None
     narrowed = given is not None or bool(options.archs)
-    deps = Dependencies(index, given, store.load(record_key) if store and narrowed else None)
+    # Verdicts are kept of the whole tree's run of the rules a command line loads.
+    reuse = options.reuse_verdicts and not narrowed and rules is None and not options.pairing
+    kept_at = VerdictsFile(store, record_key) if store is not None and reuse else None
+    record = store.load(record_key) if store is not None and (narrowed or kept_at) else None
+    verdicts = kept_at.load() if kept_at is not None and record is not None else None
+    deps = Dependencies(index, given, record, verdicts)
     with index.recording() as shared:
         checkpoint = _checkpoint(options, index)
         contract = tree_contract(index, workspace, errors)
@@ -135,7 +141,11 @@ def _checked(
         targets = select_targets(index, contract, workspace, options.archs, errors, deps)
     rule_objects = instantiate(rules, options, errors, workspace.wing.name)
     report_paths = {str(p.resolve()) for p in workspace.files} if workspace.only_files else None
-    judged = [_judged(rule_objects, target, ctx, options, deps) for target in targets]
+    judged = [
+        t.findings if isinstance(t, Judged) else _judged(rule_objects, t, ctx, options, deps)
+        for t in targets
+    ]
+    fresh = [(t, f) for t, f in zip(targets, judged, strict=True) if not isinstance(t, Judged)]
     if given is not None:
         # Files given (a commit's, a pull request's): the targets that read one of them, none
         # when none is a module of the tree (an excluded file, a test file beside the tree).
@@ -175,7 +185,7 @@ def _checked(
         engine_label=workspace.wing.label,
         targets=results,
         errors=unique(errors),
-        files_analysed=len(index.loaded()) if given is None else deps.files_read(targets),
+        files_analysed=index.loaded() if given is None else deps.files_read(targets),
         # A stale baseline entry is located in the baseline: not outside what was checked.
         focus=sorted(report_paths | ({str(baseline.path.resolve())} if baseline else set()))
         if report_paths is not None
@@ -184,7 +194,10 @@ def _checked(
         transformers=library.to_json() if (library := transformers_library(index)) else None,
     )
     if store is not None and not report.errors:
-        store.store(record_key, deps.record())
+        new_record = deps.record()
+        store.store(record_key, new_record)
+        if kept_at is not None:
+            kept_at.store(new_record, verdicts or Verdicts({}), deps.reused, fresh)
     return CheckRun(report, index, workspace, targets, fix_plan, every_finding)
 
 

@@ -51,7 +51,7 @@ if TYPE_CHECKING:
 
 FORMAT = 4
 
-UNKEYED_OPTIONS = ("on_file", "progress", "jobs")
+UNKEYED_OPTIONS = ("on_file", "progress", "jobs", "reuse_verdicts")
 """Options that change how a run goes, never what it outputs."""
 
 

@@ -120,7 +120,8 @@ def judged_both_ways(tree: Path, seed: int, count: int) -> None:
 
 
 FORGOTTEN = ("runs", "summaries/deps")
-"""What a run learns about earlier runs: whole-run results and the dependency record."""
+"""What a run learns about earlier runs: whole-run results, and the dependency record with the
+verdicts kept beside it."""
 
 
 def forget() -> Path:
@@ -158,6 +159,116 @@ def test_random_edits_of_a_release_judged_incrementally_and_cold(
     tree = tmp_path / "vllm"
     shutil.copytree(vllm_release("0.33.0"), tree)
     judged_both_ways(tree, seed=32, count=count)
+
+
+def whole_tree_judged_both_ways(
+    tree: Path, seed: int, count: int, monkeypatch: pytest.MonkeyPatch
+) -> int:
+    """The edits made one after another (each kept), the whole tree checked after each with
+    the kept verdicts, dependency record and run cache of the runs before it, and without
+    them: the same JSON. Returns how many targets' verdicts the warm runs took. The cache is
+    the test's own, beside the tree: `forget` moves folders of it aside, which another test
+    may be using."""
+    from eagle3lint.checkrun.verdicts import Verdicts
+
+    monkeypatch.setenv("EAGLE3LINT_CACHE_DIR", str(tree.parent / "cache"))
+
+    taken: list[int] = []
+    real = Verdicts.take
+
+    def counted(self: Verdicts, *args: Any) -> Any:
+        found = real(self, *args)
+        taken.append(len(found or ()))
+        return found
+
+    monkeypatch.setattr(Verdicts, "take", counted)
+    CliRunner().invoke(app, ["check", str(tree), "--format", "json"])
+    # Model files: an edit elsewhere that no target reads is answered by the run cache.
+    for path, text in edits(tree.parent / MODELS, seed, count):
+        path.write_text(text)
+        warm = CliRunner().invoke(app, ["check", str(tree), "--format", "json"])
+        saved = forget()
+        cold = CliRunner().invoke(app, ["check", str(tree), "--format", "json"])
+        restore(saved)
+        assert (warm.exit_code, warm.stdout) == (cold.exit_code, cold.stdout), path
+    return sum(taken)
+
+
+def test_random_edits_of_a_fixture_tree_judged_whole_warm_and_cold(
+    era_copy: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 53: a warm whole-tree run judges only the targets whose reads an edit touched,
+    and takes the others' verdicts, with the same report as a cold run."""
+    assert whole_tree_judged_both_ways(
+        era_copy / "vllm", seed=53, count=12, monkeypatch=monkeypatch
+    )
+
+
+@pytest.mark.parametrize("count", [4, pytest.param(30, marks=pytest.mark.slow)])
+def test_random_edits_of_a_release_judged_whole_warm_and_cold(
+    vllm_release: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, count: int
+) -> None:
+    """Issue 53's property on vLLM 0.33.0: seeded edits kept one after another, the whole tree
+    checked warm (verdicts kept) and cold after each, give identical JSON (4 in the release
+    tier, 30 in the slow one)."""
+    tree = tmp_path / "vllm"
+    shutil.copytree(vllm_release("0.33.0"), tree)
+    assert whole_tree_judged_both_ways(tree, seed=53, count=count, monkeypatch=monkeypatch)
+
+
+def test_a_warm_whole_tree_run_judges_only_the_readers_of_an_edited_file(
+    era_copy: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """After an edit of one model file, a whole-tree run judges the targets that read it and
+    takes every other one's verdict (its repairs and their flags too) from the last run, with
+    the report of a cold run."""
+    import eagle3lint.engine as engine
+
+    monkeypatch.setenv("EAGLE3LINT_CACHE_DIR", str(era_copy.parent / "cache"))
+    check("vllm")
+    judged: list[str] = []
+    real = engine._judged
+    monkeypatch.setattr(
+        engine,
+        "_judged",
+        lambda rules, target, *a: judged.append(target.arch) or real(rules, target, *a),
+    )
+    no_tap = era_copy / MODELS / "no_tap.py"
+    no_tap.write_text(no_tap.read_text() + "\nx = 1\n")
+    _, warm = check("vllm")
+    assert judged == ["NoTapForCausalLM"]
+    saved = forget()
+    assert warm == check("vllm")[1]
+    restore(saved)
+
+
+@pytest.mark.parametrize("forgery", ["wrong types", "writable by others", "another tree's"])
+def test_kept_verdicts_that_are_broken_or_not_the_users_are_no_verdicts(
+    era_copy: Path, forgery: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A verdicts file is read as the summaries are (`checkrun.verdicts`): one whose fields do
+    not rebuild, one another user could have written, one keyed for another tree: the targets
+    are judged, as a cold run judges them."""
+    monkeypatch.setenv("EAGLE3LINT_CACHE_DIR", str(era_copy.parent / "cache"))
+    check("vllm")
+    (verdicts,) = (default_cache_dir() / "summaries" / "deps").glob("*.verdicts.json")
+    data = json.loads(verdicts.read_text())
+    for entry in data["verdicts"].values():
+        for target in entry["targets"]:
+            for finding in target["findings"]:
+                finding["message"] = "all clear"
+                finding["line"] = "1" if forgery == "wrong types" else finding["line"]
+    if forgery == "another tree's":
+        data["key"] = "0" * 32
+    verdicts.write_text(json.dumps(data))
+    verdicts.chmod(0o666 if forgery == "writable by others" else 0o600)
+    edited = era_copy / MODELS / "no_tap.py"
+    edited.write_text(edited.read_text() + "\nx = 1\n")  # a run, not a replay
+    warm = check("vllm")
+    saved = forget()
+    assert warm == check("vllm")
+    restore(saved)
+    assert "all clear" not in json.dumps(warm)
 
 
 def test_the_repair_plan_is_kept_and_followed_by_what_it_read(

@@ -4,13 +4,16 @@ exactly the targets that read one of them, wherever the file is (a model file, o
 file such as `interfaces.py` that every target reads).
 
 A record holds the reads the run shared by every target (the contract, the registry,
-`--hf-config`), each target's own reads, and what each name read was (its file and the digest
-of its bytes). A later run over changed files judges a target when its record says it read one
-of them, when anything it read is no longer as recorded (its reads may have changed too), or
-when there is no record of it; every other target's verdict is what it was, and those files
-being unchanged it cannot involve them. Among the targets judged, the report keeps those that
-read a changed file: without a record (`--no-cache`, the first run) every target is judged and
-the same ones are kept, so the record changes how long a run takes, never what it reports.
+`--hf-config`), each target's own reads (with what its share of the run's loads read), and what
+each name read was (its file and the digest of its bytes). A later run over changed files
+judges a target when its record says it read one of them, when anything it read is no longer as
+recorded (its reads may have changed too), or when there is no record of it; every other
+target's verdict is what it was, and those files being unchanged it cannot involve them. Among
+the targets judged, the report keeps those that read a changed file: without a record
+(`--no-cache`, the first run) every target is judged and the same ones are kept, so the record
+changes how long a run takes, never what it reports. A whole-tree run judges likewise the
+targets whose reads changed, and takes every other one's verdict from the last run
+(`checkrun.verdicts`).
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ import sys
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from eagle3lint import __version__
 from eagle3lint.cachedir import default_cache_dir, file_digest, trusted_folder
@@ -38,6 +42,9 @@ from eagle3lint.sources.files import (
 )
 from eagle3lint.storage import write_atomically
 from eagle3lint.trust import make_folders
+
+if TYPE_CHECKING:
+    from eagle3lint.checkrun.verdicts import Judged, Verdicts
 
 FORMAT = 1
 
@@ -61,12 +68,20 @@ class Dependencies:
     """One run's reads, and the record that decides which targets it judges."""
 
     def __init__(
-        self, index: ProjectIndex, changed: list[Path] | None, record: Record | None
+        self,
+        index: ProjectIndex,
+        changed: list[Path] | None,
+        record: Record | None,
+        verdicts: Verdicts | None = None,
     ) -> None:
         self.index = index
         self.shared: set[str] = set()
         self.reads: dict[str, set[str]] = {}
         """target key → the names its construction and judgment read."""
+        self.reached: dict[str, set[str]] = {}
+        """target key → the names its share of the run's loads read (the files its class
+        reaches, `ProjectIndex.preload_closure`), which its verdict may not read: they decide
+        what a whole-tree run loads, and so its count of files and its input errors."""
         self.changed: dict[str, Path] | None = None
         """With changed files, each name that means one of them (its module, its path) → it."""
         if changed is not None:
@@ -77,21 +92,38 @@ class Dependencies:
                     self.changed[module] = path
                 self.changed[str(path.resolve())] = path
         self._record = record
+        self._verdicts = verdicts
+        """A whole-tree run's kept verdicts (`checkrun.verdicts`): None, every target judged."""
+        self.reused: dict[str, list[Judged]] = {}
+        """target key → its targets as the kept verdicts give them, in a whole-tree run."""
         self._now: dict[str, bool] = {}
         """name → whether it is still as the record says (looked at once)."""
         self._meant: dict[str, Path | None] = {}
         self._shared_touched: bool | None = None
 
     def wanted(self, key: str) -> bool:
-        """Whether the target `key` must be judged in this run."""
-        if self.changed is None or self._record is None:
-            return True
+        """Whether the target `key` must be judged in this run: in a whole-tree run, unless
+        its verdict is kept and what it read unchanged (then it is in `reused`)."""
         record = self._record
+        if record is None or (self.changed is None and self._verdicts is None):
+            return True
         if self._shared_touched is None:
             self._shared_touched = self._touched(record.shared)
         if self._shared_touched or key not in record.targets:
             return True
-        return self._touched(record.targets[key])
+        if self._touched(record.targets[key]):
+            return True
+        if self._verdicts is None:
+            return False
+        judged = self._verdicts.take(key, record, self.index)
+        if judged is None:
+            return True
+        self.reused[key] = judged
+        for name in record.targets[key]:
+            path, digest = record.states.get(name, (None, ""))
+            stamp = record.stamps.get(path) if path is not None else None
+            self.index.adopt(name, not _is_path(name), path, digest, stamp)
+        return False
 
     def _touched(self, names: Iterable[str]) -> bool:
         """Some name is a changed file, or is no longer what the record says."""
@@ -151,13 +183,15 @@ class Dependencies:
         """This run's record: the targets it judged, and from the last record the others (a
         later run looks at whether what they read is unchanged before it trusts them)."""
         previous = self._record
-        targets = {key: sorted(reads) for key, reads in self.reads.items()}
+        targets = {
+            key: sorted(reads | self.reached.get(key, set())) for key, reads in self.reads.items()
+        }
         if previous is not None:
             for key, names in previous.targets.items():
                 # Only what still holds: a state rewritten below must be true of its readers.
                 if key not in targets and not self._touched(names):
                     targets[key] = names
-        read_now = self.shared.union(*self.reads.values())
+        read_now = self.shared.union(*self.reads.values(), *self.reached.values())
         names = read_now.union(*map(set, targets.values()))
         states: dict[str, State] = {}
         stamps: dict[str, list[int]] = {}

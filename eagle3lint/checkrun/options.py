@@ -48,6 +48,10 @@ class CheckOptions:
     """Called once per file analysed (the terminal's progress line)."""
     pairing: Any = None
     """The draft `eagle3lint pair` checks against the target (see `RuleContext.pairing`)."""
+    reuse_verdicts: bool = False
+    """A whole-tree run takes the verdicts of the targets whose reads are unchanged from the
+    last such run (`checkrun.verdicts`): those are then `Judged` in `CheckRun.targets`, which
+    hold what the report reads of a target, for callers that read only the report."""
     plan_fixes: bool = True
     """Plan the repairs (what `[*]` promises). Off for reports that show verdicts alone (the
     matrix): their findings are then none fixable, which costs nothing to compute."""

@@ -4,6 +4,7 @@ select, registered architectures and model classes of the files given."""
 from __future__ import annotations
 
 import difflib
+from collections import Counter
 
 from eagle3lint.checkrun.dependencies import Dependencies, target_key
 from eagle3lint.engines import Contract, Target, Wing
@@ -74,21 +75,29 @@ def select_targets(
             )
         )
     chosen = _choose_entries(entries, archs) if entries or archs else []
-    chosen = [entry for entry in chosen if deps.wanted(entry.arch)]
+    # An architecture the registry lists twice is judged: its kept targets are of both.
+    listed = Counter(e.arch for e in chosen)
+    wanted = {e.arch for e in chosen if listed[e.arch] > 1 or deps.wanted(e.arch)}
     index.preload(file_modules)
     index.preload_closure(
         [
-            *((e.module, e.cls) for e in chosen),
+            *((e.module, e.cls) for e in chosen if e.arch in wanted),
             *((m, c) for m in file_modules if (f := index.summary(m)) for c in f.classes),
         ]
     )
     unresolved: list[RegistryEntry] = []
     targets: list[Target] = []
     for entry in chosen:
+        if entry.arch not in wanted:
+            targets += deps.reused.get(entry.arch, [])
+            continue
         with index.recording() as reads:
             built = wing.targets(index, contract, [entry], unresolved)
+        with index.recording() as reached:
+            index.preload_closure([(entry.module, entry.cls)], waves=False)
         for target in built:
             deps.reads.setdefault(target_key(target), set()).update(reads)
+            deps.reached.setdefault(target_key(target), set()).update(reached)
         targets += built
     focus = {str(f.resolve()) for f in workspace.files}
     for entry in unresolved:

@@ -60,10 +60,12 @@ class Shown:
         ]
 
     def errors(self, targets: list[Target]) -> list[InputError]:
-        """The index's input errors the report shows, given the targets it shows."""
+        """The index's input errors the report shows, given the targets it shows, by file: the
+        order the files were read in depends on what the run could take from the cache."""
+        errors = sorted(self.index.errors, key=lambda error: error.path)
         if self.report_paths is None:
-            return self.index.errors
-        return _errors_deciding(self.index, self.report_paths, targets, self.index.errors)
+            return errors
+        return _errors_deciding(self.index, self.report_paths, targets, errors)
 
 
 def _relative(path: Path) -> str:

@@ -85,6 +85,7 @@ def check(
     # The files changed are judged as committed, whatever the working tree holds.
     with guard(args.debug), _collector_paused(), guessed as guess, overlaid(committed):
         options = args.check_options(progress=sys.stderr.isatty())
+        options.reuse_verdicts = True  # the command reads only the report
         if write_baseline is not None:
             raise typer.Exit(_write_baseline(options, write_baseline))
         # Only where the "Next:" block is shown: other views stay keyed (and cached) as before.

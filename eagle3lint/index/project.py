@@ -16,6 +16,7 @@ from eagle3lint.errors import InputError
 from eagle3lint.index.cache import SummaryCache, content_key, file_digest
 from eagle3lint.index.closure import LoadAhead, needed_by
 from eagle3lint.index.hierarchy import c3, resolve_base
+from eagle3lint.index.inputs import InputLog
 from eagle3lint.index.libraries import Library
 from eagle3lint.index.model import FileSummary, ForwardSummary, ImportRef
 from eagle3lint.index.modules import candidates, module_name_for, present_at, resolve_relative
@@ -28,20 +29,18 @@ from eagle3lint.index.parsing import (
     has_unread,
     rest_of,
 )
-from eagle3lint.index.reads import ReadLog
 from eagle3lint.index.refs import ClassRef, ExternalRef, ModuleRef, Resolved, SourceFile
 from eagle3lint.signals import worker_pool
 from eagle3lint.sources.files import (
-    SourceNotFound,
     Stamp,
     UnreadableSource,
     read_source_stamped,
 )
 
 
-class ProjectIndex(ReadLog):
+class ProjectIndex(InputLog):
     """Summaries of the files under one or more import roots, with name resolution; what
-    each verdict read is recorded (`ReadLog`)."""
+    each verdict read is recorded (`ReadLog`), and what the run read (`InputLog`)."""
 
     def __init__(
         self,
@@ -62,17 +61,6 @@ class ProjectIndex(ReadLog):
         self._files: dict[str, SourceFile | None] = {}
         self._mro: dict[str, list[ClassRef | ExternalRef]] = {}
         self._mro_reads: dict[str, frozenset[str]] = {}
-        self.digests: dict[str, str] = {}
-        self.sizes: dict[str, int] = {}
-        """Digest of the bytes read from each file, for the whole-run cache."""
-        self.texts: dict[str, bytes] = {}
-        """The bytes read from each file, by path: suppressions and `fix` read them here."""
-        self.stamps: dict[str, Stamp] = {}
-        """What `stat` said of each file as it was read, where that tells a later change
-        (`sources.files.stamp_of`): the whole-run cache then need not read it again."""
-        self._outside: dict[str, str | None] = {}
-        """Files the run read besides module summaries (the contract's runner and config
-        files, --hf-config): path → digest, "" when unreadable, None when absent."""
         self.on_load: Callable[[], None] | None = None
         """Called once per file summarised, parsed or from the cache (a progress hook). One
         with an `expect(files)` method is also told, before each load, how many files it is
@@ -127,10 +115,6 @@ class ProjectIndex(ReadLog):
         """Where `module` is looked for: the analysed trees, then a library that reads it."""
         return self.roots + [lib.folder for lib in self.libraries if lib.reads(module)]
 
-    def note_absent(self, path: Path) -> None:
-        """Note a path the run looked for a file at and did not find among the `inputs`."""
-        self._outside.setdefault(str(path), None)
-
     def module_of(self, path: Path) -> str | None:
         """Module name of a file under one of the roots: where it sits, not where a symlink
         leads (a model file linked from outside its tree is still that tree's module)."""
@@ -143,79 +127,6 @@ class ProjectIndex(ReadLog):
                 self._files.setdefault(module, SourceFile(path, rel))
                 return module
         return None
-
-    def read_outside(self, path: Path) -> bytes:
-        """The bytes of a file the run reads besides module summaries (the contract's runner
-        and config files), noted among the index's `inputs`, absent or unreadable too."""
-        self.touch(str(path))
-        try:
-            data, stamp = read_source_stamped(path)
-        except SourceNotFound:
-            self._outside[str(path)] = None
-            raise
-        except UnreadableSource:
-            self._outside[str(path)] = ""
-            raise
-        self.note_outside(path, data)
-        self._note_stamp(str(path), stamp)
-        return data
-
-    def _note_stamp(self, path: str, stamp: Stamp | None) -> None:
-        if stamp is not None:
-            self.stamps[path] = stamp
-
-    def note_outside(self, path: Path, data: bytes) -> None:
-        """Note the bytes of a file read elsewhere (`--hf-config`) among the `inputs`."""
-        self.touch(str(path))
-        self._outside[str(path)] = file_digest(data)
-        self.texts[str(path)] = data
-
-    def state(self, name: str) -> tuple[str | None, str]:
-        """What this run found of `name` (a module, or a path read outside the summaries):
-        its file, None when absent, and the digest of the bytes read ("" when only seen to
-        exist or unreadable)."""
-        if name in self._outside:
-            digest = self._outside[name]
-            return (None, "") if digest is None else (name, digest)
-        source = self._files.get(name) or self.source_file(name)
-        path = str(source.path) if source is not None else None
-        return path, self.digests.get(path, "") if path is not None else ""
-
-    def source_bytes(self, path: str) -> bytes | None:
-        """The bytes this index read from the file at `path` (as `display_path` gives it)."""
-        return self.texts.get(path)
-
-    def inputs(
-        self,
-    ) -> tuple[dict[str, str], list[str], dict[str, str], dict[str, Stamp], dict[str, int]]:
-        """What decided this run's results: each file it found (with the digest of the bytes
-        it read, or "" when it only saw the file exist), each path it looked for a file at and
-        did not find, the path relative to its import root of each file it summarised, the
-        `stamps`, and how many bytes it read of each summarised file."""
-        present = {
-            str(source.path): self.digests.get(str(source.path), "")
-            for source in self._files.values()
-            if source is not None
-        }
-        absent = [
-            str(candidate)
-            for module, source in self._files.items()
-            if source is None
-            for root in self._roots_for(module)
-            for candidate in candidates(root, module)
-        ]
-        summarised = {
-            str(source.path): source.relpath
-            for source in self._files.values()
-            if source is not None and str(source.path) in self.digests
-        }
-        for path, digest in self._outside.items():
-            if digest is None:
-                absent.append(path)
-            else:
-                present.setdefault(path, digest)
-        sizes = {path: self.sizes[path] for path in summarised if path in self.sizes}
-        return present, sorted(set(absent)), summarised, self.stamps, sizes
 
     def error_for(self, module: str) -> InputError | None:
         """The input error recorded when the file of `module` could not be read or parsed."""
@@ -326,26 +237,29 @@ class ProjectIndex(ReadLog):
             if self.cache and detail:
                 self.cache.store(detail, summary)
 
-    def preload_closure(self, roots: Iterable[tuple[str, str]]) -> None:
+    def preload_closure(self, roots: Iterable[tuple[str, str]], waves: bool = True) -> None:
         """Load the files that resolving the classes `roots` ((module, name) pairs) will need.
 
         Resolution follows bases, the decoder a model builds and per-platform variants into
         other files; fetching those wave after wave, each wave parsed in parallel, keeps a cold
         run from parsing them one at a time later. Only names the classes really use are
-        followed, so attention layers and other helpers are never parsed.
+        followed, so attention layers and other helpers are never parsed. Not `waves`: after
+        the waves of roots that include these, the walk alone (nothing left to load), so that
+        a recording notes the names a root's share of those loads read.
         """
         frontier = set(roots)
         seen: set[tuple[str, str]] = set()
         while frontier:
-            ahead = LoadAhead(self, self._by_module, frontier, seen)
-            wanted: dict[str, set[str]] = {}
-            for module, name in frontier:
-                wanted.setdefault(module, set()).add(name)
-            self.preload(sorted(wanted), ahead.run, wanted)
+            if waves:
+                ahead = LoadAhead(self, self._by_module, frontier, seen)
+                wanted: dict[str, set[str]] = {}
+                for module, name in frontier:
+                    wanted.setdefault(module, set()).add(name)
+                self.preload(sorted(wanted), ahead.run, wanted)
             seen |= frontier
             needed: set[tuple[str, str]] = set()
             for module, name in frontier:
-                summary = self._by_module.get(module)
+                summary = self.summary(module)
                 if summary is not None:
                     needed.update(needed_by(self, summary, name))
             frontier = needed - seen
@@ -369,8 +283,10 @@ class ProjectIndex(ReadLog):
             self._loaded_ahead[path] = (data, stamp, key, found)
         return self._loaded_ahead[path][3]
 
-    def loaded(self) -> list[FileSummary]:
-        return [s for s in self._by_module.values() if s is not None]
+    def loaded(self) -> int:
+        """How many modules' summaries the run read: those it loaded, and those the verdicts
+        it reused read (`adopt`)."""
+        return len({m for m, s in self._by_module.items() if s is not None} | self.adopted)
 
     # -- names ----------------------------------------------------------------------------
     def imported(self, summary: FileSummary, local: str) -> ImportRef | None:
