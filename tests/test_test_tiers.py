@@ -91,7 +91,7 @@ def test_installs_of_every_engine_run_one_at_a_time(
         with counting:
             running -= 1
         root.mkdir(parents=True)
-        venvs._mark(version, distribution, root, {distribution: version})
+        venvs._mark(version, distribution, root)
 
     monkeypatch.setattr(venvs, "_install", fake_install)
     monkeypatch.setattr(venvs, "CPU_BUILD_TORCH", {"0.32.0": "2.13.0"})

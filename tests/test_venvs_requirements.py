@@ -84,5 +84,5 @@ def test_a_venv_of_an_older_recipe_is_installed_again(
     old["constraints"] = venvs._constraints(version, distribution)
     (root / READY_MARKER).write_text(json.dumps(old))
     assert venvs.is_ready(version, distribution) is ready
-    (root / READY_MARKER).write_text(json.dumps(venvs._new_record(version, distribution)))
+    venvs._mark(version, distribution, root)
     assert venvs.is_ready(version, distribution)

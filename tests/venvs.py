@@ -411,6 +411,11 @@ def _install(version: str, distribution: str, root: Path, python: Path) -> None:
     # Seeded with pip, so that pip-based tools (and pip-era copies of this file) still work in it.
     _uv(["venv", "--seed", "--python", sys.executable, str(root)])
     _uv_install(python, *_requirements(version, distribution), excluded(distribution))
+    _mark(version, distribution, root)
+
+
+def _mark(version: str, distribution: str, root: Path) -> None:
+    """The ready marker of the venv at `root`: what installed it, and today's recipe."""
     (root / READY_MARKER).write_text(json.dumps(_new_record(version, distribution)))
 
 

@@ -58,7 +58,7 @@ class Library:
         return self.modules.fullmatch(module) is not None
 
     def to_json(self) -> dict[str, str | None]:
-        """The report's account of it (`vllm.transformers`, docs/json-report.md)."""
+        """The report's account of it (the engine block's `transformers`, docs/json-report.md)."""
         return {"version": self.version, "source": self.source}
 
 
