@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from test_pair import LLAMA_HEAD
 from typer.testing import CliRunner
 
 from eagle3lint.cli import app
@@ -32,12 +33,7 @@ QWEN3 = REPO / "fixtures" / "pairing" / "qwen3-8b" / "config.json"
 # A head whose ids are where only V1 reads them (`eagle_config`), one beyond the 32-layer
 # target: V1 taps a layer that does not exist, V2 taps the target's default layers.
 V1_BREAKS: dict[str, Any] = {
-    "architectures": ["LlamaForCausalLMEagle3"],
-    "model_type": "llama",
-    "hidden_size": 4096,
-    "num_hidden_layers": 1,
-    "vocab_size": 128256,
-    "draft_vocab_size": 32000,
+    **{k: v for k, v in LLAMA_HEAD.items() if k != "eagle_aux_hidden_state_layer_ids"},
     "eagle_config": {"eagle_aux_hidden_state_layer_ids": [2, 16, 40]},
 }
 
