@@ -2,7 +2,8 @@
 
 This script runs inside an oracle venv (`venvs.py`), never in eagle3lint's environment. Input (a
 JSON object on stdin): `{"target": DIR, "cases": [[MODEL, METHOD_OR_NULL], ...]}`, every folder
-holding a config.json only. For each case it builds vLLM's own `SpeculativeConfig` exactly as
+holding a config.json only; a case may name its own target folder third (`[MODEL, METHOD,
+TARGET]`). For each case it builds vLLM's own `SpeculativeConfig` exactly as
 `vllm serve --speculative-config '{"method": METHOD, "model": MODEL, "num_speculative_tokens":
 3}'` does (with the target's `ModelConfig`), which runs the release's method choice, the
 speculators translation, EAGLEConfig's renaming and the registry lookup of the draft's
@@ -73,16 +74,19 @@ def main() -> None:
     from vllm.config import ModelConfig, ParallelConfig, SpeculativeConfig
 
     request = json.loads(sys.stdin.read())
-    target = ModelConfig(model=request["target"], skip_tokenizer_init=True)
+    targets: dict[str, Any] = {}
     readers = _readers()
-    for model, method in request["cases"]:
+    for model, method, *given in request["cases"]:
         answer: dict[str, Any] = {"model": model, "method": method}
+        folder = given[0] if given else request["target"]
         try:
+            if folder not in targets:
+                targets[folder] = ModelConfig(model=folder, skip_tokenizer_init=True)
             spec = SpeculativeConfig(
                 method=method,
                 model=model,
                 num_speculative_tokens=3,
-                target_model_config=target,
+                target_model_config=targets[folder],
                 target_parallel_config=ParallelConfig(),
             )
             draft = spec.draft_model_config
