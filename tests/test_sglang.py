@@ -107,6 +107,25 @@ def test_roles_pooling_draft_and_target() -> None:
     assert targets["LlamaForCausalLM"]["role"] == Role.TARGET
 
 
+def test_a_backbone_renamed_for_every_checkpoint_is_no_draft(tmp_path: Path) -> None:
+    """Only a rename for a draft checkpoint (under `if is_draft_model ...`, or in a draft
+    function such as `_config_draft_model`) makes a draft; 0.5.23 also renames target backbones
+    (`Qwen3_5TextModel` → `Qwen3_5ForCausalLM`) for every checkpoint."""
+    tree = tmp_path / "s2_gate"
+    shutil.copytree(ERAS / "s2_gate", tree)
+    config = tree / "sglang" / "srt" / "configs" / "model_config.py"
+    config.write_text(
+        config.read_text()
+        + "        if self.hf_config.architectures == ['GPT2Backbone']:\n"
+        + "            self.hf_config.architectures = ['GPT2LMHeadModel']\n\n"
+        + "    def _config_draft_model(self):\n"
+        + "        if self.hf_config.architectures[0] == 'Qwen2MoeForCausalLM':\n"
+        + "            self.hf_config.architectures[0] = 'Qwen2MoeForCausalLMNextN'\n"
+    )
+    contract = read_contract(ProjectIndex([tree]), tree / "sglang", "tree")
+    assert contract.drafts == {"LlamaForCausalLMNextN", "Qwen2MoeForCausalLMNextN"}
+
+
 def test_an_unclaimed_target_is_not_an_error_until_asked_about() -> None:
     report = check_json(str(ERAS / "s2_gate"))
     gpt2 = by_arch(report)["GPT2LMHeadModel"]
@@ -187,6 +206,9 @@ def test_a_real_release(sglang_release: Callable[[str], Path], version: str) -> 
         assert targets[arch]["implements_eagle3"] is True, arch
     assert targets["LlamaForCausalLMEagle3"]["role"] == Role.DRAFT
     assert targets["DeepseekV3ForCausalLMNextN"]["role"] == Role.DRAFT
+    if version == NEWEST:  # a backbone is renamed to it for every checkpoint: a target
+        assert targets["Qwen3_5ForCausalLM"]["role"] == Role.TARGET
+        assert targets["Qwen3_5ForCausalLM"]["eagle3_ready"] is True
     details = report["sglang"]["details"]
     assert details["capture_gated"] is (version == NEWEST)
     bare = [c for c in details["capture_calls"] if "cuda_graph_runner" in c]
