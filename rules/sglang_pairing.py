@@ -46,11 +46,18 @@ _SGL201 = Explanation(
 _SGL202 = Explanation(
     runtime=_IDS_RUNTIME + " The target's decoder collects the state entering layer c for each "
     "c of `layers_to_capture`; most model files set it to the ids plus one (id i: the output "
-    "of layer i). An index of L or more is never reached.",
+    "of layer i). An index above L is never reached, nor L itself unless the decoder collects "
+    "the last layer's output at its final norm (GPT-OSS and MiniMax-M3 in 0.5.23, Gemma-3's "
+    "and Gemma-4's causal models). A decoder whose capture method marks each layer it is "
+    "given (`self.layers[layer_id]`: Qwen2-MoE's and Qwen3-MoE's in both releases read, "
+    "Qwen3-Next's, Qwen3.5's and Mellum's in 0.5.23) fails on an index of L or more instead.",
     error="The head receives fewer aux hidden states than its `fc` expects: a shape error in "
     "its first forward, after both models are loaded. The last layer's id (L - 1, which vLLM "
-    "0.18+ taps) is such an id in SGLang's +1 convention.",
-    releases="Every SGLang release read.",
+    "0.18+ taps) is such an id in SGLang's +1 convention. Where the capture method indexes "
+    "the layers, `IndexError: index L is out of range` stops the server at start-up, once the "
+    "weights are loaded.",
+    releases="Every SGLang release read (0.5.8 and 0.5.23); GPT-OSS reaches index L in 0.5.23, "
+    "not in 0.5.8 (the releases between were not read).",
     example="""\
 {"eagle_config": {"eagle_aux_hidden_state_layer_ids": [1, 16, 31]}}  # a 32-layer Llama
 """,
@@ -124,6 +131,8 @@ EntryClass = GoodForCausalLM
         pairing = ctx.pairing
         if not isinstance(pairing, SglangPairing) or target.capture is None:
             return
+        if not pairing.uses_aux_hidden_states():
+            return  # SGLang never calls the capture method for this head: no taps to judge
         if target.arch != pairing.target_architecture():
             return
         analysis = analyse_sglang_pairing(pairing, target)
@@ -140,7 +149,22 @@ EntryClass = GoodForCausalLM
                 line,
                 hint=f'Move it into "eagle_config": {{"{SGLANG_IDS_KEY}": [...]}}.',
             )
-        if analysis.unreachable:
+        if not analysis.read:
+            return  # the ids go to a model class not read: what it taps is not known
+        if analysis.out_of_range:
+            release = f"SGLang {target.contract.version or '(version unknown)'}"
+            yield self.report(
+                "SGL202",
+                f"{target.ref.name} has {analysis.layers} layers; with its "
+                f"{analysis.convention_owner}'s convention ({analysis.convention}) SGLang "
+                f"collects the states entering layers {analysis.listed(analysis.captured)}, and "
+                f"{analysis.reading.raises}.set_eagle3_layers_to_capture indexes its layers "
+                f"with each: {release} stops with IndexError at start-up, once the weights are "
+                f"loaded, on {analysis.listed(analysis.out_of_range)}.",
+                path,
+                line,
+            )
+        elif analysis.unreachable:
             yield self.report(
                 "SGL202",
                 f"{target.ref.name} has {analysis.layers} layers; with its "
