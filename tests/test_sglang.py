@@ -390,9 +390,10 @@ def test_pair_reads_each_model_files_convention_on_real_releases(
             [2, 18, 36],
             {"SGL203"},
         ),
-        # 0.5.8's adds one to any ids, and its decoder never reaches index L.
-        (EARLY_2026, [1, 18, 36], "+1", [2, 19, 37], {"SGL202", "SGL203"}),
-        (EARLY_2026, [1, 17, 35], "+1", [2, 18, 36], {"SGL202", "SGL203"}),
+        # 0.5.8's adds one to any ids, and its decoder never reaches index L (its CUDA graphs
+        # tap the defaults too: SGL204).
+        (EARLY_2026, [1, 18, 36], "+1", [2, 19, 37], {"SGL202", "SGL203", "SGL204"}),
+        (EARLY_2026, [1, 17, 35], "+1", [2, 18, 36], {"SGL202", "SGL203", "SGL204"}),
     ],
 )
 def test_gpt_oss_keeps_vllms_ids_and_taps_the_last_layer_from_0_5_23(
@@ -456,6 +457,41 @@ def test_a_model_class_not_read_leaves_the_taps_unknown(
     assert report["pairing"]["convention"] == "not read"
     assert report["pairing"]["layers_to_capture"] == []
     assert not {f["code"] for f in report["targets"][0]["findings"]} & {"SGL202", "SGL203"}
+
+
+@pytest.mark.parametrize(
+    ("version", "ids", "warned"),
+    [
+        (EARLY_2026, [1, 15, 30], True),
+        # The head's ids are the defaults' ([2, 16, 29] once shifted): the graphs tap them too.
+        (EARLY_2026, [1, 15, 28], False),
+        (NEWEST, [1, 15, 30], False),  # the ids are set before the graphs are captured
+    ],
+)
+def test_cuda_graphs_captured_after_a_bare_call_tap_the_defaults(
+    sglang_release: Callable[[str], Path],
+    tmp_path: Path,
+    version: str,
+    ids: list[int],
+    warned: bool,
+) -> None:
+    """0.5.8's CUDA-graph runner calls the capture method with no ids while it captures the
+    graphs: decode steps tap the default layers whatever the head asks."""
+    target, head = write_pair(
+        tmp_path, 32, "LlamaForCausalLM", {"eagle_aux_hidden_state_layer_ids": ids}
+    )
+    _, report = pair_json(
+        str(sglang_release(version)), "--target", str(target), "--draft", str(head)
+    )
+    findings = {f["code"]: f for f in report["targets"][0]["findings"]}
+    assert ("SGL204" in findings) is warned
+    if warned:
+        assert findings["SGL204"]["severity"] == "warning"
+        assert (
+            "(sglang/srt/model_executor/cuda_graph_runner.py:361): decode steps replayed from "
+            "them tap the outputs of LlamaForCausalLM's default layers [1, 15, 28], not "
+            "[1, 15, 30]" in findings["SGL204"]["message"]
+        )
 
 
 def test_minimax_m3_vl_shifts_its_default_layers(

@@ -154,7 +154,12 @@ class SglangAnalysis:
     @property
     def outputs(self) -> list[int]:
         """The layers whose output is tapped (-1: the embedding), in the order given."""
-        return [c - 1 for c in self.captured]
+        return self.outputs_of(self.captured)
+
+    @staticmethod
+    def outputs_of(captured: list[int]) -> list[int]:
+        """The layers whose output the state entering each captured index is."""
+        return [c - 1 for c in captured]
 
     listed = staticmethod(listed)
     """A list of ids as messages show it: a few of a long one, and the count."""
@@ -186,6 +191,12 @@ class SglangAnalysis:
         if self.layers is None or self.reading.raises is None:
             return []
         return [c for c in self.captured if c >= self.layers]
+
+    def default_captured(self) -> list[int]:
+        """`layers_to_capture` when the method is called without ids: the defaults, shifted
+        where the method writes them over its argument."""
+        defaults = default_ids(self.layers) if self.layers is not None else []
+        return [c + self.reading.shifts_defaults for c in defaults]
 
     def vllm_outputs(self) -> list[int] | None:
         """The layers whose outputs vLLM taps for the same ids (id i: entering layer i)."""
@@ -219,8 +230,7 @@ def analyse(pairing: SglangPairing, target: SglangTarget) -> SglangAnalysis:
     if convention == UNREAD:
         analysis.captured = []
     elif ids is None:
-        defaults = default_ids(layers) if layers is not None else []
-        analysis.captured = [c + reading.shifts_defaults for c in defaults]
+        analysis.captured = analysis.default_captured()
     elif (
         convention == SHIFT
         or (convention == SHIFT_IF_FIRST_IS_ONE and ids[:1] == [1])
