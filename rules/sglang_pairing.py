@@ -203,7 +203,9 @@ EntryClass = GoodForCausalLM
             )
         bare = [c for c in target.contract.capture_calls if c.bare]
         defaults = analysis.default_captured()
-        if bare and analysis.ids is not None and analysis.captured != defaults:
+        # A server that stops at start-up (SGL202's IndexError) replays no graph.
+        starts = not analysis.out_of_range
+        if bare and starts and analysis.ids is not None and analysis.captured != defaults:
             release = f"SGLang {target.contract.version or '(version unknown)'}"
             graphs = analysis.layers_listed(analysis.outputs_of(defaults))
             yield self.report(
