@@ -394,6 +394,8 @@ def test_pair_reads_each_model_files_convention_on_real_releases(
         # tap the defaults too: SGL204).
         (EARLY_2026, [1, 18, 36], "+1", [2, 19, 37], {"SGL202", "SGL203", "SGL204"}),
         (EARLY_2026, [1, 17, 35], "+1", [2, 18, 36], {"SGL202", "SGL203", "SGL204"}),
+        # 0.5.12 still adds one, its graphs already take the ids.
+        ("0.5.12", [1, 18, 36], "+1", [2, 19, 37], {"SGL202", "SGL203"}),
     ],
 )
 def test_gpt_oss_keeps_vllms_ids_and_taps_the_last_layer_from_0_5_23(
@@ -464,9 +466,12 @@ def test_a_model_class_not_read_leaves_the_taps_unknown(
     ("version", "ids", "warned"),
     [
         (EARLY_2026, [1, 15, 30], True),
+        ("0.5.10", [1, 15, 30], True),
         # The head's ids are the defaults' ([2, 16, 29] once shifted): the graphs tap them too.
         (EARLY_2026, [1, 15, 28], False),
-        (NEWEST, [1, 15, 30], False),  # the ids are set before the graphs are captured
+        # From 0.5.12 the ids are set once, before the graphs are captured.
+        ("0.5.12", [1, 15, 30], False),
+        (NEWEST, [1, 15, 30], False),
     ],
 )
 def test_cuda_graphs_captured_after_a_bare_call_tap_the_defaults(
@@ -476,8 +481,8 @@ def test_cuda_graphs_captured_after_a_bare_call_tap_the_defaults(
     ids: list[int],
     warned: bool,
 ) -> None:
-    """0.5.8's CUDA-graph runner calls the capture method with no ids while it captures the
-    graphs: decode steps tap the default layers whatever the head asks."""
+    """0.5.8's and 0.5.10's CUDA-graph runner calls the capture method with no ids while it
+    captures the graphs: decode steps tap the default layers whatever the head asks."""
     target, head = write_pair(
         tmp_path, 32, "LlamaForCausalLM", {"eagle_aux_hidden_state_layer_ids": ids}
     )
@@ -488,8 +493,9 @@ def test_cuda_graphs_captured_after_a_bare_call_tap_the_defaults(
     assert ("SGL204" in findings) is warned
     if warned:
         assert findings["SGL204"]["severity"] == "warning"
+        assert "/cuda_graph_runner.py:" in findings["SGL204"]["message"]
         assert (
-            "(sglang/srt/model_executor/cuda_graph_runner.py:361): decode steps replayed from "
+            "decode steps replayed from "
             "them tap the outputs of LlamaForCausalLM's default layers [1, 15, 28], not "
             "[1, 15, 30]" in findings["SGL204"]["message"]
         )
