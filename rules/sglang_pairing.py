@@ -46,11 +46,18 @@ _SGL201 = Explanation(
 _SGL202 = Explanation(
     runtime=_IDS_RUNTIME + " The target's decoder collects the state entering layer c for each "
     "c of `layers_to_capture`; most model files set it to the ids plus one (id i: the output "
-    "of layer i). An index of L or more is never reached.",
+    "of layer i). An index above L is never reached, nor L itself unless the decoder collects "
+    "the last layer's output at its final norm (GPT-OSS and MiniMax-M3 in 0.5.23, Gemma-3's "
+    "and Gemma-4's causal models). A decoder whose capture method marks each layer it is "
+    "given (`self.layers[layer_id]`: Qwen2-MoE's and Qwen3-MoE's in every release read, "
+    "Qwen3-Next's, Qwen3.5's and Mellum's in 0.5.23) fails on an index of L or more instead.",
     error="The head receives fewer aux hidden states than its `fc` expects: a shape error in "
     "its first forward, after both models are loaded. The last layer's id (L - 1, which vLLM "
-    "0.18+ taps) is such an id in SGLang's +1 convention.",
-    releases="Every SGLang release read.",
+    "0.18+ taps) is such an id in SGLang's +1 convention. Where the capture method indexes "
+    "the layers, `IndexError: index L is out of range` stops the server at start-up, once the "
+    "weights are loaded.",
+    releases="Every SGLang release read (0.5.8 and 0.5.23, with 0.5.10 and 0.5.12's GPT-OSS and "
+    "Qwen2-MoE files); GPT-OSS reaches index L in 0.5.23, not up to 0.5.12.",
     example="""\
 {"eagle_config": {"eagle_aux_hidden_state_layer_ids": [1, 16, 31]}}  # a 32-layer Llama
 """,
@@ -69,6 +76,24 @@ _SGL203 = Explanation(
     example="eagle3lint pair --sglang 0.5.23 --target llama/ --draft head/\n",
     fix="# Write the ids for the engine that serves the head (or train it for that engine).\n",
     language="shell",
+)
+
+
+_SGL204 = Explanation(
+    runtime=_IDS_RUNTIME + " SGLang 0.5.8 and 0.5.10 also call the method with no ids while "
+    "the CUDA graphs are captured (`cuda_graph_runner.py`), before the call with the head's "
+    "ids: the graphs keep the default layers. From 0.5.12 the ids are set once, before the "
+    "graphs are captured.",
+    error="None: decode steps, replayed from the CUDA graphs, feed the head the default layers' "
+    "states while prefill feeds it those it was trained on; it accepts fewer draft tokens.",
+    releases="SGLang 0.5.8 and 0.5.10 (read: 0.5.8, 0.5.10, 0.5.12, 0.5.23).",
+    example="""\
+{"eagle_config": {"eagle_aux_hidden_state_layer_ids": [1, 15, 28]}}  # served by SGLang 0.5.8
+""",
+    fix="""\
+{"eagle_config": {"eagle_aux_hidden_state_layer_ids": [1, 15, 28]}}  # served by SGLang 0.5.12+
+""",
+    language="json",
 )
 
 
@@ -97,6 +122,14 @@ class SglangPairingRule(Rule):
             Severity.INFO,
             explain=_SGL203,
         ),
+        Code(
+            "SGL204",
+            "cuda-graphs-tap-defaults",
+            "The release captures its CUDA graphs with the target's default layers, not the "
+            "head's.",
+            Severity.WARNING,
+            explain=_SGL204,
+        ),
     )
     # A check without a head (`check`) has nothing for this rule: `pair` gives it one
     # (tests/test_sglang.py pairs real heads).
@@ -124,6 +157,8 @@ EntryClass = GoodForCausalLM
         pairing = ctx.pairing
         if not isinstance(pairing, SglangPairing) or target.capture is None:
             return
+        if not pairing.uses_aux_hidden_states():
+            return  # SGLang never calls the capture method for this head: no taps to judge
         if target.arch != pairing.target_architecture():
             return
         analysis = analyse_sglang_pairing(pairing, target)
@@ -140,7 +175,22 @@ EntryClass = GoodForCausalLM
                 line,
                 hint=f'Move it into "eagle_config": {{"{SGLANG_IDS_KEY}": [...]}}.',
             )
-        if analysis.unreachable:
+        if not analysis.read:
+            return  # the ids go to a model class not read: what it taps is not known
+        if analysis.out_of_range:
+            release = f"SGLang {target.contract.version or '(version unknown)'}"
+            yield self.report(
+                "SGL202",
+                f"{target.ref.name} has {analysis.layers} layers; with its "
+                f"{analysis.convention_owner}'s convention ({analysis.convention}) SGLang "
+                f"collects the states entering layers {analysis.listed(analysis.captured)}, and "
+                f"{analysis.reading.raises}.set_eagle3_layers_to_capture indexes its layers "
+                f"with each: {release} stops with IndexError at start-up, once the weights are "
+                f"loaded, on {analysis.listed(analysis.out_of_range)}.",
+                path,
+                line,
+            )
+        elif analysis.unreachable:
             yield self.report(
                 "SGL202",
                 f"{target.ref.name} has {analysis.layers} layers; with its "
@@ -150,6 +200,23 @@ EntryClass = GoodForCausalLM
                 "aux hidden states than it expects.",
                 path,
                 line,
+            )
+        bare = [c for c in target.contract.capture_calls if c.bare]
+        defaults = analysis.default_captured()
+        # A server that stops at start-up (SGL202's IndexError) replays no graph.
+        starts = not analysis.out_of_range
+        if bare and starts and analysis.ids is not None and analysis.captured != defaults:
+            release = f"SGLang {target.contract.version or '(version unknown)'}"
+            graphs = analysis.layers_listed(analysis.outputs_of(defaults))
+            yield self.report(
+                "SGL204",
+                f"{release} captures its CUDA graphs after calling set_eagle3_layers_to_capture() "
+                f"with no ids ({bare[0]}): decode steps replayed from them tap the outputs of "
+                f"{target.ref.name}'s default layers {graphs}, not "
+                f"{analysis.layers_listed(analysis.outputs)} as prefill does for this head.",
+                path,
+                line,
+                hint="Serve the head with SGLang 0.5.12 or later, or with --disable-cuda-graph.",
             )
         vllm = analysis.vllm_outputs()
         if vllm is not None and analysis.outputs != vllm:

@@ -18,6 +18,7 @@ from eagle3lint.api import (
     Severity,
     SglangCallSite,
     SglangContract,
+    SglangPairing,
     SglangTarget,
 )
 
@@ -271,7 +272,10 @@ EntryClass = StubForCausalLM
         cls = target.ref.cls
         path = ctx.path(target.ref)
         capture = target.capture
-        if capture is None:
+        pairing = ctx.pairing
+        if isinstance(pairing, SglangPairing) and not pairing.uses_aux_hidden_states():
+            pass  # `pair` with a head that turns aux states off: the method is never called
+        elif capture is None:
             # The call that passes the layers is the one a server start makes first.
             calls = sorted(contract.capture_calls, key=lambda c: c.bare)
             where = _first(tuple(calls))

@@ -107,6 +107,25 @@ def test_roles_pooling_draft_and_target() -> None:
     assert targets["LlamaForCausalLM"]["role"] == Role.TARGET
 
 
+def test_a_backbone_renamed_for_every_checkpoint_is_no_draft(tmp_path: Path) -> None:
+    """Only a rename for a draft checkpoint (under `if is_draft_model ...`, or in a draft
+    function such as `_config_draft_model`) makes a draft; 0.5.23 also renames target backbones
+    (`Qwen3_5TextModel` → `Qwen3_5ForCausalLM`) for every checkpoint."""
+    tree = tmp_path / "s2_gate"
+    shutil.copytree(ERAS / "s2_gate", tree)
+    config = tree / "sglang" / "srt" / "configs" / "model_config.py"
+    config.write_text(
+        config.read_text()
+        + "        if self.hf_config.architectures == ['GPT2Backbone']:\n"
+        + "            self.hf_config.architectures = ['GPT2LMHeadModel']\n\n"
+        + "    def _config_draft_model(self):\n"
+        + "        if self.hf_config.architectures[0] == 'Qwen2MoeForCausalLM':\n"
+        + "            self.hf_config.architectures[0] = 'Qwen2MoeForCausalLMNextN'\n"
+    )
+    contract = read_contract(ProjectIndex([tree]), tree / "sglang", "tree")
+    assert contract.drafts == {"LlamaForCausalLMNextN", "Qwen2MoeForCausalLMNextN"}
+
+
 def test_an_unclaimed_target_is_not_an_error_until_asked_about() -> None:
     report = check_json(str(ERAS / "s2_gate"))
     gpt2 = by_arch(report)["GPT2LMHeadModel"]
@@ -187,6 +206,9 @@ def test_a_real_release(sglang_release: Callable[[str], Path], version: str) -> 
         assert targets[arch]["implements_eagle3"] is True, arch
     assert targets["LlamaForCausalLMEagle3"]["role"] == Role.DRAFT
     assert targets["DeepseekV3ForCausalLMNextN"]["role"] == Role.DRAFT
+    if version == NEWEST:  # a backbone is renamed to it for every checkpoint: a target
+        assert targets["Qwen3_5ForCausalLM"]["role"] == Role.TARGET
+        assert targets["Qwen3_5ForCausalLM"]["eagle3_ready"] is True
     details = report["sglang"]["details"]
     assert details["capture_gated"] is (version == NEWEST)
     bare = [c for c in details["capture_calls"] if "cuda_graph_runner" in c]
@@ -323,6 +345,9 @@ def test_pair_on_sglang_refuses_vllms_speculative_config(tmp_path: Path) -> None
         (NEWEST, "DeepseekV3ForCausalLM", [1, 29, 57], "+1 if the first id is 1", [2, 30, 58]),
         # ... and always in 0.5.8.
         (EARLY_2026, "DeepseekV3ForCausalLM", [2, 30, 57], "+1", [3, 31, 58]),
+        # Llama-4's wrapper imports its language model inside __init__ and hands it the ids.
+        (EARLY_2026, "Llama4ForConditionalGeneration", [1, 15, 28], "+1", [2, 16, 29]),
+        (NEWEST, "Llama4ForConditionalGeneration", [1, 15, 28], "+1", [2, 16, 29]),
         # Kimi-K2.5's wrapper hands the ids to its DeepSeek language model.
         (
             NEWEST,
@@ -350,6 +375,160 @@ def test_pair_reads_each_model_files_convention_on_real_releases(
     pairing = report["pairing"]
     assert (pairing["convention"], pairing["layers_to_capture"]) == (convention, captured)
     assert pairing["vllm_tapped_outputs"] == [i - 1 for i in ids]
+
+
+@pytest.mark.parametrize(
+    ("version", "ids", "convention", "captured", "codes"),
+    [
+        # 0.5.23's GPT-OSS keeps ids whose largest is L (vLLM's ids) and collects index L, the
+        # last layer's output, at the final norm: the same layers as vLLM, nothing unreached.
+        (NEWEST, [1, 18, 36], "as given if the largest id is L, else +1", [1, 18, 36], set()),
+        (
+            NEWEST,
+            [1, 17, 35],
+            "as given if the largest id is L, else +1",
+            [2, 18, 36],
+            {"SGL203"},
+        ),
+        # 0.5.8's adds one to any ids, and its decoder never reaches index L (its CUDA graphs
+        # tap the defaults too: SGL204).
+        (EARLY_2026, [1, 18, 36], "+1", [2, 19, 37], {"SGL202", "SGL203", "SGL204"}),
+        (EARLY_2026, [1, 17, 35], "+1", [2, 18, 36], {"SGL202", "SGL203", "SGL204"}),
+        # 0.5.12 still adds one, its graphs already take the ids.
+        ("0.5.12", [1, 18, 36], "+1", [2, 19, 37], {"SGL202", "SGL203"}),
+    ],
+)
+def test_gpt_oss_keeps_vllms_ids_and_taps_the_last_layer_from_0_5_23(
+    sglang_release: Callable[[str], Path],
+    tmp_path: Path,
+    version: str,
+    ids: list[int],
+    convention: str,
+    captured: list[int],
+    codes: set[str],
+) -> None:
+    target, head = write_pair(
+        tmp_path, 36, "GptOssForCausalLM", {"eagle_aux_hidden_state_layer_ids": ids}
+    )
+    _, report = pair_json(
+        str(sglang_release(version)), "--target", str(target), "--draft", str(head)
+    )
+    pairing = report["pairing"]
+    assert (pairing["convention"], pairing["layers_to_capture"]) == (convention, captured)
+    assert {f["code"] for f in report["targets"][0]["findings"]} == codes
+
+
+@pytest.mark.parametrize(
+    ("version", "arch", "marker"),
+    [
+        (EARLY_2026, "Qwen3MoeForCausalLM", "Qwen2MoeModel"),
+        (NEWEST, "Qwen3MoeForCausalLM", "Qwen2MoeModel"),
+        (NEWEST, "Qwen3NextForCausalLM", "Qwen3NextModel"),
+        # Its model is `self.body_cls(...)`, a class attribute naming qwen3_5.py's class.
+        (NEWEST, "Qwen3_5MoeForCausalLM", "Qwen3_5ForCausalLM"),
+    ],
+)
+def test_the_last_layers_id_stops_the_server_at_start_up(
+    sglang_release: Callable[[str], Path], tmp_path: Path, version: str, arch: str, marker: str
+) -> None:
+    """Qwen2MoeModel's capture method (Qwen3-MoE's decoder inherits it), and Qwen3-Next's and
+    Qwen3.5's, mark every layer they are given, `self.layers[layer_id]`: the last layer's id,
+    shifted to L, is an IndexError when the server starts, not a head short of states."""
+    target, head = write_pair(tmp_path, 48, arch, {"eagle_aux_hidden_state_layer_ids": [1, 23, 47]})
+    code, report = pair_json(
+        str(sglang_release(version)), "--target", str(target), "--draft", str(head)
+    )
+    findings = {f["code"]: f["message"] for f in report["targets"][0]["findings"]}
+    assert code == 1
+    assert "SGL204" not in findings  # no graph is captured: the server does not start
+    assert (
+        f"{marker}.set_eagle3_layers_to_capture indexes its layers with each: SGLang "
+        f"{version} stops with IndexError at start-up, once the weights are loaded, on [48]."
+    ) in findings["SGL202"]
+
+
+def test_a_model_class_not_read_leaves_the_taps_unknown(
+    sglang_release: Callable[[str], Path], tmp_path: Path
+) -> None:
+    """MindSpore's wrapper hands the ids to a model its `get_arch` picks: nothing is said of
+    the layers it taps."""
+    ids = {"eagle_aux_hidden_state_layer_ids": [1, 23, 47]}
+    target, head = write_pair(tmp_path, 48, "MindSporeForCausalLM", ids)
+    _, report = pair_json(
+        str(sglang_release(NEWEST)), "--target", str(target), "--draft", str(head)
+    )
+    assert report["pairing"]["convention"] == "not read"
+    assert report["pairing"]["layers_to_capture"] == []
+    assert not {f["code"] for f in report["targets"][0]["findings"]} & {"SGL202", "SGL203"}
+
+
+@pytest.mark.parametrize(
+    ("version", "ids", "warned"),
+    [
+        (EARLY_2026, [1, 15, 30], True),
+        ("0.5.10", [1, 15, 30], True),
+        # The head's ids are the defaults' ([2, 16, 29] once shifted): the graphs tap them too.
+        (EARLY_2026, [1, 15, 28], False),
+        # From 0.5.12 the ids are set once, before the graphs are captured.
+        ("0.5.12", [1, 15, 30], False),
+        (NEWEST, [1, 15, 30], False),
+    ],
+)
+def test_cuda_graphs_captured_after_a_bare_call_tap_the_defaults(
+    sglang_release: Callable[[str], Path],
+    tmp_path: Path,
+    version: str,
+    ids: list[int],
+    warned: bool,
+) -> None:
+    """0.5.8's and 0.5.10's CUDA-graph runner calls the capture method with no ids while it
+    captures the graphs: decode steps tap the default layers whatever the head asks."""
+    target, head = write_pair(
+        tmp_path, 32, "LlamaForCausalLM", {"eagle_aux_hidden_state_layer_ids": ids}
+    )
+    _, report = pair_json(
+        str(sglang_release(version)), "--target", str(target), "--draft", str(head)
+    )
+    findings = {f["code"]: f for f in report["targets"][0]["findings"]}
+    assert ("SGL204" in findings) is warned
+    if warned:
+        assert findings["SGL204"]["severity"] == "warning"
+        assert "/cuda_graph_runner.py:" in findings["SGL204"]["message"]
+        assert (
+            "decode steps replayed from "
+            "them tap the outputs of LlamaForCausalLM's default layers [1, 15, 28], not "
+            "[1, 15, 30]" in findings["SGL204"]["message"]
+        )
+
+
+def test_minimax_m3_vl_shifts_its_default_layers(
+    sglang_release: Callable[[str], Path], tmp_path: Path
+) -> None:
+    """MiniMax-M3's vision-language wrapper writes the defaults over `layer_ids` and adds one
+    to them as to given ids: a head without ids taps layers 2, 30 and 57 of 60, not 1, 29, 56."""
+    target, head = write_pair(tmp_path, 60, "MiniMaxM3SparseForConditionalGeneration", {})
+    _, report = pair_json(
+        str(sglang_release(NEWEST)), "--target", str(target), "--draft", str(head)
+    )
+    assert report["pairing"]["layers_to_capture"] == [3, 31, 58]
+    assert report["pairing"]["tapped_outputs"] == [2, 30, 57]
+
+
+@pytest.mark.parametrize("arch", ["Qwen3MoeForCausalLM", "GPT2LMHeadModel"])
+def test_a_head_without_aux_hidden_states_never_calls_the_capture_method(
+    sglang_release: Callable[[str], Path], tmp_path: Path, arch: str
+) -> None:
+    """`use_aux_hidden_state: false` under eagle_config: SGLang's model runner skips the
+    capture call, so neither ids out of reach (SGL202) nor a missing method (SGL101) stops
+    the server."""
+    eagle_config = {"eagle_aux_hidden_state_layer_ids": [1, 23, 47], "use_aux_hidden_state": False}
+    target, head = write_pair(tmp_path, 48, arch, eagle_config)
+    _, report = pair_json(
+        str(sglang_release(NEWEST)), "--target", str(target), "--draft", str(head)
+    )
+    found = {f["code"] for f in report["targets"][0]["findings"]}
+    assert not found & {"SGL101", "SGL103", "SGL104", "SGL201", "SGL202", "SGL203"}
+    assert report["pairing"] is None
 
 
 def test_the_pair_example_of_the_docs_prints_what_they_show(

@@ -133,7 +133,10 @@ def _sglang_table(pairing: object, version: str | None, verdict: str) -> str:
         source = "none under eagle_config: the target's default [2, L // 2, L - 3]"
     row("ids", source)
     row("convention", f"{analysis.convention} ({analysis.convention_owner})")
-    row("taps", f"{analysis.listed(analysis.captured)} → {layers(analysis.outputs)}")
+    if analysis.read:
+        row("taps", f"{analysis.listed(analysis.captured)} → {layers(analysis.outputs)}")
+    else:
+        row("taps", "not known: the ids go to a model class not read")
     vllm = analysis.vllm_outputs()
     if vllm is not None:
         same = " (the same)" if vllm == analysis.outputs else ""

@@ -358,6 +358,29 @@ class ProjectIndex(InputLog):
             current = self.resolve(current.module, part, _depth + 1)
         return current
 
+    def resolve_callee(
+        self, mro: Iterable[ClassRef | ExternalRef], owner: ClassRef, callee: str
+    ) -> ClassRef | None:
+        """A callee as written in `owner` (`Foo`, `self.model_cls`, `self._init_model`) → the
+        class it builds; `self.<name>` is what the first class of `mro` that says holds it."""
+        module, text = owner.file.module, callee
+        if callee.startswith("self."):
+            name = callee.removeprefix("self.")
+            held = next(
+                (
+                    (entry.file.module, found)
+                    for entry in mro
+                    if isinstance(entry, ClassRef)
+                    and (found := entry.cls.held_callee(name)) is not None
+                ),
+                None,
+            )
+            if held is None or held[1].startswith("self."):
+                return None
+            module, text = held
+        found = self.resolve_dotted(module, text)
+        return found if isinstance(found, ClassRef) else None
+
     def variants(self, module: str, name: str) -> dict[str, ClassRef]:
         """Per-platform classes a package picks with `if current_platform.is_x():` imports."""
         summary = self.summary(module)

@@ -220,11 +220,44 @@ def _gate(text: str) -> tuple[str, str] | None:
 
 def _model_config(index: ProjectIndex, path: Path) -> tuple[frozenset[str], frozenset[str]]:
     """The pooling architectures (`is_generation_model`'s list) and the architectures a draft
-    checkpoint is switched to (`hf_config.architectures[0] = "...NextN"`)."""
+    checkpoint is switched to (`hf_config.architectures[0] = "...NextN"` for a draft)."""
     try:
         text = strip_comments(index.read_outside(path).decode("utf-8", "replace"))
     except UnreadableSource:
         return frozenset(), frozenset()
     function = function_named(text, "is_generation_model")
     pooling = frozenset(_POOLING.findall(function[0])) if function else frozenset()
-    return pooling, frozenset(_DRAFT_OVERRIDE.findall(text))
+    drafts = (m.group(1) for m in _DRAFT_OVERRIDE.finditer(text) if _for_drafts(text, m.start()))
+    return pooling, frozenset(drafts)
+
+
+def _for_drafts(text: str, at: int) -> bool:
+    """The assignment at `at` renames a draft checkpoint's architecture: it is in a function
+    for drafts (`_config_draft_model`) or under an `if` that asks `is_draft_model`. 0.5.23 also
+    renames target backbones in `ModelConfig.__init__` (`Qwen3_5TextModel` with a pointer head
+    becomes `Qwen3_5ForCausalLM`), which are no drafts."""
+    lines = text[:at].splitlines()
+    current = lines[-1] if lines else ""
+    indent = len(current) - len(current.lstrip())
+    for number in range(len(lines) - 2, -1, -1):
+        line = lines[number]
+        stripped = line.lstrip()
+        if not stripped or len(line) - len(stripped) >= indent:
+            continue
+        indent = len(line) - len(stripped)
+        if stripped.startswith(("def ", "async def ")):
+            return "draft" in stripped.split("(")[0]
+        if stripped.startswith(("if ", "if(", "elif ")) and "is_draft_model" in _header(
+            lines, number
+        ):
+            return True
+    return False
+
+
+def _header(lines: list[str], start: int) -> str:
+    """The statement header opened at line `start`, to its closing colon (a condition may span
+    lines)."""
+    for end in range(start, len(lines)):
+        if lines[end].rstrip().endswith(":"):
+            return "\n".join(lines[start : end + 1])
+    return "\n".join(lines[start:])

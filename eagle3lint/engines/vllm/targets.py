@@ -185,8 +185,10 @@ class Target(RunnerPaths):
             if entry == owner:
                 break
             if isinstance(entry, ClassRef) and assign.param in entry.cls.super_init_classes:
-                return resolve_callee(self, entry, entry.cls.super_init_classes[assign.param])
-        return resolve_callee(self, owner, assign.callee)
+                return self.index.resolve_callee(
+                    self.mro, entry, entry.cls.super_init_classes[assign.param]
+                )
+        return self.index.resolve_callee(self.mro, owner, assign.callee)
 
     def renamed_layers(self) -> list[tuple[ClassRef, str]]:
         """Where the decoder in `self.model` names modules with a layer index past its layer
@@ -288,7 +290,7 @@ class Target(RunnerPaths):
         if arch is not None:
             ref = class_for_arch(self.index, arch)
         elif assign.callee is not None:
-            ref = resolve_callee(self, owner, assign.callee)
+            ref = self.index.resolve_callee(self.mro, owner, assign.callee)
         if ref is None:
             return None
         return Target(
@@ -441,28 +443,6 @@ class Target(RunnerPaths):
         """What the decoder declares of the relay and which forward breaks it, if one does."""
         inner = self.decoder_owner.inner_model
         return pp_relay(self.index, inner) if inner is not None else PpRelay(None)
-
-
-def resolve_callee(target: Target, owner: ClassRef, callee: str) -> ClassRef | None:
-    """A callee as written in `owner` (`Foo`, `self.model_cls`, `self._init_model`) → class."""
-    index = target.index
-    module, text = owner.file.module, callee
-    if callee.startswith("self."):
-        name = callee.removeprefix("self.")
-        held = next(
-            (
-                (entry.file.module, found)
-                for entry in target.mro
-                if isinstance(entry, ClassRef)
-                and (found := entry.cls.held_callee(name)) is not None
-            ),
-            None,
-        )
-        if held is None or held[1].startswith("self."):
-            return None
-        module, text = held
-    found = index.resolve_dotted(module, text)
-    return found if isinstance(found, ClassRef) else None
 
 
 def decoder_tap_plan(
