@@ -92,9 +92,19 @@ SGLANG = "sglang"
 CPU (tests/runtime/sglang_oracle.py)."""
 
 SGLANG_RELEASES: tuple[str, ...] = tuple(
-    os.environ.get("EAGLE3LINT_SGLANG_RELEASES", "0.5.8,0.5.23").split(",")
+    os.environ.get("EAGLE3LINT_SGLANG_RELEASES", "0.5.8,0.5.12,0.5.23").split(",")
 )
-"""The SGLang releases the runtime suite installs: one from early 2026 and the newest read."""
+"""The SGLang releases the runtime suite installs: one from early 2026 (its CUDA graphs tap the
+default layers), 0.5.12 (the first whose graphs take the head's) and the newest read."""
+
+SGLANG_CONSTRAINTS: dict[str, tuple[str, ...]] = {
+    # SGLang 0.5.12 asks for `kernels` unpinned; 0.19 (2026-11) refuses the layer repositories
+    # its model code builds at import ("Either a revision or a version must be specified").
+    # 0.14.1 was current at the release (2026-05-16).
+    "0.5.12": ("kernels<0.15",),
+}
+"""Per SGLang release, requirements added to `sglang==X`: what was current at the release where
+a newer version breaks the import."""
 
 # A CPU build pins torch `X+cpu`, which only PyTorch's own index serves (not reachable from every
 # CI machine); PyPI's torch of the same version has the same CPU kernels and ABI (it carries CUDA
@@ -220,7 +230,7 @@ def _constraints(version: str, distribution: str) -> list[str]:
     if distribution == SGLANG:
         # SGLang's config modules import torchvision; the resolver takes the torchvision built
         # for the torch SGLang pins (the vLLM venvs leave it out, see above).
-        return ["torchvision"]
+        return ["torchvision", *SGLANG_CONSTRAINTS.get(version, ())]
     return list(CONSTRAINTS.get(version, ()))
 
 
