@@ -126,6 +126,39 @@ def test_a_backbone_renamed_for_every_checkpoint_is_no_draft(tmp_path: Path) -> 
     assert contract.drafts == {"LlamaForCausalLMNextN", "Qwen2MoeForCausalLMNextN"}
 
 
+ROUTED = (
+    "def get_model_architecture(model_config):\n"
+    "    architectures = getattr(model_config.hf_config, 'architectures', [])\n"
+    "    if getattr(model_config, 'is_embedding_gemma', False):\n"
+    "        architectures = ['{arch}']\n"
+    "    return architectures\n"
+)
+
+
+@pytest.mark.parametrize(("negated", "pooling"), [(True, True), (False, False)])
+def test_a_class_the_loader_routes_to_under_a_non_generative_flag_is_pooling(
+    tmp_path: Path, negated: bool, pooling: bool
+) -> None:
+    """SGLang 0.5.23 serves EmbeddingGemma (saved as `Gemma3TextModel`) as
+    `EmbeddingGemmaModel`, a Gemma-3 subclass with the capture method, only when
+    `is_embedding_gemma`, which makes `ModelConfig.is_generation` false: a pooling model, not
+    a target, though `is_generation_model`'s list does not name it."""
+    tree = tmp_path / "s2_gate"
+    shutil.copytree(ERAS / "s2_gate", tree)
+    loader = tree / "sglang" / "srt" / "model_loader" / "utils.py"
+    loader.parent.mkdir(parents=True, exist_ok=True)
+    loader.write_text(ROUTED.format(arch="LlamaForCausalLM"))
+    config = tree / "sglang" / "srt" / "configs" / "model_config.py"
+    generation = "not self.is_embedding_gemma and " if negated else ""
+    config.write_text(
+        config.read_text()
+        + "\nclass ModelConfig:\n    def __init__(self):\n"
+        + f"        self.is_generation = {generation}is_generation_model([])\n"
+    )
+    contract = read_contract(ProjectIndex([tree]), tree / "sglang", "tree")
+    assert ("LlamaForCausalLM" in contract.pooling) is pooling
+
+
 def test_an_unclaimed_target_is_not_an_error_until_asked_about() -> None:
     report = check_json(str(ERAS / "s2_gate"))
     gpt2 = by_arch(report)["GPT2LMHeadModel"]
@@ -209,6 +242,9 @@ def test_a_real_release(sglang_release: Callable[[str], Path], version: str) -> 
     if version == NEWEST:  # a backbone is renamed to it for every checkpoint: a target
         assert targets["Qwen3_5ForCausalLM"]["role"] == Role.TARGET
         assert targets["Qwen3_5ForCausalLM"]["eagle3_ready"] is True
+        # Served only as EmbeddingGemma's pooling model (the loader's routing), never a target.
+        assert targets["EmbeddingGemmaModel"]["role"] == Role.POOLING
+        assert targets["Gemma3ForCausalLM"]["role"] == Role.TARGET
     details = report["sglang"]["details"]
     assert details["capture_gated"] is (version == NEWEST)
     bare = [c for c in details["capture_calls"] if "cuda_graph_runner" in c]

@@ -9,8 +9,10 @@ an `EntryClass` that imports:
 - the capture method: present or not, the class of the MRO it comes from, a stub or not, and
   the arguments it requires;
 - the embedding/head accessor the release's draft workers call;
-- the role: pooling where `is_generation_model` says so (drafts are a naming convention SGLang's
-  server options choose, not something a class says);
+- the role: pooling where `is_generation_model` says so, or where SGLang serves the class only
+  for a checkpoint its loader routes to it and `ModelConfig` then calls non-generative
+  (`sglang_routing.py` on `ROUTED_CHECKPOINTS`; drafts are a naming convention SGLang's server
+  options choose, not something a class says);
 - the findings: SGL101 exactly where the class has no capture method, SGL102 where it has none
   of the accessors, SGL103 where the method is a stub, SGL104 where it requires an argument the
   release's bare calls do not pass.
@@ -20,6 +22,7 @@ Modules that do not import on CPU are listed, never counted either way.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -36,6 +39,27 @@ from eagle3lint.fixer import run_fix
 
 ORACLE = Path(__file__).resolve().parent / "sglang_oracle.py"
 PROOF = ORACLE.parent / "sglang_accessor_proof.py"
+ROUTING = ORACLE.parent / "sglang_routing.py"
+
+ROUTED_CHECKPOINTS: dict[str, dict[str, Any]] = {
+    # Google's EmbeddingGemma: a Gemma-3 text model with bidirectional attention, saved under the
+    # generative backbone's name.
+    "embedding-gemma": {
+        "architectures": ["Gemma3TextModel"],
+        "model_type": "gemma3_text",
+        "use_bidirectional_attention": True,
+        "hidden_size": 128,
+        "intermediate_size": 256,
+        "num_hidden_layers": 4,
+        "num_attention_heads": 4,
+        "num_key_value_heads": 1,
+        "head_dim": 32,
+        "vocab_size": 1024,
+        "max_position_embeddings": 512,
+        "torch_dtype": "float32",
+    },
+}
+"""Checkpoints whose architecture SGLang's loader may replace by another class (configs only)."""
 
 
 @dataclass
@@ -50,10 +74,12 @@ class Release:
     """eagle3lint's registry: architecture → the models module whose EntryClass lists it."""
     not_imported: dict[str, str] = field(default_factory=dict)
     """Module → why it did not import."""
+    routed: dict[str, bool] = field(default_factory=dict)
+    """Architecture SGLang builds for a `ROUTED_CHECKPOINTS` checkpoint → `is_generation`."""
 
 
 @pytest.fixture(scope="module", params=SGLANG_RELEASES)
-def release(request: pytest.FixtureRequest) -> Release:
+def release(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Release:
     version = request.param
     python = install(version, SGLANG)
     tree = installed_package(version, SGLANG)
@@ -66,6 +92,13 @@ def release(request: pytest.FixtureRequest) -> Release:
         for c in r.get("classes", ())
     }
     not_imported = {r["module"]: r["error"] for r in records if "error" in r}
+    folders = tmp_path_factory.mktemp("routed")
+    for name, config in ROUTED_CHECKPOINTS.items():
+        (folders / name).mkdir()
+        (folders / name / "config.json").write_text(json.dumps(config))
+    request_ = {"configs": list(ROUTED_CHECKPOINTS)}
+    routes = in_venv(python, ROUTING, request_, timeout=600, cwd=folders)
+    routed = {r["arch"]: r["is_generation"] for r in routes if "arch" in r}
     codes = {t.arch: {f.code for f in t.findings} for t in run.report.targets}
     registry = {e.arch: e.module for e in run.workspace.wing.registry(run.index)}
     return Release(
@@ -76,6 +109,7 @@ def release(request: pytest.FixtureRequest) -> Release:
         answers,
         registry,
         not_imported,
+        routed,
     )
 
 
@@ -123,11 +157,28 @@ def test_the_accessor_and_the_role_agree(release: Release) -> None:
         has = bool(set(answer["accessors"]) & set(release.contract.embed_head))
         if (target.embed_head is not None) != has:
             return f"accessor: eagle3lint {target.embed_head}, Python {answer['accessors']}"
-        if answer["pooling"] is not None and (target.role is Role.POOLING) != answer["pooling"]:
-            return f"role {target.role}, is_generation_model says pooling={answer['pooling']}"
+        if answer["pooling"] is None:
+            return ""
+        pooling = answer["pooling"] or release.routed.get(target.arch) is False
+        if (target.role is Role.POOLING) != pooling:
+            return f"role {target.role}, SGLang serves it with pooling={pooling}"
         return ""
 
     assert _disagreements(release, judge) == []
+
+
+def test_a_routed_checkpoint_is_served_as_eagle3lint_says(release: Release) -> None:
+    """The class SGLang builds for each `ROUTED_CHECKPOINTS` checkpoint is a pooling model in
+    eagle3lint exactly when SGLang's `ModelConfig` calls that checkpoint non-generative
+    (0.5.23: EmbeddingGemma → `EmbeddingGemmaModel`, never an EAGLE-3 target)."""
+    assert len(release.routed) == len(ROUTED_CHECKPOINTS), release.routed
+    found = {
+        arch: (release.targets[arch].role, generation)
+        for arch, generation in release.routed.items()
+        if arch in release.targets
+    }
+    wrong = {a: r for a, (r, g) in found.items() if (r is Role.POOLING) == g}
+    assert wrong == {}, found
 
 
 def test_the_findings_follow_from_what_the_classes_expose(release: Release) -> None:

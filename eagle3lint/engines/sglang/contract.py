@@ -22,6 +22,7 @@ from eagle3lint.engines.sglang.layout import (
     CAPTURE_METHOD,
     EMBED_HEAD_PREFIX,
     MODEL_CONFIG,
+    MODEL_LOADER,
     RUNNER_FOLDER,
     SPECULATIVE_FOLDER,
     VERSION_MODULES,
@@ -107,6 +108,10 @@ _STRING = re.compile(r"[rRbBuU]?[fF]?[rR]?(\"[^\"\n]*\"|'[^'\n]*')")
 _PLACEHOLDER = re.compile(r"\{[^{}]*\}")
 _POOLING = re.compile(r"[\"'](\w+)[\"']\s+in\s+\w+")
 _DRAFT_OVERRIDE = re.compile(r"\.architectures(?:\[0\])?\s*=\s*\[?\s*[\"'](\w+)[\"']")
+_ROUTE = re.compile(
+    r"if\s+getattr\(\s*\w+\s*,\s*[\"'](\w+)[\"'][^)]*\)\s*:\s*\n\s*architectures\s*=\s*\[\s*[\"'](\w+)[\"']\s*\]"
+)
+_NOT_GENERATION = re.compile(r"self\.is_generation\s*=\s*\(?\s*not\s+self\.(\w+)\s+and\b")
 
 
 def read_contract(index: ProjectIndex, tree: Path, source: str) -> SglangContract:
@@ -121,6 +126,7 @@ def read_contract(index: ProjectIndex, tree: Path, source: str) -> SglangContrac
     embed_calls = tuple(_calls(tree, speculative, lambda n: n.startswith(EMBED_HEAD_PREFIX)))
     names = tuple(dict.fromkeys(c.method for c in embed_calls))
     pooling, drafts = _model_config(index, tree / MODEL_CONFIG)
+    pooling |= _routed_pooling(index, tree)
     return SglangContract(
         version,
         source,
@@ -229,6 +235,25 @@ def _model_config(index: ProjectIndex, path: Path) -> tuple[frozenset[str], froz
     pooling = frozenset(_POOLING.findall(function[0])) if function else frozenset()
     drafts = (m.group(1) for m in _DRAFT_OVERRIDE.finditer(text) if _for_drafts(text, m.start()))
     return pooling, frozenset(drafts)
+
+
+def _routed_pooling(index: ProjectIndex, tree: Path) -> frozenset[str]:
+    """The architectures the loader swaps a checkpoint's for under a model-config flag whose
+    truth makes the model non-generative: `get_model_architecture` sets `architectures =
+    ["EmbeddingGemmaModel"]` when `model_config.is_embedding_gemma`, and `ModelConfig` sets
+    `self.is_generation = not self.is_embedding_gemma and ...` (0.5.23). Such a class runs only
+    as a pooling model, whatever `is_generation_model`'s list says."""
+    texts = []
+    for path in (tree / MODEL_LOADER, tree / MODEL_CONFIG):
+        try:
+            texts.append(strip_comments(index.read_outside(path).decode("utf-8", "replace")))
+        except UnreadableSource:
+            return frozenset()
+    function = function_named(texts[0], "get_model_architecture")
+    if function is None:
+        return frozenset()
+    negated = set(_NOT_GENERATION.findall(texts[1]))
+    return frozenset(arch for flag, arch in _ROUTE.findall(function[0]) if flag in negated)
 
 
 def _for_drafts(text: str, at: int) -> bool:

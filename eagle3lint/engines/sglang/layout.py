@@ -13,6 +13,9 @@ SPECULATIVE_FOLDER = "srt/speculative"
 """Where the draft workers bind the target's embedding and head."""
 MODEL_CONFIG = "srt/configs/model_config.py"
 """Which architectures are pooling models, and which a draft checkpoint is run as."""
+MODEL_LOADER = "srt/model_loader/utils.py"
+"""Where the loader swaps a checkpoint's architecture for another when a model-config flag
+holds (0.5.23: EmbeddingGemma, saved as `Gemma3TextModel`, becomes `EmbeddingGemmaModel`)."""
 
 CAPTURE_METHOD = "set_eagle3_layers_to_capture"
 """The method SGLang calls on an EAGLE-3 target (every release read so far; the reader looks
