@@ -7,6 +7,8 @@ from collections.abc import Sequence
 import libcst as cst
 from libcst.helpers import get_full_name_for_node
 
+from eagle3lint.shapes.syntax import HOLDS_NO_BLOCK
+
 from .errors import CodemodRefused
 
 
@@ -70,6 +72,26 @@ def replace(module: cst.Module, old: cst.CSTNode, new: cst.CSTNode) -> cst.Modul
     if any(statement is old for statement in module.body):
         body = [new if statement is old else statement for statement in module.body]
         return module.with_changes(body=body)
-    result = module.deep_replace(old, new)
+    if isinstance(old, cst.BaseCompoundStatement):
+        # A nested block (the proposer's `elif`): its parents are blocks, so the walk that
+        # finds it leaves the file's expressions and simple statements as they are.
+        result = module.visit(_BlockReplacer(old, new))
+    else:
+        result = module.deep_replace(old, new)
     assert isinstance(result, cst.Module)
     return result
+
+
+class _BlockReplacer(cst.CSTTransformer):
+    """`deep_replace` of a compound statement, entering only nodes that can hold one."""
+
+    def __init__(self, old: cst.BaseCompoundStatement, new: cst.CSTNode) -> None:
+        super().__init__()
+        self.old = old
+        self.new = new
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        return node is not self.old and not isinstance(node, HOLDS_NO_BLOCK)
+
+    def on_leave(self, original_node: cst.CSTNode, updated_node: cst.CSTNode) -> cst.CSTNode:
+        return self.new if original_node is self.old else updated_node

@@ -12,6 +12,11 @@ from dataclasses import dataclass
 import libcst as cst
 import libcst.matchers as m
 
+from eagle3lint.shapes.syntax import HOLDS_NO_BLOCK
+
+_BLOCK_MATCHERS = (m.If, m.For, m.While, m.With, m.Try, m.FunctionDef, m.ClassDef)
+"""Matchers of compound statements, which are never found inside `HOLDS_NO_BLOCK` nodes."""
+
 
 def block_indent(module: cst.Module, block: cst.BaseSuite) -> int:
     """How many columns the statements of `block` are indented from the statement owning it."""
@@ -52,6 +57,7 @@ class _Locator(cst.CSTVisitor):
         super().__init__()
         self._module = module
         self._matcher = matcher
+        self._blocks_only = isinstance(matcher, _BLOCK_MATCHERS)
         self._indents = [column]
         self._statements: list[int] = []
         self._functions: list[cst.FunctionDef] = []
@@ -68,7 +74,7 @@ class _Locator(cst.CSTVisitor):
             function = self._functions[-1] if self._functions else None
             column = self._statements[-1] if self._statements else sum(self._indents)
             self.found.append(Located(node, column, function))
-        return True
+        return not (self._blocks_only and isinstance(node, HOLDS_NO_BLOCK))
 
     def on_leave(self, original_node: cst.CSTNode) -> None:
         if isinstance(original_node, cst.IndentedBlock):

@@ -10,6 +10,10 @@ import libcst as cst
 _CODE = cst.Module(body=[])
 _NAME = re.compile(r"[A-Za-z_]\w*")
 
+HOLDS_NO_BLOCK = (cst.BaseExpression, cst.SimpleStatementLine, cst.SimpleStatementSuite)
+"""Nodes no compound statement (`if`, `for`, a `def`) can be inside: a walk that looks for one
+skips them, which are most of a file's nodes (libcst's walk rebuilds every node it enters)."""
+
 
 def code(node: cst.CSTNode) -> str:
     """Source text of a node, whitespace-normalised for comparisons."""
