@@ -69,6 +69,9 @@ class Outcome:
     drafts: int | None = None
     overlaid: list[str] | None = None
     """The modules imported from repaired files, for a run with an overlay."""
+    aux: dict[str, Any] | None = None
+    """What the EAGLE proposer was first handed (`tiny_generate._capture_aux_states`): the
+    prefill's `tokens`, `positions` and aux hidden `states`, for a run with a head."""
 
     @property
     def ran(self) -> bool:
@@ -104,6 +107,7 @@ class Workbench:
         self._transformers = version_in(installed, "transformers")
         self._packages: dict[Path, Path] = {}
         """Per target folder, the packages its model needs in front of the venv's."""
+        self._hidden: dict[Path, list[list[list[list[float]]]]] = {}
 
     def target(self, arch: str, layers: int = 8) -> Path:
         """A tiny random `arch` target (built once per recipe in the scratch folder)."""
@@ -117,6 +121,17 @@ class Workbench:
             args = ["target", arch, str(folder), "--layers", str(layers)]
             self._tiny(args, BUILD_TIMEOUT, _in_front(packages))
         return folder
+
+    def hidden_states(self, target: Path) -> list[list[list[list[float]]]]:
+        """transformers' `hidden_states` of `target` (a recipe's, with weights) for each prompt,
+        in the CPU build's venv (`tiny.py hidden`): per prompt, per entry, per position. Kept for
+        the workbench's life (about 10 s to compute, and the same for every head)."""
+        if target not in self._hidden:
+            result, _ = self._tiny(
+                ["hidden", str(target)], BUILD_TIMEOUT, _in_front(self._packages.get(target))
+            )
+            self._hidden[target] = result["states"]
+        return self._hidden[target]
 
     def _model_packages(self, arch: str) -> Path | None:
         """The packages `arch`'s model module needs in front of the venv's
@@ -203,6 +218,7 @@ class Workbench:
             runner,
             result.get("drafts"),
             result.get("overlaid"),
+            result.get("aux"),
         )
         cached.parent.mkdir(parents=True, exist_ok=True)
         partial = cached.with_suffix(".partial")

@@ -35,6 +35,7 @@ def generate(target: Path, head: Path | None, method: str | None = "eagle3") -> 
     )
 
     _strict_linear_widths()
+    handed = _capture_aux_states() if head is not None else None
     speculative: dict[str, Any] | None = None
     if head is not None:
         speculative = {"model": str(head), "num_speculative_tokens": 2}
@@ -65,7 +66,12 @@ def generate(target: Path, head: Path | None, method: str | None = "eagle3") -> 
     except Exception as error:  # the point is to record it
         return {"error": _described(error)}
     tokens = [list(output.outputs[0].token_ids) for output in outputs]
-    return {"tokens": tokens, "drafts": _drafts(llm) if head else None, "overlaid": _overlaid()}
+    return {
+        "tokens": tokens,
+        "drafts": _drafts(llm) if head else None,
+        "overlaid": _overlaid(),
+        "aux": handed or None,
+    }
 
 
 def _has_field(cls: type, name: str) -> bool:
@@ -109,6 +115,37 @@ def _strict_linear_widths() -> None:
             )
 
     torch.nn.modules.module.register_module_forward_pre_hook(check)
+
+
+def _capture_aux_states() -> dict[str, Any]:
+    """Record what the EAGLE proposer's first `propose` call is handed: the prompts' prefill,
+    every token with its position and the target's aux hidden states, concatenated as the head's
+    fc takes them. Lossless tokens cannot tell a tap on the wrong layer from the right one (a
+    random head is rarely accepted either way); these states can, against transformers'
+    `hidden_states` of the same checkpoint (`tiny.py hidden`). Empty where the release has no
+    `EagleProposer.propose` (0.16.0's CPU build runs no speculation at all)."""
+    import functools
+    import inspect
+
+    handed: dict[str, Any] = {}
+    try:
+        from vllm.v1.spec_decode.eagle import EagleProposer
+    except ImportError:
+        return handed
+    original = EagleProposer.propose
+    signature = inspect.signature(original)
+
+    @functools.wraps(original)
+    def propose(*args: Any, **kwargs: Any) -> Any:
+        if not handed:
+            given = signature.bind(*args, **kwargs).arguments
+            handed["tokens"] = given["target_token_ids"].tolist()
+            handed["positions"] = given["target_positions"].tolist()
+            handed["states"] = given["target_hidden_states"].float().tolist()
+        return original(*args, **kwargs)
+
+    EagleProposer.propose = propose  # type: ignore[method-assign]
+    return handed
 
 
 def _drafts(llm: Any) -> int | None:
