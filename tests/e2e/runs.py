@@ -81,9 +81,17 @@ class Outcome:
         """`Type: first line` of the error, None when the run went through."""
         return f"{self.error['type']}: {self.error['message']}" if self.error else None
 
+    @property
+    def checked_out(self) -> bool:
+        """Whether the test's own check stopped the run (`tiny_generate.WIDTH_CHECK`), not
+        vLLM: what vLLM does then is for a run without it to say (`generate(checked=False)`)."""
+        return self.error is not None and "check" in self.error
+
     def describe(self) -> str:
         if self.error is None:
             return f"ran ({self.runner})"
+        if self.checked_out:
+            return f"the test's {self.error['check']}: {self.error['message']}"
         return f"{self.error['type']}: {self.error['message']} [{self.error['where']}]"
 
 
@@ -189,11 +197,15 @@ class Workbench:
         head: Path | None = None,
         overlay: Path | None = None,
         method: str | None = "eagle3",
+        checked: bool = True,
+        shorter: int = 0,
     ) -> Outcome:
         """Greedy generation of `target` (with speculation from `head`, by `method`, None for
         vLLM's own choice; with the installed `vllm` package's modules replaced by those under
-        `overlay`, laid out as `vllm/...`), from the cache when the same run was made before."""
-        key = self._key(target, head, overlay, method)
+        `overlay`, laid out as `vllm/...`; without the width check when not `checked`; with
+        `shorter` tokens cut from the last prompt), from the cache when the same run was made
+        before."""
+        key = self._key(target, head, overlay, method, f"\0checked={checked}\0shorter={shorter}")
         cached = results_dir() / f"{key}.json"
         kept = kept_outcome(cached, self._environment, self._installed_at)
         if kept is not None:
@@ -201,6 +213,10 @@ class Workbench:
         args = ["generate", str(target)] + (["--head", str(head)] if head else [])
         if method is None:
             args.append("--no-method")
+        if not checked:
+            args.append("--unchecked")
+        if shorter:
+            args += ["--shorter", str(shorter)]
         packages = self._packages.get(target)
         env = _in_front(packages)
         if overlay is not None:
@@ -227,11 +243,16 @@ class Workbench:
         return _placeless(outcome)
 
     def _key(
-        self, target: Path, head: Path | None, overlay: Path | None, method: str | None
+        self,
+        target: Path,
+        head: Path | None,
+        overlay: Path | None,
+        method: str | None,
+        options: str = "",
     ) -> str:
         digest = hashlib.sha256()
         # The head's folder name is part of the run: vLLM chooses an unset method from it.
-        chosen = f"method={method}\0{head.name if method is None and head else ''}"
+        chosen = f"method={method}\0{head.name if method is None and head else ''}{options}"
         packages = self._packages.get(target)
         front = f"\0packages={','.join(distributions_in(packages))}" if packages else ""
         for part in (self.version, self._marker, GENERATION.read_bytes(), chosen + front):

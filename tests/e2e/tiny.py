@@ -7,7 +7,8 @@ eagle3lint's environment: the end-to-end suite drives it through `runs.py`. Comm
                                                 architecture without a recipe: its config only)
     tiny.py head TARGET_DIR DIR [--layer-ids ...] [--draft-vocab N] [--config JSON]
                                                 a random EAGLE-3 head (LlamaForCausalLMEagle3)
-    tiny.py generate TARGET_DIR [--head DIR]    greedy tokens, or the error vLLM raised
+    tiny.py generate TARGET_DIR [--head DIR] [--unchecked] [--shorter N]
+                                                greedy tokens, or the error vLLM raised
     tiny.py hidden TARGET_DIR                   transformers' hidden_states of each prompt
 
 Every command prints its result as one JSON object on a line of stdout that starts with
@@ -400,6 +401,8 @@ def main(argv: list[str]) -> int:
     run.add_argument("target", type=Path)
     run.add_argument("--head", type=Path)
     run.add_argument("--no-method", action="store_true", help="leave the method to vLLM")
+    run.add_argument("--unchecked", action="store_true", help="no width check on linear layers")
+    run.add_argument("--shorter", type=int, default=0, help="tokens cut from the last prompt")
     reference = commands.add_parser("hidden")
     reference.add_argument("target", type=Path)
     args = parser.parse_args(argv)
@@ -412,7 +415,8 @@ def main(argv: list[str]) -> int:
     elif args.command == "hidden":
         result = hidden_states(args.target)
     else:
-        result = generate(args.target, args.head, None if args.no_method else "eagle3")
+        method = None if args.no_method else "eagle3"
+        result = generate(args.target, args.head, method, not args.unchecked, args.shorter)
     print(RESULT_PREFIX + json.dumps(result), flush=True)
     return 0
 
