@@ -26,7 +26,7 @@ from typing import Any
 
 import pytest
 from builds import Release
-from judge import CPU_RUNNER
+from judge import CPU_RUNNER, default_taps, taps
 from runs import Outcome, Workbench, record
 from tiny_generate import PROMPTS
 from venvs import CPU_BUILD_RELEASES
@@ -45,6 +45,12 @@ class Pairing:
     """A reduced vocabulary maps draft id i to target id i + this."""
     method: str | None = "eagle3"
     """None: the speculative config leaves the method to vLLM (`pair --speculative-config`)."""
+
+    def taps(self) -> tuple[int, ...]:
+        """The layers the target taps for this head: its ids, at either level, else vLLM's
+        default for the target's layers."""
+        top = dict(self.config).get("eagle_aux_hidden_state_layer_ids")
+        return tuple(self.layer_ids or top or default_taps(self.layers))
 
 
 PAIRINGS = (
@@ -131,8 +137,13 @@ def test_pair_says_what_the_cpu_build_does(release: Release, case: Pairing) -> N
     status = "agree" if known is None else "known disagreement"
     if speculative.checked_out:
         did = _unchecked(bench, target, head, case.method, plain)
+    elif not runs:
+        did = speculative.describe() if not speculative.ran else "ran, same tokens: False"
     else:
-        did = speculative.describe() if not speculative.ran else f"ran, same tokens: {runs}"
+        # A head that runs must be fed the states of the layers it names, in increasing order.
+        held, found = taps(speculative, bench.hidden_states(target), case.taps())
+        assert held, f"{case.name} on {release.version}: {found}"
+        did = f"ran, same tokens: True; {found}"
     record(release.version, "pairing", case.name, status, pairing["pairing"]["verdict"], did)
 
 
