@@ -4,8 +4,11 @@ the end-to-end tests and the sweep (`sweep.py`) share."""
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
+from typing import Any
 
 from runs import Outcome
+from tiny_generate import PROMPTS
 
 from eagle3lint.findings import Finding, Severity
 from eagle3lint.report.model import TargetResult
@@ -102,3 +105,67 @@ def names(message: str, error: dict[str, str]) -> bool:
         if re.search(pattern, raised):
             return True
     return bool(kind) and kind in message
+
+
+TAP_TOLERANCE = 1e-5
+"""How far, relative to the largest reference value, the aux states vLLM hands the head may be
+from transformers' `hidden_states` in float32 (seen: 1e-6 to 3e-6 on the random Llama, Qwen3
+and repaired Gemma targets, whose states reach 1500; a tap one layer off is 0.5 away)."""
+
+
+def default_taps(layers: int) -> tuple[int, ...]:
+    """The layers a vLLM target taps for a head that names none: `(2, L // 2, L - 3)`, as
+    llama.py's `get_eagle3_default_aux_hidden_state_layers` returns them. Stated here, not read
+    from eagle3lint, which the end-to-end runs are evidence for."""
+    return (2, layers // 2, layers - 3)
+
+
+def tap_error(
+    handed: dict[str, Any], reference: list[list[list[list[float]]]], layer_ids: Sequence[int]
+) -> float:
+    """The largest difference between the aux states vLLM handed the head for the prompts'
+    positions and transformers' `hidden_states[k]` (`reference`, `Workbench.hidden_states`)
+    for k in `layer_ids`, relative to the largest of those reference values. vLLM's aux layer
+    id k is the state entering layer k (the embeddings for 0): transformers' entry k. It taps
+    each id once, in increasing order, whatever order the head lists them in."""
+    expected = [
+        [value for k in sorted(set(layer_ids)) for value in reference[p][k][position]]
+        for p, prompt in enumerate(PROMPTS)
+        for position in range(len(prompt))
+    ]
+    order = [token for prompt in PROMPTS for token in prompt]
+    positions = [position for prompt in PROMPTS for position in range(len(prompt))]
+    assert (handed["tokens"], handed["positions"]) == (order, positions), (
+        "the proposer's first call is not the prompts' prefill",
+        handed["tokens"],
+        handed["positions"],
+    )
+    largest = max(abs(value) for row in expected for value in row)
+    worst = 0.0
+    for got, want in zip(handed["states"], expected, strict=True):
+        assert len(got) == len(want), f"{len(got)} aux values where {len(want)} are expected"
+        worst = max(worst, max(abs(a - b) for a, b in zip(got, want, strict=True)))
+    return worst / largest
+
+
+def taps(
+    speculative: Outcome, reference: list[list[list[list[float]]]], layer_ids: Sequence[int]
+) -> tuple[bool, str]:
+    """Whether the aux states the head was handed are transformers' `hidden_states` of
+    `layer_ids`, and in a few words what was found (for the evidence, or why not). Each id
+    moved one layer either way must miss, else a wrong tap would pass too and the check could
+    not tell."""
+    if speculative.aux is None:
+        return False, "the run recorded no aux states"
+    ids = sorted(set(layer_ids))
+    error = tap_error(speculative.aux, reference, ids)
+    if error > TAP_TOLERANCE:
+        return False, f"aux states off transformers' hidden_states{ids} by {error:.0e}"
+    entries = len(reference[0])
+    for shift in (-1, 1):
+        moved = [k + shift for k in ids]
+        if all(0 <= k < entries for k in moved):
+            off = tap_error(speculative.aux, reference, moved)
+            if off <= TAP_TOLERANCE:
+                return False, f"hidden_states{moved} match as well ({off:.0e}): no evidence"
+    return True, f"aux states = transformers' hidden_states{ids} (to {error:.0e})"

@@ -69,6 +69,9 @@ class Outcome:
     drafts: int | None = None
     overlaid: list[str] | None = None
     """The modules imported from repaired files, for a run with an overlay."""
+    aux: dict[str, Any] | None = None
+    """What the EAGLE proposer was first handed (`tiny_generate._capture_aux_states`): the
+    prefill's `tokens`, `positions` and aux hidden `states`, for a run with a head."""
 
     @property
     def ran(self) -> bool:
@@ -78,9 +81,17 @@ class Outcome:
         """`Type: first line` of the error, None when the run went through."""
         return f"{self.error['type']}: {self.error['message']}" if self.error else None
 
+    @property
+    def checked_out(self) -> bool:
+        """Whether the test's own check stopped the run (`tiny_generate.WIDTH_CHECK`), not
+        vLLM: what vLLM does then is for a run without it to say (`generate(checked=False)`)."""
+        return self.error is not None and "check" in self.error
+
     def describe(self) -> str:
         if self.error is None:
             return f"ran ({self.runner})"
+        if self.checked_out:
+            return f"the test's {self.error['check']}: {self.error['message']}"
         return f"{self.error['type']}: {self.error['message']} [{self.error['where']}]"
 
 
@@ -104,6 +115,7 @@ class Workbench:
         self._transformers = version_in(installed, "transformers")
         self._packages: dict[Path, Path] = {}
         """Per target folder, the packages its model needs in front of the venv's."""
+        self._hidden: dict[Path, list[list[list[list[float]]]]] = {}
 
     def target(self, arch: str, layers: int = 8) -> Path:
         """A tiny random `arch` target (built once per recipe in the scratch folder)."""
@@ -117,6 +129,17 @@ class Workbench:
             args = ["target", arch, str(folder), "--layers", str(layers)]
             self._tiny(args, BUILD_TIMEOUT, _in_front(packages))
         return folder
+
+    def hidden_states(self, target: Path) -> list[list[list[list[float]]]]:
+        """transformers' `hidden_states` of `target` (a recipe's, with weights) for each prompt,
+        in the CPU build's venv (`tiny.py hidden`): per prompt, per entry, per position. Kept for
+        the workbench's life (about 10 s to compute, and the same for every head)."""
+        if target not in self._hidden:
+            result, _ = self._tiny(
+                ["hidden", str(target)], BUILD_TIMEOUT, _in_front(self._packages.get(target))
+            )
+            self._hidden[target] = result["states"]
+        return self._hidden[target]
 
     def _model_packages(self, arch: str) -> Path | None:
         """The packages `arch`'s model module needs in front of the venv's
@@ -174,11 +197,15 @@ class Workbench:
         head: Path | None = None,
         overlay: Path | None = None,
         method: str | None = "eagle3",
+        checked: bool = True,
+        shorter: int = 0,
     ) -> Outcome:
         """Greedy generation of `target` (with speculation from `head`, by `method`, None for
         vLLM's own choice; with the installed `vllm` package's modules replaced by those under
-        `overlay`, laid out as `vllm/...`), from the cache when the same run was made before."""
-        key = self._key(target, head, overlay, method)
+        `overlay`, laid out as `vllm/...`; without the width check when not `checked`; with
+        `shorter` tokens cut from the last prompt), from the cache when the same run was made
+        before."""
+        key = self._key(target, head, overlay, method, f"\0checked={checked}\0shorter={shorter}")
         cached = results_dir() / f"{key}.json"
         kept = kept_outcome(cached, self._environment, self._installed_at)
         if kept is not None:
@@ -186,6 +213,10 @@ class Workbench:
         args = ["generate", str(target)] + (["--head", str(head)] if head else [])
         if method is None:
             args.append("--no-method")
+        if not checked:
+            args.append("--unchecked")
+        if shorter:
+            args += ["--shorter", str(shorter)]
         packages = self._packages.get(target)
         env = _in_front(packages)
         if overlay is not None:
@@ -203,6 +234,7 @@ class Workbench:
             runner,
             result.get("drafts"),
             result.get("overlaid"),
+            result.get("aux"),
         )
         cached.parent.mkdir(parents=True, exist_ok=True)
         partial = cached.with_suffix(".partial")
@@ -211,11 +243,16 @@ class Workbench:
         return _placeless(outcome)
 
     def _key(
-        self, target: Path, head: Path | None, overlay: Path | None, method: str | None
+        self,
+        target: Path,
+        head: Path | None,
+        overlay: Path | None,
+        method: str | None,
+        options: str = "",
     ) -> str:
         digest = hashlib.sha256()
         # The head's folder name is part of the run: vLLM chooses an unset method from it.
-        chosen = f"method={method}\0{head.name if method is None and head else ''}"
+        chosen = f"method={method}\0{head.name if method is None and head else ''}{options}"
         packages = self._packages.get(target)
         front = f"\0packages={','.join(distributions_in(packages))}" if packages else ""
         for part in (self.version, self._marker, GENERATION.read_bytes(), chosen + front):

@@ -6,8 +6,9 @@ TARGET/config.json` on a copy of the installed package's Python files, then the 
 are laid over the installed package (`overlay/sitecustomize.py`, in every process vLLM starts)
 and the tiny target is generated three ways: unrepaired without EAGLE-3 (the reference),
 repaired without EAGLE-3 (the repair must not change the model), and repaired with a random
-EAGLE-3 head (it must run, its drafter must propose, and greedy decoding makes its tokens the
-reference's).
+EAGLE-3 head (it must run, its drafter must propose, greedy decoding makes its tokens the
+reference's, and the aux states the head is handed are transformers' `hidden_states` of the
+layers the repaired target taps by default: `judge.taps`).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from pathlib import Path
 
 import pytest
 from builds import Release
-from judge import ready_on_cpu
+from judge import default_taps, ready_on_cpu, taps
 from repairs import repair
 from runs import CANNOT, record
 from test_e2e_verdicts import limits, stopped
@@ -71,5 +72,13 @@ def test_a_repaired_target_runs_eagle3_with_the_same_tokens(
     assert speculative.ran, f"{arch} repaired on {release.version}: {speculative.describe()}"
     assert speculative.tokens == reference.tokens
     assert speculative.drafts is None or speculative.drafts > 0
-    did = f"repaired: ran ({speculative.runner}), {speculative.drafts} drafts, the same tokens"
+    # The repair wrote the taps into the model's forward: where they sit decides which states the
+    # head gets, which the tokens cannot show.
+    reference = bench.hidden_states(target)
+    held, found = taps(speculative, reference, default_taps(len(reference[0]) - 1))
+    assert held, f"{arch} repaired on {release.version}: {found}"
+    did = (
+        f"repaired: ran ({speculative.runner}), {speculative.drafts} drafts, the same tokens; "
+        + found
+    )
     record(release.version, "repair", arch, "agree", fixed_by, did)

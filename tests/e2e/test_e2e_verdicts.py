@@ -6,7 +6,9 @@ each sampled architecture twice with tiny random weights: plain greedy generatio
 random EAGLE-3 head. Speculation is lossless under greedy decoding, so:
 
 - a target eagle3lint calls ready must run with EAGLE-3 and give exactly the plain run's tokens
-  (and its drafter must have proposed tokens);
+  (and its drafter must have proposed tokens), and the aux hidden states vLLM hands the head for
+  the prompts must be transformers' `hidden_states` of the tapped layers of the same checkpoint
+  (`judge.taps`: equal tokens would hold for a tap on any layer);
 - a target eagle3lint blocks must fail, with the error one of its error findings names (the
   message it quotes, or the exception type it says vLLM raises).
 
@@ -23,7 +25,7 @@ from pathlib import Path
 
 import pytest
 from builds import Release
-from judge import SPEC_DECODE_REFUSED, did, disagreement, said
+from judge import SPEC_DECODE_REFUSED, default_taps, did, disagreement, said, taps
 from runs import CANNOT, Outcome, record
 from venvs import CPU_BUILD_RELEASES
 
@@ -179,5 +181,13 @@ def test_the_verdict_is_what_the_cpu_build_does(release: Release, arch: str) -> 
     else:
         assert differs is not None, f"{arch} on {version} agrees now: drop it from the list"
         assert speculative.raised() == known, f"{arch} on {version}: {speculative.describe()}"
+    vllm = did(plain, speculative)
+    if speculative.ran:
+        # Equal tokens hold for any tap (a random head's drafts are rejected either way): the
+        # states handed to the head must be the checkpoint's own hidden states at the taps.
+        reference = bench.hidden_states(target)
+        held, found = taps(speculative, reference, default_taps(len(reference[0]) - 1))
+        assert held, f"{arch} on {version}: {found}"
+        vllm += f"; {found}"
     status = "agree" if known is None else "known disagreement"
-    record(version, "verdict", arch, status, said(verdict), did(plain, speculative))
+    record(version, "verdict", arch, status, said(verdict), vllm)

@@ -7,7 +7,9 @@ eagle3lint's environment: the end-to-end suite drives it through `runs.py`. Comm
                                                 architecture without a recipe: its config only)
     tiny.py head TARGET_DIR DIR [--layer-ids ...] [--draft-vocab N] [--config JSON]
                                                 a random EAGLE-3 head (LlamaForCausalLMEagle3)
-    tiny.py generate TARGET_DIR [--head DIR]    greedy tokens, or the error vLLM raised
+    tiny.py generate TARGET_DIR [--head DIR] [--unchecked] [--shorter N]
+                                                greedy tokens, or the error vLLM raised
+    tiny.py hidden TARGET_DIR                   transformers' hidden_states of each prompt
 
 Every command prints its result as one JSON object on a line of stdout that starts with
 `RESULT_PREFIX` (vLLM logs on after it). Generation lives in `tiny_generate.py`: what decides a
@@ -23,7 +25,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from tiny_generate import generate
+from tiny_generate import PROMPTS, generate
 
 HIDDEN = 128
 HEADS = 4
@@ -363,6 +365,24 @@ def write_head(
     return {"folder": str(folder), "layer_ids": layer_ids, "draft_vocab": draft, "changes": changes}
 
 
+def hidden_states(target: Path) -> dict[str, Any]:
+    """transformers' `hidden_states` of the target checkpoint for each prompt of `PROMPTS`
+    (`output_hidden_states=True`, float32): per prompt, per entry k (0 the embeddings, k the
+    output of layer k - 1), one row per position. The reference the aux states vLLM hands the
+    EAGLE-3 head are held to (`tiny_generate._capture_aux_states`)."""
+    import torch
+    import transformers as tf
+
+    model = tf.AutoModelForCausalLM.from_pretrained(target, torch_dtype=torch.float32)
+    model.eval()
+    states = []
+    with torch.no_grad():
+        for prompt in PROMPTS:
+            out = model(torch.tensor([prompt]), output_hidden_states=True)
+            states.append([entry[0].tolist() for entry in out.hidden_states])
+    return {"states": states}
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="tiny.py")
     commands = parser.add_subparsers(dest="command", required=True)
@@ -381,6 +401,10 @@ def main(argv: list[str]) -> int:
     run.add_argument("target", type=Path)
     run.add_argument("--head", type=Path)
     run.add_argument("--no-method", action="store_true", help="leave the method to vLLM")
+    run.add_argument("--unchecked", action="store_true", help="no width check on linear layers")
+    run.add_argument("--shorter", type=int, default=0, help="tokens cut from the last prompt")
+    reference = commands.add_parser("hidden")
+    reference.add_argument("target", type=Path)
     args = parser.parse_args(argv)
     if args.command == "target":
         result = write_target(args.arch, args.folder, args.layers)
@@ -388,8 +412,11 @@ def main(argv: list[str]) -> int:
         result = write_head(
             args.target, args.folder, args.layer_ids, args.draft_vocab, args.config, args.d2t_shift
         )
+    elif args.command == "hidden":
+        result = hidden_states(args.target)
     else:
-        result = generate(args.target, args.head, None if args.no_method else "eagle3")
+        method = None if args.no_method else "eagle3"
+        result = generate(args.target, args.head, method, not args.unchecked, args.shorter)
     print(RESULT_PREFIX + json.dumps(result), flush=True)
     return 0
 

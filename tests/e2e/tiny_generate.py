@@ -17,11 +17,25 @@ PROMPTS = ([1, 17, 230, 5, 911, 42, 3, 77], [600, 12, 12, 480, 9, 1000, 250, 31,
 MAX_TOKENS = 12
 
 
-def generate(target: Path, head: Path | None, method: str | None = "eagle3") -> dict[str, Any]:
+WIDTH_CHECK = "width check"
+"""What an error of `_strict_linear_widths` is marked with (`error["check"]`): the test's own
+check raised it, not vLLM."""
+
+
+def generate(
+    target: Path,
+    head: Path | None,
+    method: str | None = "eagle3",
+    checked: bool = True,
+    shorter: int = 0,
+) -> dict[str, Any]:
     """Greedy tokens for `PROMPTS`, with speculation from `head` when given (`method` None
     leaves the method to vLLM's choice, as a `--speculative-config` without one does); or the
     exception vLLM raised (its type, first line, and the innermost vLLM frame). A target folder
-    without weights (a config alone) is run with vLLM's dummy loader, the head then too."""
+    without weights (a config alone) is run with vLLM's dummy loader, the head then too.
+    `checked` False runs without the width check (`_strict_linear_widths`); `shorter` drops that
+    many tokens from the end of the last prompt: the batch's token count, on which vLLM's own
+    outcome for an fc fed the wrong width depends."""
     from vllm import LLM, SamplingParams
     from vllm.engine.arg_utils import EngineArgs
 
@@ -34,7 +48,10 @@ def generate(target: Path, head: Path | None, method: str | None = "eagle3") -> 
         {"language_model_only": True} if _has_field(EngineArgs, "language_model_only") else {}
     )
 
-    _strict_linear_widths()
+    prompts = [*PROMPTS[:-1], PROMPTS[-1][: len(PROMPTS[-1]) - shorter]]
+    if checked:
+        _strict_linear_widths()
+    handed = _capture_aux_states() if head is not None else None
     speculative: dict[str, Any] | None = None
     if head is not None:
         speculative = {"model": str(head), "num_speculative_tokens": 2}
@@ -57,7 +74,7 @@ def generate(target: Path, head: Path | None, method: str | None = "eagle3") -> 
             **text_only,
         )
         outputs = llm.generate(
-            [{"prompt_token_ids": list(prompt)} for prompt in PROMPTS],
+            [{"prompt_token_ids": list(prompt)} for prompt in prompts],
             # A random target may well pick its end-of-sequence id first (StableLM's is 0):
             # every run makes all of its tokens, so that speculation always has steps to take.
             SamplingParams(max_tokens=MAX_TOKENS, temperature=0, detokenize=False, ignore_eos=True),
@@ -65,7 +82,12 @@ def generate(target: Path, head: Path | None, method: str | None = "eagle3") -> 
     except Exception as error:  # the point is to record it
         return {"error": _described(error)}
     tokens = [list(output.outputs[0].token_ids) for output in outputs]
-    return {"tokens": tokens, "drafts": _drafts(llm) if head else None, "overlaid": _overlaid()}
+    return {
+        "tokens": tokens,
+        "drafts": _drafts(llm) if head else None,
+        "overlaid": _overlaid(),
+        "aux": handed or None,
+    }
 
 
 def _has_field(cls: type, name: str) -> bool:
@@ -103,12 +125,47 @@ def _strict_linear_widths() -> None:
             return
         width = getattr(args[0], "shape", (None,))[-1]
         if width is not None and width != module.input_size:
-            raise RuntimeError(
+            raise _WidthCheckFailed(
                 f"{type(module).__name__} got inputs of width {width}, "
                 f"built for {module.input_size}"
             )
 
     torch.nn.modules.module.register_module_forward_pre_hook(check)
+
+
+def _capture_aux_states() -> dict[str, Any]:
+    """Record what the EAGLE proposer's first `propose` call is handed: the prompts' prefill,
+    every token with its position and the target's aux hidden states, concatenated as the head's
+    fc takes them. Lossless tokens cannot tell a tap on the wrong layer from the right one (a
+    random head is rarely accepted either way); these states can, against transformers'
+    `hidden_states` of the same checkpoint (`tiny.py hidden`). Empty where the release has no
+    `EagleProposer.propose` (0.16.0's CPU build runs no speculation at all)."""
+    import functools
+    import inspect
+
+    handed: dict[str, Any] = {}
+    try:
+        from vllm.v1.spec_decode.eagle import EagleProposer
+    except ImportError:
+        return handed
+    original = EagleProposer.propose
+    signature = inspect.signature(original)
+
+    @functools.wraps(original)
+    def propose(*args: Any, **kwargs: Any) -> Any:
+        if not handed:
+            given = signature.bind(*args, **kwargs).arguments
+            handed["tokens"] = given["target_token_ids"].tolist()
+            handed["positions"] = given["target_positions"].tolist()
+            handed["states"] = given["target_hidden_states"].float().tolist()
+        return original(*args, **kwargs)
+
+    EagleProposer.propose = propose  # type: ignore[method-assign]
+    return handed
+
+
+class _WidthCheckFailed(RuntimeError):
+    """Raised by `_strict_linear_widths`, so that its error is told from vLLM's."""
 
 
 def _drafts(llm: Any) -> int | None:
@@ -139,4 +196,8 @@ def _described(error: BaseException) -> dict[str, Any]:
     if callable(details):
         with contextlib.suppress(Exception):  # not pydantic's errors() after all
             message = str(details()[0]["msg"]).splitlines()[0]
-    return {"type": type(error).__name__, "message": message, "where": where}
+    described = {"type": type(error).__name__, "message": message, "where": where}
+    if isinstance(error, _WidthCheckFailed):
+        # Its type name stays RuntimeError: kept outcomes and the known lists compare it.
+        described = {**described, "type": "RuntimeError", "check": WIDTH_CHECK}
+    return described
