@@ -159,6 +159,22 @@ def test_a_class_the_loader_routes_to_under_a_non_generative_flag_is_pooling(
     assert ("LlamaForCausalLM" in contract.pooling) is pooling
 
 
+@pytest.mark.parametrize(
+    ("arch", "why"),
+    [
+        ("LlamaForCausalLMEagle3", "SGLang runs it only as a draft model"),
+        ("LlamaEmbeddingModel", "SGLang serves it as a pooling model"),
+    ],
+)
+def test_a_draft_or_pooling_model_is_told_why_in_sglangs_terms(arch: str, why: str) -> None:
+    """EAG905 says what SGLang does with the class, never vLLM's registry sentence."""
+    report = check_json(str(ERAS / "s2_gate"), "--arch", arch)
+    [note] = by_arch(report)[arch]["findings"]
+    assert note["code"] == "EAG905"
+    assert why in note["message"]
+    assert "vLLM" not in note["message"]
+
+
 def test_an_unclaimed_target_is_not_an_error_until_asked_about() -> None:
     report = check_json(str(ERAS / "s2_gate"))
     gpt2 = by_arch(report)["GPT2LMHeadModel"]

@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from eagle3lint.codes import NOT_A_TARGET, ROLES
-from eagle3lint.engines import Role, Target
+from eagle3lint.engines import Role, Target, role_note
 from eagle3lint.findings import Finding, InputError, Severity
 from eagle3lint.rule import Rule, RuleContext, finding_problem, load_plugins, selected
 from eagle3lint.sandbox import RuleTimeout, plugin_call
@@ -48,14 +48,7 @@ def judge(
         NOT_A_TARGET.code, options.select, options.ignore
     ):
         return []
-    why = (
-        "vLLM loads it only as a drafter (the registry lists it with the speculative-decoding "
-        "models, or the speculative config gives a draft its architecture); `eagle3lint pair` "
-        "checks it against a target"
-        if target.role is Role.DRAFT
-        else "its class is a pooling model (`is_pooling_model`), which vLLM runs with the "
-        "pooling runner, and that runner takes no drafter"
-    )
+    why = role_note(target)
     message = f"{target.arch} is a {target.role} model; no EAGLE-3 target verdict applies: {why}."
     finding = Finding(
         code=NOT_A_TARGET.code,

@@ -90,11 +90,29 @@ class Target(Protocol):
     def off_runner_note(self, runners: tuple[str, ...]) -> str:
         """How a finding on the path of `runners` only (not the default's) is qualified."""
 
+    def role_note(self) -> str:
+        """Why its engine gives it no target verdict, for a draft or a pooling model (optional:
+        without it the note is `ROLE_NOTES`', which name no engine)."""
+
     def modules(self) -> set[str]:
         """Every module whose code decides its verdict."""
 
     def depends_on(self) -> set[str]:
         """`modules()` and what could not be resolved into it."""
+
+
+ROLE_NOTES = {
+    Role.DRAFT: "its engine runs it only as a draft model; `eagle3lint pair` checks it against "
+    "a target",
+    Role.POOLING: "its engine serves it as a pooling model, which takes no drafter",
+}
+"""The engine-neutral `Target.role_note` of a wing whose targets have none."""
+
+
+def role_note(target: Target) -> str:
+    """`target.role_note()`, else the engine-neutral note for its role."""
+    note = getattr(target, "role_note", None)
+    return note() if callable(note) else ROLE_NOTES.get(target.role, "")
 
 
 def default_runner(target: Target) -> str | None:

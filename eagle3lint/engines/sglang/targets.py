@@ -124,6 +124,19 @@ class SglangTarget:
             return Role.DRAFT
         return Role.TARGET
 
+    def role_note(self) -> str:
+        """Why SGLang gives a draft or a pooling model no target verdict."""
+        if self.role is Role.DRAFT:
+            return (
+                "SGLang runs it only as a draft model (a head's name, or `ModelConfig` renames "
+                "a draft checkpoint to it); `eagle3lint pair --sglang` checks it against a target"
+            )
+        return (
+            "SGLang serves it as a pooling model (`is_generation_model` lists it, or the loader "
+            "builds it only for a checkpoint `ModelConfig` calls non-generative), which runs no "
+            "speculative decoding"
+        )
+
     @property
     def claims_eagle3(self) -> bool:
         """It has the capture method: its code means to serve EAGLE-3 (a class without it is

@@ -112,6 +112,19 @@ class Target(RunnerPaths):
             return Role.POOLING
         return Role.TARGET
 
+    def role_note(self) -> str:
+        """Why vLLM gives a draft or a pooling model no target verdict."""
+        if self.role is Role.DRAFT:
+            return (
+                "vLLM loads it only as a drafter (the registry lists it with the "
+                "speculative-decoding models, or the speculative config gives a draft its "
+                "architecture); `eagle3lint pair` checks it against a target"
+            )
+        return (
+            "its class is a pooling model (`is_pooling_model`), which vLLM runs with the "
+            "pooling runner, and that runner takes no drafter"
+        )
+
     @property
     def implements_eagle1(self) -> bool:
         protocol = self.contract.protocol
