@@ -125,8 +125,9 @@ def read_contract(index: ProjectIndex, tree: Path, source: str) -> SglangContrac
     speculative = _texts(index, tree, SPECULATIVE_FOLDER, EMBED_HEAD_PREFIX)
     embed_calls = tuple(_calls(tree, speculative, lambda n: n.startswith(EMBED_HEAD_PREFIX)))
     names = tuple(dict.fromkeys(c.method for c in embed_calls))
-    pooling, drafts = _model_config(index, tree / MODEL_CONFIG)
-    pooling |= _routed_pooling(index, tree)
+    config = _stripped_source(index, tree / MODEL_CONFIG)
+    pooling, drafts = _model_config(config)
+    pooling |= _routed_pooling(_stripped_source(index, tree / MODEL_LOADER), config)
     return SglangContract(
         version,
         source,
@@ -224,12 +225,19 @@ def _gate(text: str) -> tuple[str, str] | None:
     return None
 
 
-def _model_config(index: ProjectIndex, path: Path) -> tuple[frozenset[str], frozenset[str]]:
-    """The pooling architectures (`is_generation_model`'s list) and the architectures a draft
-    checkpoint is switched to (`hf_config.architectures[0] = "...NextN"` for a draft)."""
+def _stripped_source(index: ProjectIndex, path: Path) -> str | None:
+    """The file at `path` without comments, or None when it cannot be read."""
     try:
-        text = strip_comments(index.read_outside(path).decode("utf-8", "replace"))
+        return strip_comments(index.read_outside(path).decode("utf-8", "replace"))
     except UnreadableSource:
+        return None
+
+
+def _model_config(text: str | None) -> tuple[frozenset[str], frozenset[str]]:
+    """The pooling architectures (`is_generation_model`'s list) and the architectures a draft
+    checkpoint is switched to (`hf_config.architectures[0] = "...NextN"` for a draft), read
+    from `model_config.py`'s text."""
+    if text is None:
         return frozenset(), frozenset()
     function = function_named(text, "is_generation_model")
     pooling = frozenset(_POOLING.findall(function[0])) if function else frozenset()
@@ -237,22 +245,16 @@ def _model_config(index: ProjectIndex, path: Path) -> tuple[frozenset[str], froz
     return pooling, frozenset(drafts)
 
 
-def _routed_pooling(index: ProjectIndex, tree: Path) -> frozenset[str]:
+def _routed_pooling(loader: str | None, config: str | None) -> frozenset[str]:
     """The architectures the loader swaps a checkpoint's for under a model-config flag whose
     truth makes the model non-generative: `get_model_architecture` sets `architectures =
     ["EmbeddingGemmaModel"]` when `model_config.is_embedding_gemma`, and `ModelConfig` sets
     `self.is_generation = not self.is_embedding_gemma and ...` (0.5.23). Such a class runs only
     as a pooling model, whatever `is_generation_model`'s list says."""
-    texts = []
-    for path in (tree / MODEL_LOADER, tree / MODEL_CONFIG):
-        try:
-            texts.append(strip_comments(index.read_outside(path).decode("utf-8", "replace")))
-        except UnreadableSource:
-            return frozenset()
-    function = function_named(texts[0], "get_model_architecture")
-    if function is None:
+    function = function_named(loader, "get_model_architecture") if loader else None
+    if function is None or config is None:
         return frozenset()
-    negated = set(_NOT_GENERATION.findall(texts[1]))
+    negated = set(_NOT_GENERATION.findall(config))
     return frozenset(arch for flag, arch in _ROUTE.findall(function[0]) if flag in negated)
 
 
