@@ -1,8 +1,7 @@
 """The shape of the house, measured: the import graph of `eagle3lint` (and the built-in rules)
 has no circles, no import runs from a lower layer up to a higher one, no engine wing imports
-another, no source file is over
-500 lines, `cli.py` only wires the commands, and `import eagle3lint.api` (what a rule pack
-pays) loads none of the check machinery.
+another, no source file is over 500 lines, `cli.py` only wires the commands, and
+`import eagle3lint.api` (what a rule pack pays) loads none of the check machinery.
 
 The graph is read from the sources (`ast`): every import a module can run, function-local ones
 included (a lazy import still ties two modules), except those under `if TYPE_CHECKING:`.

