@@ -102,9 +102,11 @@ SGLANG_CONSTRAINTS: dict[str, tuple[str, ...]] = {
     # its model code builds at import ("Either a revision or a version must be specified").
     # 0.14.1 was current at the release (2026-05-16).
     "0.5.12": ("kernels<0.15",),
+    # Its `inkling` model subclasses a cutlass-dsl class, which the oracles otherwise leave out.
+    "0.5.23": ("nvidia-cutlass-dsl",),
 }
 """Per SGLang release, requirements added to `sglang==X`: what was current at the release where
-a newer version breaks the import."""
+a newer version breaks the import, and a package `ORACLE_LEFT_OUT` holds that its models need."""
 
 # A CPU build pins torch `X+cpu`, which only PyTorch's own index serves (not reachable from every
 # CI machine); PyPI's torch of the same version has the same CPU kernels and ABI (it carries CUDA
@@ -147,8 +149,10 @@ ORACLE_TORCHVISION = CPU_BUILD_TORCHVISION[
 # every class (a module that imports one is answered through `oracle.StubFinder`), and they are
 # 1-3 GB a release (SGLang 0.5.23's kernels alone 1.5 GB). vLLM 0.34.0 pins
 # flashinfer-python==0.7.3, which the package index no longer serves (seen 2026-12-04): left out,
-# it needs no replacement. SGLang keeps cutlass-dsl, which 0.5.23's `inkling` model subclasses;
-# its 0.5.8 pins a cuda-python that torch 2.13's cuda-bindings exclude.
+# it needs no replacement. SGLang 0.5.23 keeps cutlass-dsl, which its `inkling` model subclasses
+# (`SGLANG_CONSTRAINTS`); 0.5.8 pins a cuda-python that torch 2.13's cuda-bindings exclude. Ray
+# (200 MB, vLLM's distributed executor) and, for SGLang, cutlass-dsl and tokenspeed's triton
+# (820 MB, 0.5.8 and 0.5.12) were left out after every class answered the same without them.
 _FLASHINFER = ("flashinfer-python", "flashinfer-cubin", "flashinfer-jit-cache")
 ORACLE_LEFT_OUT: dict[str, tuple[str, ...]] = {
     VLLM: (
@@ -167,6 +171,7 @@ ORACLE_LEFT_OUT: dict[str, tuple[str, ...]] = {
         "nvidia-cuda-crt",
         "nvidia-nvvm",
         "cupy-cuda12x",
+        "ray",
     ),
     SGLANG: (
         *_FLASHINFER,
@@ -177,6 +182,8 @@ ORACLE_LEFT_OUT: dict[str, tuple[str, ...]] = {
         "tilelang",
         "humming-kernels",
         "cuda-python",
+        "nvidia-cutlass-dsl",
+        "tokenspeed-triton",
     ),
 }
 """Per oracle engine, the packages left out of its venvs' resolution."""
