@@ -84,6 +84,22 @@ def pair(
         ),
     ] = None,
     pp: Annotated[int, typer.Option("--pp", min=1, help="Pipeline-parallel size.")] = 1,
+    max_model_len: Annotated[
+        int | None,
+        typer.Option(
+            "--max-model-len",
+            min=1,
+            help="The context you serve with (vllm serve --max-model-len); default: the "
+            "target's, as vLLM derives it.",
+        ),
+    ] = None,
+    hf_overrides: Annotated[
+        str | None,
+        typer.Option(
+            "--hf-overrides",
+            help="The JSON object vllm serve --hf-overrides takes (applied to the target).",
+        ),
+    ] = None,
     engine: Annotated[
         str | None,
         typer.Option(
@@ -99,8 +115,10 @@ def pair(
 ) -> None:
     """Check an EAGLE-3 drafter against its target for one release (exit codes as check)."""
     with guard(args.debug):
+        from eagle3lint.drafts.context import parse_hf_overrides
         from eagle3lint.drafts.draft import DraftPairing, SpeculativeConfig
 
+        overrides = parse_hf_overrides(hf_overrides)
         options = replace(args, hf_config=target).check_options(progress=False)
         from eagle3lint.commands.pair_sglang import installed, is_sglang, run_sglang_pair
 
@@ -115,6 +133,8 @@ def pair(
             raise typer.Exit(code)
         settings = SpeculativeConfig.parse(speculative_config) if speculative_config else None
         pairing = DraftPairing.load(draft, list(draft_weights or []), target, pp, settings)
+        pairing.max_model_len = max_model_len
+        pairing.hf_overrides = overrides
         # A file gets no colour, as a pipe gets none.
         stream = sys.stdout if output_file is None else io.StringIO()
         view = View(output_format, quiet, verbose, exit_zero, False, Terminal.of(stream))
