@@ -67,10 +67,11 @@ class ContextChecks(Rule):
             yield self.report(
                 "EAG644",
                 f"{head}: vLLM {release}'s model runner V1 caps the drafter at the draft's "
-                f"max model len ({facts.gate_path}:{facts.gate_line}) and verifies no drafts "
-                f"once the batch's longest sequence plus {k} draft tokens passes {positions}: "
-                f"speculation is off past {positions} tokens of context, for every request "
-                "batched with such a sequence, with no message.",
+                f"max model len ({facts.gate_path}:{facts.gate_line}): once the batch's longest "
+                f"sequence plus {k} draft tokens passes {positions} it stops drafting and has "
+                "the target verify placeholder ids 0, which it rejects: speculation is off past "
+                f"{positions} tokens of context, for every request batched with such a "
+                "sequence, with no message.",
                 *where,
                 severity=Severity.WARNING,
                 hint=f"{fix}{edit if raised else ''}.",

@@ -47,7 +47,7 @@ def context_findings(
         ("0.18.0", SHORT, (), "warning", "speculation is off past 2048 tokens"),
         # V2 for Llama on cuda, no raise of the draft's positions: vllm#48894.
         ("0.25.0", SHORT, (), "error", "reads past the cache's end"),
-        ("0.25.0", SHORT, ("--platform", "cpu"), "warning", "verifies no drafts"),
+        ("0.25.0", SHORT, ("--platform", "cpu"), "warning", "stops drafting"),
         # Raised to the target's for every RoPE type, and V2 has no gate.
         ("0.32.0", SHORT, (), None, ""),
         ("0.32.0", SHORT, ("--platform", "cpu", "--max-model-len", "4096"), "warning", "2048"),

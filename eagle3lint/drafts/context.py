@@ -114,5 +114,6 @@ def served(
     length = derived_length(text_config(overridden(target, overrides)))
     if length is None:
         return None
-    how = " with --hf-overrides" if overrides else ""
+    # Checked in 0.18-0.34: the draft's model config gets a callable override only.
+    how = " with --hf-overrides, which vLLM does not apply to the draft's" if overrides else ""
     return Served(length, f"the target's default: its config{how}")
