@@ -168,3 +168,11 @@ def test_served_context_prefers_the_flag_then_the_overridden_config() -> None:
     assert served(target, 100, {}).length == 100  # type: ignore[union-attr]
     assert served(target, None, {"max_position_embeddings": 512}).length == 512  # type: ignore[union-attr]
     assert served({}, None, {}) is None
+
+
+def test_sglang_refuses_the_context_flags() -> None:
+    """SGLang's wing has no context check: the flags are refused, not silently ignored."""
+    base = ["pair", "--sglang", "0.5.23", "--target", str(TARGET), "--draft", str(SHORT)]
+    result = CliRunner().invoke(app, [*base, "--max-model-len", "4096"])
+    assert result.exit_code == 2
+    assert "read for vLLM only" in result.output

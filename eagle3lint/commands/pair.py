@@ -26,7 +26,7 @@ from eagle3lint.commands.options import (
 )
 from eagle3lint.commands.output import OutputFileOpt, write_output
 from eagle3lint.commands.pair_summary import Summary, verdict_of
-from eagle3lint.errors import EXIT_FINDINGS, EXIT_OK
+from eagle3lint.errors import EXIT_FINDINGS, EXIT_OK, UsageError
 from eagle3lint.report.terminal import Terminal
 
 if TYPE_CHECKING:
@@ -125,6 +125,11 @@ def pair(
         if engine is not None:
             options.paths = options.paths or installed(engine, options)
         if is_sglang(options):
+            if max_model_len is not None or overrides:
+                raise UsageError(
+                    "--max-model-len and --hf-overrides are read for vLLM only: SGLang's "
+                    "context checks are not written yet"
+                )
             output, code = run_sglang_pair(
                 options, draft, target, speculative_config, output_format, quiet, verbose,
                 exit_zero,
@@ -154,7 +159,6 @@ def run_pair(
 ) -> tuple[str, int]:
     """Check the target with the draft attached; the output and the exit code."""
     from eagle3lint.engine import run_check
-    from eagle3lint.errors import UsageError
 
     options.archs = [pairing.target_architecture()]
     options.hf_config = pairing.target_path
