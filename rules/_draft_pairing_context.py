@@ -11,7 +11,6 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 
 from eagle3lint.api import DraftPairing, Finding, PairingAnalysis, Rule, Severity
-from eagle3lint.drafts.context import derived_length, rope_types, served
 
 Locate = Callable[[str], tuple[str, int]]
 
@@ -24,9 +23,7 @@ class ContextChecks(Rule):
     def _context(
         self, analysis: PairingAnalysis, pairing: DraftPairing, at: Locate
     ) -> Iterator[Finding]:
-        config = analysis.translated.config
-        positions = derived_length(config)
-        serving = served(pairing.target, pairing.max_model_len, pairing.hf_overrides)
+        positions, serving = analysis.draft_positions, analysis.served
         if analysis.resolution.method != "eagle3" or positions is None or serving is None:
             return
         length = serving.length
@@ -43,7 +40,7 @@ class ContextChecks(Rule):
             f"Use a head trained at {length} positions or more, or serve with --max-model-len "
             f"{positions}"
         )
-        raised = facts.raises(rope_types(config))
+        raised = facts.raises(analysis.draft_rope)
         if facts.limits(runner) and not raised:
             yield self.report(
                 "EAG644",
@@ -79,7 +76,7 @@ class ContextChecks(Rule):
             return
         if raised:
             return
-        rope = "/".join(sorted(set(rope_types(config))))
+        rope = "/".join(sorted(set(analysis.draft_rope)))
         why = (
             f"raises only {', '.join(facts.raised_rope_types or [])} RoPE"
             if facts.raise_path
