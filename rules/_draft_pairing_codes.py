@@ -163,6 +163,14 @@ CODES = (
         explain=explained.EAG644,
     ),
     Code(
+        "EAG645",
+        "fc-dropped",
+        "`use_aux_hidden_state` is false but the checkpoint's `fc` takes several aux states: "
+        "the release drops `fc` at load and the head reads the bare last hidden state.",
+        Severity.WARNING,
+        explain=explained.EAG645,
+    ),
+    Code(
         "EAG651",
         "verifier-mismatch",
         "A speculators config's `verifier.architectures` does not name the target's architecture.",

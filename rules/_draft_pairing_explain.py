@@ -266,6 +266,19 @@ EAG644 = _explain(
     '{"max_position_embeddings": 131072}  // or --max-model-len 2048\n',
 )
 
+EAG645 = _explain(
+    "With `eagle_config.use_aux_hidden_state` false the runner asks the target for no aux "
+    "states, `combine_hidden_states` returns the last hidden state unchanged, and the "
+    "drafter's `load_weights` drops every `fc.` weight (`skip_substrs` to 0.25, "
+    "`orig_to_new_substr` from 0.27). A head trained on three aux states keeps its "
+    "`fc.weight` [H, 3H] in the checkpoint, and it is silently thrown away.",
+    "None: the head runs on the target's last hidden state, which it was not trained on, and "
+    "its drafts are rarely accepted.",
+    "All releases with EAGLE-3 (the drop is read from each drafter module).",
+    '{"eagle_config": {"use_aux_hidden_state": false}}  // fc.weight [4096, 12288]\n',
+    '{"eagle_config": {}}  // use_aux_hidden_state defaults to true\n',
+)
+
 EAG651 = _explain(
     "A speculators checkpoint records the model it was trained against under "
     "`speculators_config.verifier`; vLLM never compares it with the target it is "

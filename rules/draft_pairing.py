@@ -220,6 +220,7 @@ class DraftPairingRule(LayerIdChecks, VocabularyChecks, ContextChecks):
                     f"states = {wanted}.",
                     *at("target_hidden_size" if "target_hidden_size" in config else "hidden_size"),
                 )
+        yield from self._fc_dropped(analysis, fc, hidden, at)
         draft_hidden = config.get("hidden_size")
         if analysis.resolution.method == "eagle3" and (
             isinstance(draft_hidden, int)
@@ -258,6 +259,29 @@ class DraftPairingRule(LayerIdChecks, VocabularyChecks, ContextChecks):
                     *at("hidden_size"),
                     runners=("v2",),
                 )
+
+    def _fc_dropped(
+        self, analysis: PairingAnalysis, fc: Any, hidden: int, at: Locate
+    ) -> Iterator[Finding]:
+        """A head trained on several aux states (an fc wider than one state) whose config
+        turns them off: the loader drops fc and the head reads the last hidden state bare."""
+        facts = analysis.drafter_facts
+        if analysis.uses_aux or fc is None or facts is None or not facts.fc_dropped_line:
+            return
+        if len(fc.shape) != 2 or fc.shape[1] <= hidden or fc.shape[1] % hidden:
+            return
+        yield self.report(
+            "EAG645",
+            f'The draft config sets "use_aux_hidden_state": false, but {fc.file} holds '
+            f"fc.weight {list(fc.shape)}, trained on {fc.shape[1] // hidden} aux states: vLLM "
+            f"{analysis.release} drops fc when it loads the head ({facts.path}:"
+            f"{facts.fc_dropped_line}) and feeds it the target's last hidden state instead, "
+            "which it was never trained on: drafts are rarely accepted, with no error.",
+            *at("use_aux_hidden_state"),
+            severity=Severity.WARNING,
+            hint='Remove "use_aux_hidden_state" from eagle_config (it defaults to true) if the '
+            "head was trained on the target's aux states.",
+        )
 
     def _norm_flags(
         self, analysis: PairingAnalysis, pairing: DraftPairing, at: Locate

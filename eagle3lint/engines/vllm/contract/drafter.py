@@ -189,7 +189,7 @@ def read_drafter_contract(
     # The decoder layers the drafters build on: whether they read a sliding window.
     for base in sorted({b for m in drafter_modules for b in layer_bases(texts, m)} - set(rels)):
         take(base)
-    key = content_key(digest.digest(), "drafter-contract-4")
+    key = content_key(digest.digest(), "drafter-contract-5")
     cached = cache.load(key, DrafterContract) if cache else None
     if cached is not None:
         return cached
