@@ -14,7 +14,10 @@ from eagle3lint.api import DraftPairing, Finding, PairingAnalysis, Rule, Severit
 
 Locate = Callable[[str], tuple[str, int]]
 
-_NOT_RUN = " (model runner V2: held to its source; the CPU build runs V1 only, so not run here)"
+_NOT_RUN = (
+    " (model runner V2: read from its source, not run: vLLM's CPU build enables V2 only with a "
+    "Triton that has a CPU backend)"
+)
 
 
 class ContextChecks(Rule):
@@ -47,7 +50,7 @@ class ContextChecks(Rule):
                 f"{head}: vLLM {release} lowers the served context to {positions} "
                 f"({facts.limit_path}:{facts.limit_line}, a warning in its log): prompts "
                 f"longer than {positions} tokens are refused and none is served past it"
-                f"{_NOT_RUN if runner == 'v2' else ''}.",
+                f"{_NOT_RUN if runner == 'v2' else ''}. {fix}.",
                 *where,
                 severity=Severity.WARNING,
                 hint=f"{fix}, if the context matters more than the speed-up.",
@@ -68,7 +71,7 @@ class ContextChecks(Rule):
                 f"sequence plus {k} draft tokens passes {positions} it stops drafting and has "
                 "the target verify placeholder ids 0, which it rejects: speculation is off past "
                 f"{positions} tokens of context, for every request batched with such a "
-                "sequence, with no message.",
+                f"sequence, with no message. {fix}.",
                 *where,
                 severity=Severity.WARNING,
                 hint=f"{fix}{edit if raised else ''}.",
@@ -87,7 +90,8 @@ class ContextChecks(Rule):
             f"{head}: vLLM {release} sizes the draft's rotary cache from them and {why} "
             f"(this draft: {rope}), so past {positions} tokens of context the drafter reads "
             "past the cache's end: a device-side assert under CUDA graphs, garbage drafts "
-            f"(none accepted) in eager mode (vllm#48894){_NOT_RUN if runner == 'v2' else ''}.",
+            f"(none accepted) in eager mode (vllm#48894){_NOT_RUN if runner == 'v2' else ''}. "
+            f"{fix}.",
             *where,
             hint=f"{fix}.",
         )

@@ -276,7 +276,8 @@ class DraftPairingRule(LayerIdChecks, VocabularyChecks, ContextChecks):
             f"fc.weight {list(fc.shape)}, trained on {fc.shape[1] // hidden} aux states: vLLM "
             f"{analysis.release} drops fc when it loads the head ({facts.path}:"
             f"{facts.fc_dropped_line}) and feeds it the target's last hidden state instead, "
-            "which it was never trained on: drafts are rarely accepted, with no error.",
+            "which it was never trained on: drafts are rarely accepted, with no error. Remove "
+            '"use_aux_hidden_state" if the head was trained on aux states.',
             *at("use_aux_hidden_state"),
             severity=Severity.WARNING,
             hint='Remove "use_aux_hidden_state" from eagle_config (it defaults to true) if the '

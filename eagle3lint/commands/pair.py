@@ -254,6 +254,12 @@ def summary_table(analysis: Analysis, pairing: DraftPairing, verdict: str) -> st
     )
     row("aux states", aux)
     row("vocab", analysis.vocab_mapping(pairing))
+    if analysis.served is not None and analysis.draft_positions is not None:
+        served = analysis.served
+        row(
+            "context",
+            f"served {served.length} ({served.source}), draft {analysis.draft_positions} positions",
+        )
     if pairing.pipeline_size > 1:
         row("pipeline", f"{pairing.pipeline_size} ranks")
     row("verdict", verdict)
