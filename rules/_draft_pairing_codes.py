@@ -154,6 +154,23 @@ CODES = (
         explain=explained.EAG643,
     ),
     Code(
+        "EAG644",
+        "draft-context-short",
+        "The draft's `max_position_embeddings` is below the served context and the release "
+        "does not raise it: past it the drafter reads beyond its rotary cache (an error), or "
+        "model runner V1 drafts nothing, or the served context is lowered to it (warnings).",
+        Severity.ERROR,
+        explain=explained.EAG644,
+    ),
+    Code(
+        "EAG645",
+        "fc-dropped",
+        "`use_aux_hidden_state` is false but the checkpoint's `fc` takes several aux states: "
+        "the release drops `fc` at load and the head reads the bare last hidden state.",
+        Severity.WARNING,
+        explain=explained.EAG645,
+    ),
+    Code(
         "EAG651",
         "verifier-mismatch",
         "A speculators config's `verifier.architectures` does not name the target's architecture.",

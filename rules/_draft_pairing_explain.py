@@ -246,6 +246,39 @@ EAG643 = _explain(
     '{"layer_types": ["full_attention"]}\n',
 )
 
+EAG644 = _explain(
+    "A draft checkpoint's `max_position_embeddings` sizes its rotary cache and, through "
+    "the draft's model config, its max model len; the target may be served longer "
+    "(`--max-model-len`, or the target's own length). From 0.27 "
+    "`_maybe_override_draft_max_position_embeddings` raises the draft's positions to the "
+    "target's (from 0.33 only for cache-only RoPE types); the draft's max model len is "
+    "derived before that, and model runner V1 (`effective_drafter_max_model_len`) zeroes "
+    "the drafts of a batch whose longest sequence passes it. From 0.33 "
+    "`_limit_max_model_len_to_draft` lowers the served context to an unraised draft's "
+    "(model runner V2). Without any of these the drafter gathers past its rotary cache.",
+    "No error at start-up. V1: the same output with no draft accepted past N (vLLM's CPU "
+    "build, 0.25.0 and 0.32.0: a head of 64 positions at a 100-token prompt, 0 of 30 draft "
+    "tokens accepted; of 512, 10 of 10; docs/end-to-end.md); V2 up to 0.25: "
+    "`device-side assert triggered` or garbage drafts (vllm#48894); 0.33+: a log warning "
+    "`reducing max_model_len to N`.",
+    "All releases; which outcome is read per release and runner (docs/pairing.md).",
+    '{"max_position_embeddings": 2048}  // target served at 131072\n',
+    '{"max_position_embeddings": 131072}  // or --max-model-len 2048\n',
+)
+
+EAG645 = _explain(
+    "With `eagle_config.use_aux_hidden_state` false the runner asks the target for no aux "
+    "states, `combine_hidden_states` returns the last hidden state unchanged, and the "
+    "drafter's `load_weights` drops every `fc.` weight (`skip_substrs` to 0.25, "
+    "`orig_to_new_substr` from 0.27). A head trained on three aux states keeps its "
+    "`fc.weight` [H, 3H] in the checkpoint, and it is silently thrown away.",
+    "None: the head runs on the target's last hidden state, which it was not trained on, and "
+    "its drafts are rarely accepted.",
+    "All releases with EAGLE-3 (the drop is read from each drafter module).",
+    '{"eagle_config": {"use_aux_hidden_state": false}}  // fc.weight [4096, 12288]\n',
+    '{"eagle_config": {}}  // use_aux_hidden_state defaults to true\n',
+)
+
 EAG651 = _explain(
     "A speculators checkpoint records the model it was trained against under "
     "`speculators_config.verifier`; vLLM never compares it with the target it is "

@@ -22,13 +22,14 @@ from eagle3lint.api import (
 )
 
 from ._draft_pairing_codes import CODES
+from ._draft_pairing_context import ContextChecks
 from ._draft_pairing_ids import LayerIdChecks, Locate
 from ._draft_pairing_vocab import VocabularyChecks
 
 _HEADS = {"eagle3": "EAGLE-3", "dflash": "DFlash", "dspark": "DSpark", "peagle": "P-EAGLE"}
 
 
-class DraftPairingRule(LayerIdChecks, VocabularyChecks):
+class DraftPairingRule(LayerIdChecks, VocabularyChecks, ContextChecks):
     slug = "draft-pairing"
     codes = CODES
     # Model code alone never gets a pairing finding: without a draft (`check`) the family is
@@ -85,6 +86,7 @@ class DraftPairingRule(LayerIdChecks, VocabularyChecks):
         yield from self._norm_flags(analysis, pairing, at)
         yield from self._head_quantization(analysis, pairing, ctx, at)
         yield from self._sliding_window(analysis, at)
+        yield from self._context(analysis, pairing, at)
         if draft.format == SPECULATORS_FORMAT:
             yield from self._verifier(pairing, target, at)
         if pairing.pipeline_size > 1:
@@ -218,6 +220,7 @@ class DraftPairingRule(LayerIdChecks, VocabularyChecks):
                     f"states = {wanted}.",
                     *at("target_hidden_size" if "target_hidden_size" in config else "hidden_size"),
                 )
+        yield from self._fc_dropped(analysis, fc, hidden, at)
         draft_hidden = config.get("hidden_size")
         if analysis.resolution.method == "eagle3" and (
             isinstance(draft_hidden, int)
@@ -256,6 +259,30 @@ class DraftPairingRule(LayerIdChecks, VocabularyChecks):
                     *at("hidden_size"),
                     runners=("v2",),
                 )
+
+    def _fc_dropped(
+        self, analysis: PairingAnalysis, fc: Any, hidden: int, at: Locate
+    ) -> Iterator[Finding]:
+        """A head trained on several aux states (an fc wider than one state) whose config
+        turns them off: the loader drops fc and the head reads the last hidden state bare."""
+        facts = analysis.drafter_facts
+        if analysis.uses_aux or fc is None or facts is None or not facts.fc_dropped_line:
+            return
+        if len(fc.shape) != 2 or fc.shape[1] <= hidden or fc.shape[1] % hidden:
+            return
+        yield self.report(
+            "EAG645",
+            f'The draft config sets "use_aux_hidden_state": false, but {fc.file} holds '
+            f"fc.weight {list(fc.shape)}, trained on {fc.shape[1] // hidden} aux states: vLLM "
+            f"{analysis.release} drops fc when it loads the head ({facts.path}:"
+            f"{facts.fc_dropped_line}) and feeds it the target's last hidden state instead, "
+            "which it was never trained on: drafts are rarely accepted, with no error. Remove "
+            '"use_aux_hidden_state" if the head was trained on aux states.',
+            *at("use_aux_hidden_state"),
+            severity=Severity.WARNING,
+            hint='Remove "use_aux_hidden_state" from eagle_config (it defaults to true) if the '
+            "head was trained on the target's aux states.",
+        )
 
     def _norm_flags(
         self, analysis: PairingAnalysis, pairing: DraftPairing, at: Locate

@@ -26,7 +26,7 @@ from eagle3lint.commands.options import (
 )
 from eagle3lint.commands.output import OutputFileOpt, write_output
 from eagle3lint.commands.pair_summary import Summary, verdict_of
-from eagle3lint.errors import EXIT_FINDINGS, EXIT_OK
+from eagle3lint.errors import EXIT_FINDINGS, EXIT_OK, UsageError
 from eagle3lint.report.terminal import Terminal
 
 if TYPE_CHECKING:
@@ -84,6 +84,22 @@ def pair(
         ),
     ] = None,
     pp: Annotated[int, typer.Option("--pp", min=1, help="Pipeline-parallel size.")] = 1,
+    max_model_len: Annotated[
+        int | None,
+        typer.Option(
+            "--max-model-len",
+            min=1,
+            help="The context you serve with (vllm serve --max-model-len); default: the "
+            "target's, as vLLM derives it.",
+        ),
+    ] = None,
+    hf_overrides: Annotated[
+        str | None,
+        typer.Option(
+            "--hf-overrides",
+            help="The JSON object vllm serve --hf-overrides takes (applied to the target).",
+        ),
+    ] = None,
     engine: Annotated[
         str | None,
         typer.Option(
@@ -99,14 +115,21 @@ def pair(
 ) -> None:
     """Check an EAGLE-3 drafter against its target for one release (exit codes as check)."""
     with guard(args.debug):
+        from eagle3lint.drafts.context import parse_hf_overrides
         from eagle3lint.drafts.draft import DraftPairing, SpeculativeConfig
 
+        overrides = parse_hf_overrides(hf_overrides)
         options = replace(args, hf_config=target).check_options(progress=False)
         from eagle3lint.commands.pair_sglang import installed, is_sglang, run_sglang_pair
 
         if engine is not None:
             options.paths = options.paths or installed(engine, options)
         if is_sglang(options):
+            if max_model_len is not None or overrides:
+                raise UsageError(
+                    "--max-model-len and --hf-overrides are read for vLLM only: SGLang's "
+                    "context checks are not written yet"
+                )
             output, code = run_sglang_pair(
                 options, draft, target, speculative_config, output_format, quiet, verbose,
                 exit_zero,
@@ -115,6 +138,8 @@ def pair(
             raise typer.Exit(code)
         settings = SpeculativeConfig.parse(speculative_config) if speculative_config else None
         pairing = DraftPairing.load(draft, list(draft_weights or []), target, pp, settings)
+        pairing.max_model_len = max_model_len
+        pairing.hf_overrides = overrides
         # A file gets no colour, as a pipe gets none.
         stream = sys.stdout if output_file is None else io.StringIO()
         view = View(output_format, quiet, verbose, exit_zero, False, Terminal.of(stream))
@@ -134,7 +159,6 @@ def run_pair(
 ) -> tuple[str, int]:
     """Check the target with the draft attached; the output and the exit code."""
     from eagle3lint.engine import run_check
-    from eagle3lint.errors import UsageError
 
     options.archs = [pairing.target_architecture()]
     options.hf_config = pairing.target_path
@@ -230,6 +254,12 @@ def summary_table(analysis: Analysis, pairing: DraftPairing, verdict: str) -> st
     )
     row("aux states", aux)
     row("vocab", analysis.vocab_mapping(pairing))
+    if analysis.served is not None and analysis.draft_positions is not None:
+        served = analysis.served
+        row(
+            "context",
+            f"served {served.length} ({served.source}), draft {analysis.draft_positions} positions",
+        )
     if pairing.pipeline_size > 1:
         row("pipeline", f"{pairing.pipeline_size} ranks")
     row("verdict", verdict)

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from eagle3lint.drafts.context import Served, derived_length, rope_types, served
 from eagle3lint.drafts.draft import (
     SPECULATORS,
     SUB_CONFIG,
@@ -83,6 +84,11 @@ class Analysis:
     runner: str | None = None
     """The model runner that runs the pair (`v1`, `v2`); None when the tree has one choice."""
     runner_why: str = ""
+    draft_positions: int | None = None
+    """The length vLLM derives from the draft config (None: it holds no length key)."""
+    draft_rope: list[str] = field(default_factory=list)
+    served: Served | None = None
+    """The context the target is served at (`--max-model-len`, else its own length)."""
     unregistered: str | None = None
     """The draft's own architecture (EAGLE-style config) when no registry dict names it: vLLM
     refuses the draft before it chooses a method."""
@@ -281,6 +287,9 @@ def _analyse(pairing: DraftPairing, target: Target) -> Analysis:
         resolution=resolution,
     )
     analysis.runner, analysis.runner_why = _runner(pairing, target)
+    analysis.draft_positions = derived_length(translated.config)
+    analysis.draft_rope = rope_types(translated.config)
+    analysis.served = served(pairing.target, pairing.max_model_len, pairing.hf_overrides)
     declared = analysis.declared_arch
     if pairing.draft.format != SPECULATORS and declared is not None:
         known = registered_architectures(index)

@@ -255,6 +255,11 @@ class DraftPairing:
     pipeline_size: int = 1
     speculative: SpeculativeConfig | None = None
     analysis: Any = None
+    max_model_len: int | None = None
+    """`--max-model-len`; None: the target's default length."""
+    hf_overrides: dict[str, Any] = field(default_factory=dict)
+    """`--hf-overrides`: applied to the target's config (vLLM does not pass a dict to the
+    draft's)."""
 
     @property
     def settings(self) -> SpeculativeConfig:

@@ -20,6 +20,7 @@ KINDS = {
     "verdict": "check's verdict against the EAGLE-3 run",
     "repair": "fix's repair, run",
     "pairing": "pair's verdict against the run",
+    "acceptance": "pair's EAG644 against the drafts the run accepted",
 }
 
 HEADER = """# End to end on vLLM's CPU build

@@ -42,6 +42,8 @@ from eagle3lint.index.project import ProjectIndex
 TINY = Path(__file__).with_name("tiny.py")
 GENERATION = Path(__file__).with_name("tiny_generate.py")
 """What `tiny.py generate` runs: with the models' files and the overlay, what decides an outcome."""
+ACCEPTANCE = Path(__file__).with_name("tiny_acceptance.py")
+"""What `tiny.py accept` runs: with the models' files, what decides an acceptance count."""
 OVERLAY_SITE = Path(__file__).with_name("overlay")
 """Put on PYTHONPATH for a run with repaired files: its sitecustomize lays them over vLLM."""
 RUN_TIMEOUT = 900
@@ -241,6 +243,25 @@ class Workbench:
         partial.write_text(json.dumps({**outcome.__dict__, ENVIRONMENT: self._environment}))
         partial.replace(cached)
         return _placeless(outcome)
+
+    def acceptance(self, target: Path, head: Path, prompt_length: int) -> dict[str, Any]:
+        """The spec-decode counters of a run after a prompt of `prompt_length` tokens with
+        `target` and `head` made to agree (`tiny_acceptance`), from the cache when the same run
+        was made before with the same packages."""
+        code = hashlib.sha256(ACCEPTANCE.read_bytes()).hexdigest()
+        key = self._key(target, head, None, "eagle3", f"\0accept={prompt_length}\0{code}")
+        cached = results_dir() / f"accept-{key}.json"
+        if cached.is_file():
+            kept = json.loads(cached.read_text())
+            if kept.pop(ENVIRONMENT, None) == self._environment:
+                return kept
+        args = ["accept", str(target), str(head), "--prompt-length", str(prompt_length)]
+        result, _ = self._tiny(args, RUN_TIMEOUT)
+        cached.parent.mkdir(parents=True, exist_ok=True)
+        partial = cached.with_suffix(".partial")
+        partial.write_text(json.dumps({**result, ENVIRONMENT: self._environment}))
+        partial.replace(cached)
+        return result
 
     def _key(
         self,

@@ -405,6 +405,10 @@ def main(argv: list[str]) -> int:
     run.add_argument("--shorter", type=int, default=0, help="tokens cut from the last prompt")
     reference = commands.add_parser("hidden")
     reference.add_argument("target", type=Path)
+    acceptance = commands.add_parser("accept")
+    acceptance.add_argument("target", type=Path)
+    acceptance.add_argument("head", type=Path)
+    acceptance.add_argument("--prompt-length", type=int, required=True)
     args = parser.parse_args(argv)
     if args.command == "target":
         result = write_target(args.arch, args.folder, args.layers)
@@ -414,6 +418,10 @@ def main(argv: list[str]) -> int:
         )
     elif args.command == "hidden":
         result = hidden_states(args.target)
+    elif args.command == "accept":
+        from tiny_acceptance import accept
+
+        result = accept(args.target, args.head, args.prompt_length)
     else:
         method = None if args.no_method else "eagle3"
         result = generate(args.target, args.head, method, not args.unchecked, args.shorter)

@@ -17,6 +17,12 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from eagle3lint.engines.vllm.contract.draft_context import (
+    SELECTION,
+    V1_RUNNER,
+    DraftContext,
+    read_draft_context,
+)
 from eagle3lint.engines.vllm.contract.drafter_class import (
     IDS_KEY,
     MODELS_DIR,
@@ -142,6 +148,8 @@ class DrafterContract:
     """Model runner V2's error for `draft_lm_head_quantization` with a drafter that keeps its own
     lm_head; empty where the release has no such refusal."""
     head_quantization_path: str = ""
+    context: DraftContext = field(default_factory=DraftContext)
+    """How the release fits the draft's positions to the served context."""
 
 
 def read_drafter_contract(
@@ -163,7 +171,7 @@ def read_drafter_contract(
         *(f"{MODELS_DIR}/{m}.py" for m in sorted({*drafter_modules, *speculative_modules})),
         *(p.relative_to(vllm_dir).as_posix() for p in speculator_config_files(vllm_dir)),
     ]
-    rels.append(V2_EAGLE_UTILS)
+    rels += [V2_EAGLE_UTILS, SELECTION, V1_RUNNER]
     texts: dict[str, str] = {}
     digest = hashlib.blake2b(digest_size=20)
     # Which modules are drafters decides what is read of them, not only which files are read.
@@ -176,12 +184,12 @@ def read_drafter_contract(
             digest.update(data)
             texts[rel] = data.decode("utf-8", errors="replace")
 
-    for rel in rels:
+    for rel in dict.fromkeys(rels):
         take(rel)
     # The decoder layers the drafters build on: whether they read a sliding window.
     for base in sorted({b for m in drafter_modules for b in layer_bases(texts, m)} - set(rels)):
         take(base)
-    key = content_key(digest.digest(), "drafter-contract-3")
+    key = content_key(digest.digest(), "drafter-contract-5")
     cached = cache.load(key, DrafterContract) if cache else None
     if cached is not None:
         return cached
@@ -203,6 +211,7 @@ def read_drafter_contract(
             if (found := _runner_ids(runner, texts.get(rel), str(vllm_dir / rel))) is not None
         ],
         drafters=_drafters(texts, drafter_modules, vllm_dir / MODELS_DIR),
+        context=read_draft_context(texts, str(vllm_dir)),
     )
     _read_proposer(facts, vllm_dir, texts)
     refusal = re.search(

@@ -68,6 +68,9 @@ class DrafterClassFacts:
     """The drafter's layers (its module, or the decoder layer it builds on) read the config's
     sliding window (`layer_types`, `sliding_window`)."""
     window_source: str = ""
+    fc_dropped_line: int = 0
+    """The loader line that drops the checkpoint's `fc.` weights when `use_aux_hidden_state`
+    is false (0: it loads them whatever the flag)."""
 
     def flag_sources(self, name: str) -> list[str]:
         return [f.container for f in self.flags if f.name == name]
@@ -76,6 +79,11 @@ class DrafterClassFacts:
 _IMPORTS = re.compile(
     r"^from[ \t]+(?:\.|vllm\.model_executor\.models\.)(\w+)[ \t]+import[ \t]+(\([^()]*\)|[^\n]*)",
     re.MULTILINE,
+)
+# `skip_substrs.append("fc.")` (0.18-0.25) or `orig_to_new_substr["fc."] = None` (0.27 on).
+_FC_DROPPED = re.compile(
+    r"if\s+not\s+self\.model\.use_aux_hidden_state\s*:\s*\n\s*"
+    r"(?:skip_substrs\.append\(\s*[\"']fc\.[\"']\s*\)|orig_to_new_substr\[\s*[\"']fc\.[\"']\s*\]\s*=\s*None)"
 )
 _WINDOW_READ = re.compile(r"getattr\(\s*[\w.]+\s*,\s*[\"'](?:layer_types|sliding_window)[\"']")
 
@@ -149,6 +157,8 @@ def drafter_class(
         default = re.search(r"len\(\w+\)\s+if\s+\w+\s+else\s+(\d+)", body)
         if default is not None:
             facts.default_aux = int(default.group(1))
+    if (dropped := _FC_DROPPED.search(clean)) is not None:
+        facts.fc_dropped_line = clean.count("\n", 0, dropped.start()) + 1
     for container, name, default in _flag_reads(clean):
         facts.flags.append(FlagRead(name, container, default))
     for rel, source in ((f"{MODELS_DIR}/{module}.py", clean), *bases.items()):
