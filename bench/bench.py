@@ -4,10 +4,11 @@
 
 Fetches the release through eagle3lint's own download path, then measures (best of --repeat):
 cold full check (an empty cache but for the releases downloaded) vs a single-process libcst
-parse of the same model files, warm full check vs `ruff check --no-cache` on them, a full check right after a line of code was added to one
-model file (a copy of the tree; what a warm re-run after a change costs) vs the same ruff run,
-cold single-arch check vs cold full check, and peak RSS. `--quick` skips the cold rows and the
-libcst baseline (minutes on a busy machine) to measure the warm and edited-file ratios alone.
+parse of the same model files, warm full check vs `ruff check --no-cache` on them, a full
+check right after a line of code was added to one model file (a copy of the tree; what a warm
+re-run after a change costs) vs the same ruff run, cold single-arch check vs cold full check,
+and peak RSS. `--quick` skips the cold rows and the libcst baseline (minutes on a busy machine)
+to measure the warm and edited-file ratios alone.
 eagle3lint's bytecode is written first, as installing it does.
 Machines are noisy, so only ratios are compared with the targets; nothing here is a test.
 """
