@@ -3,11 +3,12 @@
     python bench/bench.py [--version 0.33.0] [--repeat 3] [--quick]
 
 Fetches the release through eagle3lint's own download path, then measures (best of --repeat):
-cold full check vs a single-process libcst parse of the same model files, warm full check vs
-`ruff check --no-cache` on them, a full check right after a line of code was added to one
-model file (a copy of the tree; what a warm re-run after a change costs) vs the same ruff run,
-cold single-arch check vs cold full check, and peak RSS. `--quick` skips the cold rows and the
-libcst baseline (minutes on a busy machine) to measure the warm and edited-file ratios alone.
+cold full check (an empty cache but for the releases downloaded) vs a single-process libcst
+parse of the same model files, warm full check vs `ruff check --no-cache` on them, a full
+check right after a line of code was added to one model file (a copy of the tree; what a warm
+re-run after a change costs) vs the same ruff run, cold single-arch check vs cold full check,
+and peak RSS. `--quick` skips the cold rows and the libcst baseline (minutes on a busy machine)
+to measure the warm and edited-file ratios alone.
 eagle3lint's bytecode is written first, as installing it does.
 Machines are noisy, so only ratios are compared with the targets; nothing here is a test.
 """
@@ -42,6 +43,8 @@ RATIOS = {
     "one file edited / ruff": ("one file edited, full check", "ruff check --no-cache"),
     "cold --arch / cold full": ("cold --arch check", "cold full check"),
 }
+DOWNLOADS = ("releases", "matrix")
+"""The cache's folders of downloads (`cachedir`), which a cold run is given."""
 PARSE_ALL = """
 import sys, libcst
 for path in sys.argv[1:]:
@@ -105,6 +108,18 @@ def main() -> None:
 
     warm_env = fresh_env()
     subprocess.run(check, env=warm_env, stdout=subprocess.DEVNULL, check=False)
+
+    def cold_env() -> dict[str, str]:
+        """An empty cache but for what the warm run downloaded (the transformers release the
+        tree requires, the package index's list): the tree itself is given as a folder, and a
+        download's time is the network's, not the analysis's."""
+        env = fresh_env()
+        for folder in DOWNLOADS:
+            source = Path(warm_env["EAGLE3LINT_CACHE_DIR"]) / folder
+            if source.is_dir():
+                shutil.copytree(source, Path(env["EAGLE3LINT_CACHE_DIR"]) / folder)
+        return env
+
     # A writable copy, checked once (warm), then checked after each edit of one model file.
     copy = scratch / "tree" / "vllm"
     shutil.copytree(vllm, copy)
@@ -122,13 +137,13 @@ def main() -> None:
 
     measurements: dict[str, Callable[[], float]] = {
         "libcst parse (1 process)": lambda: timed([sys.executable, "-c", PARSE_ALL, *files]),
-        "cold full check": lambda: timed(check, fresh_env()),
+        "cold full check": lambda: timed(check, cold_env()),
         "warm full check": lambda: timed(check, warm_env),
         "ruff check --no-cache": lambda: timed(
             [shutil.which("ruff") or "ruff", "check", "--no-cache", "--exit-zero", *files]
         ),
         "one file edited, full check": after_one_edit,
-        "cold --arch check": lambda: timed([*check, "--arch", args.arch], fresh_env()),
+        "cold --arch check": lambda: timed([*check, "--arch", args.arch], cold_env()),
     }
     cold = ("libcst parse (1 process)", "cold full check", "cold --arch check")
     results = {

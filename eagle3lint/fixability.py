@@ -66,6 +66,7 @@ def plan_for_check(
         read_only=read_only,
         excluded=excluded,
         sources=SourceCache(index.source_bytes, index.cache),
+        workers=index.workers(),
     )
     if stored is not None and index.cache is not None:
         index.cache.store(stored[0], StoredPlan.of(made, stored[1]))

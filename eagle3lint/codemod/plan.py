@@ -8,6 +8,7 @@ check it ran: the same planner, one reading of the code.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import Executor
 from pathlib import Path
 
 import libcst as cst
@@ -49,6 +50,21 @@ class SourceCache:
         self.verdicts = verdicts
         """Where the scope analysis of a rewrite is kept across runs (the summary cache)."""
         self._loaded: dict[Path, tuple[bytes, cst.Module | None, str | None]] = {}
+
+    def alone(self, path: Path) -> SourceCache:
+        """A cache for `path` alone, to rewrite it in a worker process: the bytes the check
+        read (if it read them) and the verdicts' store go with it, not what this one parsed."""
+        return SourceCache({str(path): self._known(str(path))}.get, self.verdicts)
+
+    def size(self, path: Path) -> int:
+        """The file's size in bytes, as the check read it or as it is now (0: unreadable)."""
+        known = self._known(str(path))
+        if known is not None:
+            return len(known)
+        try:
+            return path.stat().st_size
+        except OSError:
+            return 0
 
     def load(self, path: Path) -> tuple[bytes, cst.Module | None, str | None]:
         """The file's bytes and module, or its bytes (empty if unread) and why it cannot be
@@ -122,6 +138,7 @@ def plan(
     read_only: Path | None = None,
     excluded: Callable[[str], bool] | None = None,
     sources: SourceCache | None = None,
+    workers: Executor | None = None,
 ) -> Plan:
     """The edits to make, all or nothing per target.
 
@@ -130,7 +147,8 @@ def plan(
     and no codemod refuses any of them: half a chain (SupportsEagle3 added, the taps refused)
     would turn vLLM's clear refusal into a crash after the weights load. Repairs shared by
     several targets (one decoder under DeepseekV3 and Kimi-K2.5) are applied once. `sources`
-    holds what the check read.
+    holds what the check read. `workers`, the check's parser processes when it started them,
+    rewrite the files side by side (each parses its file again when the plan is redone).
     """
     sources = sources or SourceCache()
     result = Plan()
@@ -147,10 +165,7 @@ def plan(
     refused: dict[Repair, str] = {}
     while True:
         kept = {r for _, repairs in wanted if not repairs & refused.keys() for r in repairs}
-        result.edits = [
-            rewrite(path, items, interfaces_dir, sources)
-            for path, items in plan_repairs(kept).items()
-        ]
+        result.edits = _rewrites(plan_repairs(kept), interfaces_dir, sources, workers)
         new = {r: why for edit in result.edits for r, why in edit.refused if r not in refused}
         if not new:
             break
@@ -165,6 +180,24 @@ def plan(
             kinds = ", ".join(dict.fromkeys(r.kind for r in items))
             result.refused.setdefault(arch, []).append(f"{kinds} in {where} refused: {why}")
     return result
+
+
+def _rewrites(
+    files: dict[Path, list[Repair]],
+    interfaces_dir: Path | None,
+    sources: SourceCache,
+    workers: Executor | None,
+) -> list[FileEdit]:
+    """`rewrite` of each file, in `files`' order; in `workers` when there are several files
+    (the largest first, so that it does not finish last)."""
+    if workers is None or len(files) < 2:
+        return [rewrite(path, items, interfaces_dir, sources) for path, items in files.items()]
+    sized = sorted(files, key=lambda path: -sources.size(path))
+    started = {
+        path: workers.submit(rewrite, path, files[path], interfaces_dir, sources.alone(path))
+        for path in sized
+    }
+    return [started[path].result() for path in files]
 
 
 def _unrepairable(

@@ -12,6 +12,7 @@ function that already read a name on a path that may not bind it is vLLM's, not 
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
@@ -164,7 +165,7 @@ def _introduced_cached(
     if found is not None and len(found.problem) in (0, 3):
         problem = (found.problem[0], found.problem[1], found.problem[2]) if found.problem else None
     else:
-        problem = _introduced(before, after)
+        problem = _introduced(before, after, key)
         if store is not None:
             store.store(stored_key, Verified(list(problem or ())))
     _INTRODUCED[key] = problem
@@ -187,8 +188,9 @@ def _code_version() -> bytes:
     return f"verify\0{__version__}\0{version('libcst')}\0".encode() + Path(__file__).read_bytes()
 
 
-def _introduced(before: cst.Module, after: cst.Module) -> Problem | None:
-    """A problem of a function the rewrite changed that the original did not have."""
+def _introduced(before: cst.Module, after: cst.Module, texts: Sequence[str]) -> Problem | None:
+    """A problem of a function the rewrite changed that the original did not have. `texts`
+    are both modules' code: whether the untouched definitions' headers may bind a global."""
     was = {name: before.code_for_node(f) for name, f in _functions(before.body, "")}
     touched = {
         name
@@ -197,8 +199,9 @@ def _introduced(before: cst.Module, after: cst.Module) -> Problem | None:
     }
     if not touched:
         return None
-    old = _problems(_reduced(before, touched))
-    new = sorted(_problems(_reduced(after, touched)) - old)
+    headers = not any(_may_bind_globals(text) for text in texts)
+    old = _problems(_reduced(before, touched, headers))
+    new = sorted(_problems(_reduced(after, touched, headers)) - old)
     return new[0] if new else None
 
 
@@ -233,39 +236,79 @@ def _problems(module: cst.Module) -> set[Problem]:
     return found
 
 
-def _reduced(module: cst.Module, keep: set[str]) -> cst.Module:
+def _reduced(module: cst.Module, keep: set[str], headers: bool) -> cst.Module:
     """`module` with the body of every function not in `keep` emptied: scope analysis of a
-    whole vLLM file takes seconds, and only the touched functions are checked."""
-    return module.visit(_Emptier(keep))
+    whole vLLM file takes seconds, and only the touched functions are checked. With `headers`,
+    the definitions outside any function that hold nothing in `keep` are reduced to their
+    names too (`def f(): ...`, `class A: ...`): what their decorators, parameters, bases and
+    class bodies read or bind is no touched function's (`_may_bind_globals` says when it
+    could be)."""
+    parts = [name.split(".") for name in keep]
+    holding = {".".join(names[:end]) for names in parts for end in range(1, len(names))}
+    return module.visit(_Emptier(keep, holding if headers else None))
+
+
+def _may_bind_globals(text: str) -> bool:
+    """Whether a definition's header or class body in `text` may bind a module-level name: an
+    assignment expression (`def f(x=(y := 1))`) or a `global` statement, or those characters
+    anywhere (in a string, a comment), which only costs the smaller reduction."""
+    return ":=" in text or _GLOBAL.search(text) is not None
+
+
+_GLOBAL = re.compile(r"\bglobal\b")
+
+
+def _stub() -> cst.IndentedBlock:
+    """A body of `...`, a new one for each definition: metadata is kept by node."""
+    return cst.IndentedBlock([cst.SimpleStatementLine([cst.Expr(cst.Ellipsis())])])
 
 
 class _Emptier(cst.CSTTransformer):
-    def __init__(self, keep: set[str]) -> None:
+    def __init__(self, keep: set[str], holding: set[str] | None) -> None:
         self.keep = keep
+        self.holding = holding
+        """The qualified names of the classes and functions that hold a kept function; None:
+        definitions keep their headers."""
         self.names: list[str] = []
+        self.functions = 0
+        """How many functions (kept ones: the others are not entered) the walk is in."""
+
+    def _header_free(self) -> bool:
+        """Whether the definition being left may lose its header: it is in no function (where
+        its header's reads would be that function's), and holds no kept function."""
+        return (
+            self.holding is not None
+            and self.functions == 0
+            and ".".join(self.names) not in self.holding
+        )
 
     def visit_ClassDef(self, node: cst.ClassDef) -> bool:
         self.names.append(node.name.value)
-        return True
+        return not self._header_free()
 
     def leave_ClassDef(self, original: cst.ClassDef, updated: cst.ClassDef) -> cst.ClassDef:
+        reduced = self._header_free()
         self.names.pop()
-        return updated
+        return cst.ClassDef(name=updated.name, body=_stub()) if reduced else updated
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
         self.names.append(node.name.value)
-        return ".".join(self.names) in self.keep
+        kept = ".".join(self.names) in self.keep
+        self.functions += kept
+        return kept
 
     def leave_FunctionDef(
         self, original: cst.FunctionDef, updated: cst.FunctionDef
     ) -> cst.FunctionDef:
         kept = ".".join(self.names) in self.keep
+        self.functions -= kept
+        reduced = not kept and self._header_free()
         self.names.pop()
         if kept:
             return updated
-        return updated.with_changes(
-            body=cst.IndentedBlock([cst.SimpleStatementLine([cst.Expr(cst.Ellipsis())])])
-        )
+        if reduced:
+            return cst.FunctionDef(name=updated.name, params=cst.Parameters(), body=_stub())
+        return updated.with_changes(body=_stub())
 
 
 def _functions(body: Sequence[cst.CSTNode], prefix: str) -> Iterator[tuple[str, cst.FunctionDef]]:

@@ -87,6 +87,11 @@ class ProjectIndex(InputLog):
             self._workers = worker_pool(self.jobs)
         return self._workers
 
+    def workers(self) -> ProcessPoolExecutor | None:
+        """The parser processes when this run has started them, else None: other work spread
+        over cores goes there rather than paying for processes of its own."""
+        return self._workers
+
     def close(self) -> None:
         """Stop the parser processes (a later cache miss starts them again)."""
         if self._workers is not None:

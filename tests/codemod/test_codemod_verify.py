@@ -160,3 +160,44 @@ def test_the_scope_analysis_of_a_rewrite_is_kept_in_the_cache(
     assert render_checked(*good, "m.py", store=store) == good[1].code
     with pytest.raises(CodemodRefused, match="reads 'residual', which is defined nowhere"):
         render_checked(*bad, "m.py", store=store)
+
+
+UNTOUCHED = """\
+class Other:
+    cls_only = 1
+
+    @decorated(by=torch)
+    def method(self, x: Annotated = DEFAULT):
+        return undefined_elsewhere
+
+
+{header}
+
+
+def f(xs):
+    return xs
+"""
+
+
+@pytest.mark.parametrize(
+    ("header", "read", "refused"),
+    [
+        # A class body's names are no function's: reading one is still a read of nothing.
+        ("X = 1", "cls_only", True),
+        ("X = 1", "X", False),
+        # An untouched definition's header may bind a global: then headers are kept, exactly.
+        ("def g(x=(bound := 1)):\n    pass", "bound", False),
+        ("class G:\n    global bound\n    bound = 1", "bound", False),
+        ("def g(x=(bound := 1)):\n    pass", "unbound_name", True),
+    ],
+)
+def test_untouched_definitions_read_as_before(header: str, read: str, refused: bool) -> None:
+    """The scope analysis reduces the definitions the rewrite left alone to their names; what
+    a touched function reads is judged as in the whole module."""
+    original = UNTOUCHED.format(header=header)
+    new = cst.parse_module(original.replace("return xs", f"return xs, {read}"))
+    if refused:
+        with pytest.raises(CodemodRefused, match=f"f reads '{read}', which is defined nowhere"):
+            render_checked(original, new, "m.py")
+    else:
+        assert render_checked(original, new, "m.py") == new.code
