@@ -168,7 +168,12 @@ class ProjectIndex(InputLog):
         (after an edit, the edited file) go to a worker at once and are parsed there, libcst
         imported, while this process loads the cached summaries of the other files, then does
         `idle`'s work (see `Parses.results`)."""
-        parses = Parses(self._pool if self.jobs > 1 else None, self.jobs, self._parsing)
+        parses = Parses(
+            self._pool if self.jobs > 1 else None,
+            self.jobs,
+            self._parsing,
+            running=self._workers is not None,
+        )
         pending: dict[str, str] = {}
         found: list[tuple[str, ParseJob, FileSummary | None]] = []
         for module in dict.fromkeys(modules):

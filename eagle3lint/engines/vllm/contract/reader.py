@@ -126,22 +126,31 @@ class ConfigFacts:
     target_embeddings: tuple[TargetEmbedding, ...] = ()
 
 
+_WORKER_MIN_BYTES = 64 * 1024
+"""Below this many bytes (a fixture's or a small fork's files; a release's are 100-200 KB), the
+facts are read here: a worker costs more to start than their parse takes."""
+
+
 def _start_config_facts(index: ProjectIndex, vllm_dir: Path) -> Callable[[], ConfigFacts]:
     """Start reading the gate and the proposer's mapping; returns a function that waits for
     them. On a cache miss they are parsed in a worker process while this one reads the
     protocol: a cold `--arch` run is a chain of parses, and this is the one that can overlap."""
     digest = hashlib.blake2b(digest_size=20)
+    size = 0
     for rel in (*GATE_FILES, *PROPOSER_FILES, V2_EAGLE_LOADER):
         path = vllm_dir / rel
         digest.update(f"{path}\0".encode())
         # Absent files are part of the key; one that is there but unreadable raises here.
         with contextlib.suppress(SourceNotFound):
-            digest.update(b"\1" + index.read_outside(path))
+            data = index.read_outside(path)
+            digest.update(b"\1" + data)
+            size += len(data)
     key = content_key(digest.digest(), "contract-facts-5")
     cached = index.cache.load(key, ConfigFacts) if index.cache else None
     if cached is not None:
         return lambda: cached
-    pool = worker_pool(1) if index.jobs > 1 else None
+    worth = index.jobs > 1 and size >= _WORKER_MIN_BYTES
+    pool = worker_pool(1) if worth else None
     future = pool.submit(_config_facts, vllm_dir) if pool else None
 
     def wait() -> ConfigFacts:
