@@ -99,6 +99,15 @@ CODES = (
         explain=explained.EAG625,
     ),
     Code(
+        "EAG626",
+        "layer-ids-absent",
+        "The draft config names no layer ids: the runner taps the target's fallback layers, "
+        "right only for a head trained on them (a note; a warning where they differ from the "
+        "trainers' default `[2, n // 2, n - 3]`).",
+        Severity.WARNING,
+        explain=explained.EAG626,
+    ),
+    Code(
         "EAG631",
         "missing-d2t",
         "`draft_vocab_size` is below the target vocabulary and the checkpoint has no `d2t`.",

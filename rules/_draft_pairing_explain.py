@@ -165,6 +165,22 @@ EAG625 = _explain(
     '{"eagle_aux_hidden_state_layer_ids": [2, 18, 33]}\n',
 )
 
+EAG626 = _explain(
+    "With no layer ids in the draft config, every runner asks the target's "
+    "`get_eagle3_default_aux_hidden_state_layers` (`get_eagle3_aux_hidden_state_layers` "
+    "before 0.18), which returns `(2, n // 2, n - 3)` for every target of 0.10-0.34. "
+    "speculators trains on `[2, n // 2, n - 3]` when given no ids "
+    "(`resolve_target_layer_ids`) and writes the ids it used into the head's config; a head "
+    "converted or trained elsewhere with other ids, whose config does not say so, is fed "
+    "layers it was never trained on.",
+    "None: the runner logs 'Using Eagle3 auxiliary layers from model' and acceptance "
+    "collapses (vllm#50170: 1.21 % instead of about 59 %).",
+    "All releases; `pair` names the fallback layers it read from the target's getter.",
+    '{"architectures": ["LlamaForCausalLMEagle3"], "model_type": "llama"}\n',
+    '{"architectures": ["LlamaForCausalLMEagle3"], "model_type": "llama",\n'
+    ' "eagle_aux_hidden_state_layer_ids": [2, 16, 29]}\n',
+)
+
 EAG631 = _explain(
     "With a reduced draft vocabulary, `compute_logits` maps draft id i to target id "
     "i + d2t[i]. Without `d2t` in the checkpoint the mapping stays zeros: draft id i is "
