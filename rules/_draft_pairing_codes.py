@@ -180,6 +180,15 @@ CODES = (
         explain=explained.EAG645,
     ),
     Code(
+        "EAG646",
+        "partial-rotary-untrained",
+        "A head written by speculators before 0.7.0 keeps the target's `partial_rotary_factor` "
+        "below 1 in its `transformer_layer_config`, which this release applies: it was trained "
+        "with full rotation.",
+        Severity.WARNING,
+        explain=explained.EAG646,
+    ),
+    Code(
         "EAG651",
         "verifier-mismatch",
         "A speculators config's `verifier.architectures` does not name the target's architecture.",

@@ -295,6 +295,24 @@ EAG645 = _explain(
     '{"eagle_config": {}}  // use_aux_hidden_state defaults to true\n',
 )
 
+EAG646 = _explain(
+    "A speculators head's rotary comes from its `transformer_layer_config`. From 0.15 "
+    "`get_rope` sets `rotary_dim = int(head_size * partial_rotary_factor)` from "
+    "`rope_parameters` (a top-level factor is copied there by `patch_rope_parameters`); "
+    "0.10-0.11's Llama attention passes the top-level `partial_rotary_factor` only. "
+    "speculators before 0.7.0 copied the target's factor into the head's config (Qwen3.5/3.6, "
+    "Gemma 4: below 1) but trained the head's layer with full rotation (speculators#613); "
+    "0.7.0 rescales MRoPE sections and writes 1.0 (`draft_mrope_full_head_hack`, on by "
+    "default).",
+    "None: the head runs and acceptance drops to about zero.",
+    "Every release that applies the factor where the config holds it: 0.15 and later for "
+    "either place, 0.10-0.11 for a top-level factor only.",
+    '{"speculators_version": "0.6.0", "transformer_layer_config": {"rope_parameters": '
+    '{"rope_type": "default", "partial_rotary_factor": 0.25}}}\n',
+    '{"speculators_version": "0.6.0", "transformer_layer_config": {"rope_parameters": '
+    '{"rope_type": "default", "partial_rotary_factor": 1.0}}}\n',
+)
+
 EAG651 = _explain(
     "A speculators checkpoint records the model it was trained against under "
     "`speculators_config.verifier`; vLLM never compares it with the target it is "
