@@ -103,7 +103,7 @@ CODES = (
         "layer-ids-absent",
         "The draft config names no layer ids: the runner taps the target's fallback layers, "
         "right only for a head trained on them (a note; a warning where they differ from the "
-        "trainers' default `[2, n // 2, n - 3]`).",
+        "speculators' default `[2, n // 2, n - 3]`).",
         Severity.WARNING,
         explain=explained.EAG626,
     ),

@@ -79,8 +79,9 @@ class LayerIdChecks(Rule):
         ):
             return
         layers = analysis.target_layers
-        # speculators' `resolve_target_layer_ids` (and the EAGLE-3 reference trainer) take
-        # these when given no ids: a head trained on them is served right by an equal fallback.
+        # speculators' `resolve_target_layer_ids` takes these when given no ids (the one
+        # trainer whose source was read): a head trained on them is served right by an equal
+        # fallback.
         trained = [2, layers // 2, layers - 3] if layers is not None else None
         differs = trained is not None and analysis.default_ids not in (None, trained)
         head = (
@@ -89,15 +90,14 @@ class LayerIdChecks(Rule):
         )
         if differs:
             text = (
-                f"{head}. They differ from {analysis.listed(trained)}, the layers EAGLE-3's "
-                f"trainers default to for {layers} layers: a head trained on its trainer's "
-                "defaults reads other layers than it learnt from, and acceptance collapses "
-                "with no error."
+                f"{head}. They differ from {analysis.listed(trained)}, speculators' default "
+                f"for {layers} layers: a head trained on those defaults reads other layers than "
+                "it learnt from, and acceptance collapses with no error."
             )
         else:
             text = (
                 f"{head}. That is right only if the head was trained on exactly these layers "
-                "(the trainers' default); a head trained with other ids, whose config does not "
+                "(speculators' default); a head trained with other ids, whose config does not "
                 "say so, accepts almost nothing (vllm#50170: 1.2 % instead of 58.9 %), with no "
                 "error."
             )

@@ -1,5 +1,5 @@
 """EAG626 on real releases: a head whose config names no layer ids runs on the target's fallback
-layers. A note while the fallback is the trainers' default `[2, n // 2, n - 3]` (every release
+layers. A note while the fallback is the speculators' default `[2, n // 2, n - 3]` (every release
 0.10-0.34), a warning on a tree whose fallback differs; a head with ids is silent. Issue 54."""
 
 from __future__ import annotations
