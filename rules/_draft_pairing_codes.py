@@ -99,6 +99,15 @@ CODES = (
         explain=explained.EAG625,
     ),
     Code(
+        "EAG626",
+        "layer-ids-absent",
+        "The draft config names no layer ids: the runner taps the target's fallback layers, "
+        "right only for a head trained on them (a note; a warning where they differ from the "
+        "speculators' default `[2, n // 2, n - 3]`).",
+        Severity.WARNING,
+        explain=explained.EAG626,
+    ),
+    Code(
         "EAG631",
         "missing-d2t",
         "`draft_vocab_size` is below the target vocabulary and the checkpoint has no `d2t`.",
@@ -169,6 +178,15 @@ CODES = (
         "the release drops `fc` at load and the head reads the bare last hidden state.",
         Severity.WARNING,
         explain=explained.EAG645,
+    ),
+    Code(
+        "EAG646",
+        "partial-rotary-untrained",
+        "A head written by speculators before 0.7.0 keeps the target's `partial_rotary_factor` "
+        "below 1 in its `transformer_layer_config`, which this release applies: it was trained "
+        "with full rotation.",
+        Severity.WARNING,
+        explain=explained.EAG646,
     ),
     Code(
         "EAG651",

@@ -165,6 +165,22 @@ EAG625 = _explain(
     '{"eagle_aux_hidden_state_layer_ids": [2, 18, 33]}\n',
 )
 
+EAG626 = _explain(
+    "With no layer ids in the draft config, every runner asks the target's "
+    "`get_eagle3_default_aux_hidden_state_layers` (`get_eagle3_aux_hidden_state_layers` "
+    "before 0.18), which returns `(2, n // 2, n - 3)` for every target of 0.10-0.34. "
+    "speculators trains on `[2, n // 2, n - 3]` when given no ids "
+    "(`resolve_target_layer_ids`) and writes the ids it used into the head's config; a head "
+    "converted or trained elsewhere with other ids, whose config does not say so, is fed "
+    "layers it was never trained on.",
+    "None: the runner logs 'Using Eagle3 auxiliary layers from model' and acceptance "
+    "collapses (vllm#50170: 1.21 % instead of about 59 %).",
+    "All releases; `pair` names the fallback layers it read from the target's getter.",
+    '{"architectures": ["LlamaForCausalLMEagle3"], "model_type": "llama"}\n',
+    '{"architectures": ["LlamaForCausalLMEagle3"], "model_type": "llama",\n'
+    ' "eagle_aux_hidden_state_layer_ids": [2, 16, 29]}\n',
+)
+
 EAG631 = _explain(
     "With a reduced draft vocabulary, `compute_logits` maps draft id i to target id "
     "i + d2t[i]. Without `d2t` in the checkpoint the mapping stays zeros: draft id i is "
@@ -277,6 +293,24 @@ EAG645 = _explain(
     "All releases with EAGLE-3 (the drop is read from each drafter module).",
     '{"eagle_config": {"use_aux_hidden_state": false}}  // fc.weight [4096, 12288]\n',
     '{"eagle_config": {}}  // use_aux_hidden_state defaults to true\n',
+)
+
+EAG646 = _explain(
+    "A speculators head's rotary comes from its `transformer_layer_config`. From 0.15 "
+    "`get_rope` sets `rotary_dim = int(head_size * partial_rotary_factor)` from "
+    "`rope_parameters` (a top-level factor is copied there by `patch_rope_parameters`); "
+    "0.10-0.11's Llama attention passes the top-level `partial_rotary_factor` only. "
+    "speculators before 0.7.0 copied the target's factor into the head's config (Qwen3.5/3.6, "
+    "Gemma 4: below 1) but trained the head's layer with full rotation (speculators#613); "
+    "0.7.0 rescales MRoPE sections and writes 1.0 (`draft_mrope_full_head_hack`, on by "
+    "default).",
+    "None: the head runs and acceptance drops to about zero.",
+    "Every release that applies the factor where the config holds it: 0.15 and later for "
+    "either place, 0.10-0.11 for a top-level factor only.",
+    '{"speculators_version": "0.6.0", "transformer_layer_config": {"rope_parameters": '
+    '{"rope_type": "default", "partial_rotary_factor": 0.25}}}\n',
+    '{"speculators_version": "0.6.0", "transformer_layer_config": {"rope_parameters": '
+    '{"rope_type": "default", "partial_rotary_factor": 1.0}}}\n',
 )
 
 EAG651 = _explain(

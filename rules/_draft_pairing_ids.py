@@ -12,6 +12,7 @@ from eagle3lint.api import (
     PairingAnalysis,
     Rule,
     RuleContext,
+    Severity,
     Target,
 )
 
@@ -42,8 +43,7 @@ class LayerIdChecks(Rule):
             ", ".join(f"{k}={analysis.listed(v)}" for k, v in analysis.id_places.items())
             or "nowhere"
         )
-        # A head with no ids anywhere was trained on the target's defaults (the standard
-        # EAGLE-3 heads are): only ids the runner overlooks are a trap.
+        yield from self._absent_ids(analysis, default, at)
         missing = [r for r in analysis.requests if r.ids is None] if analysis.id_places else []
         if missing:
             reads = "; ".join(
@@ -67,6 +67,51 @@ class LayerIdChecks(Rule):
             backend = None
         for runners, request in self._id_groups(analysis):
             yield from self._requested_ids(analysis, request, runners, target, at, backend)
+
+    def _absent_ids(self, analysis: PairingAnalysis, default: str, at: Locate) -> Iterator[Finding]:
+        """EAG626: a head whose config names no ids anywhere runs on the target's fallback."""
+        if (
+            analysis.id_places
+            or any(r.ids is not None for r in analysis.requests)
+            or not analysis.requests
+            or not analysis.uses_aux
+            or analysis.resolution.method != "eagle3"
+        ):
+            return
+        layers = analysis.target_layers
+        # speculators' `resolve_target_layer_ids` takes these when given no ids (the one
+        # trainer whose source was read): a head trained on them is served right by an equal
+        # fallback.
+        trained = [2, layers // 2, layers - 3] if layers is not None else None
+        differs = trained is not None and analysis.default_ids not in (None, trained)
+        head = (
+            f"The draft config names no layer ids: vLLM {analysis.release} taps the target's "
+            f"fallback layers {default}, with only an info log"
+        )
+        if differs:
+            text = (
+                f"{head}. They differ from {analysis.listed(trained)}, speculators' default "
+                f"for {layers} layers: a head trained on those defaults reads other layers than "
+                "it learnt from, and acceptance collapses with no error."
+            )
+        else:
+            text = (
+                f"{head}. That is right only if the head was trained on exactly these layers "
+                "(speculators' default); a head trained with other ids, whose config does not "
+                "say so, accepts almost nothing (vllm#50170: 1.2 % instead of 58.9 %), with no "
+                "error."
+            )
+        shown = analysis.listed(trained) if trained is not None else "[2, n // 2, n - 3]"
+        # Only a known disagreement warns: the standard id-less head (issue 29) is trained on
+        # the fallback, so the generic case is a note.
+        yield self.report(
+            "EAG626",
+            text,
+            *at(DRAFT_IDS_KEY),
+            severity=Severity.WARNING if differs else Severity.INFO,
+            hint="Write the ids the head was trained on into its config.json as "
+            f"eagle_aux_hidden_state_layer_ids ({shown} if its trainer used its defaults).",
+        )
 
     @staticmethod
     def _id_groups(analysis: PairingAnalysis) -> list[tuple[tuple[str, ...], Any]]:

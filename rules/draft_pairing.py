@@ -24,12 +24,13 @@ from eagle3lint.api import (
 from ._draft_pairing_codes import CODES
 from ._draft_pairing_context import ContextChecks
 from ._draft_pairing_ids import LayerIdChecks, Locate
+from ._draft_pairing_rotary import RotaryChecks
 from ._draft_pairing_vocab import VocabularyChecks
 
 _HEADS = {"eagle3": "EAGLE-3", "dflash": "DFlash", "dspark": "DSpark", "peagle": "P-EAGLE"}
 
 
-class DraftPairingRule(LayerIdChecks, VocabularyChecks, ContextChecks):
+class DraftPairingRule(LayerIdChecks, VocabularyChecks, ContextChecks, RotaryChecks):
     slug = "draft-pairing"
     codes = CODES
     # Model code alone never gets a pairing finding: without a draft (`check`) the family is
@@ -87,6 +88,7 @@ class DraftPairingRule(LayerIdChecks, VocabularyChecks, ContextChecks):
         yield from self._head_quantization(analysis, pairing, ctx, at)
         yield from self._sliding_window(analysis, at)
         yield from self._context(analysis, pairing, at)
+        yield from self._rotary(analysis, at)
         if draft.format == SPECULATORS_FORMAT:
             yield from self._verifier(pairing, target, at)
         if pairing.pipeline_size > 1:

@@ -20,6 +20,7 @@ from eagle3lint.drafts.draft import (
     Translated,
     translate,
 )
+from eagle3lint.drafts.rotary import HeadRotary, untrained_partial_rotary
 from eagle3lint.engines.vllm.contract.drafter import (
     DrafterClassFacts,
     DrafterContract,
@@ -89,6 +90,8 @@ class Analysis:
     draft_rope: list[str] = field(default_factory=list)
     served: Served | None = None
     """The context the target is served at (`--max-model-len`, else its own length)."""
+    head_rotary: HeadRotary | None = None
+    """A partial rotary factor the head's trainer did not train with (speculators < 0.7.0)."""
     unregistered: str | None = None
     """The draft's own architecture (EAGLE-style config) when no registry dict names it: vLLM
     refuses the draft before it chooses a method."""
@@ -290,6 +293,7 @@ def _analyse(pairing: DraftPairing, target: Target) -> Analysis:
     analysis.draft_positions = derived_length(translated.config)
     analysis.draft_rope = rope_types(translated.config)
     analysis.served = served(pairing.target, pairing.max_model_len, pairing.hf_overrides)
+    analysis.head_rotary = untrained_partial_rotary(pairing.draft.data)
     declared = analysis.declared_arch
     if pairing.draft.format != SPECULATORS and declared is not None:
         known = registered_architectures(index)

@@ -23,6 +23,13 @@ from eagle3lint.engines.vllm.contract.draft_context import (
     DraftContext,
     read_draft_context,
 )
+from eagle3lint.engines.vllm.contract.draft_rotary import (
+    CONFIG_PATCH,
+    LLAMA,
+    ROTARY_FILES,
+    DraftRotary,
+    read_draft_rotary,
+)
 from eagle3lint.engines.vllm.contract.drafter_class import (
     IDS_KEY,
     MODELS_DIR,
@@ -150,6 +157,8 @@ class DrafterContract:
     head_quantization_path: str = ""
     context: DraftContext = field(default_factory=DraftContext)
     """How the release fits the draft's positions to the served context."""
+    rotary: DraftRotary = field(default_factory=DraftRotary)
+    """Where the release makes the drafter's rotary embedding partial."""
 
 
 def read_drafter_contract(
@@ -171,7 +180,7 @@ def read_drafter_contract(
         *(f"{MODELS_DIR}/{m}.py" for m in sorted({*drafter_modules, *speculative_modules})),
         *(p.relative_to(vllm_dir).as_posix() for p in speculator_config_files(vllm_dir)),
     ]
-    rels += [V2_EAGLE_UTILS, SELECTION, V1_RUNNER]
+    rels += [V2_EAGLE_UTILS, SELECTION, V1_RUNNER, *ROTARY_FILES, CONFIG_PATCH, LLAMA]
     texts: dict[str, str] = {}
     digest = hashlib.blake2b(digest_size=20)
     # Which modules are drafters decides what is read of them, not only which files are read.
@@ -189,7 +198,7 @@ def read_drafter_contract(
     # The decoder layers the drafters build on: whether they read a sliding window.
     for base in sorted({b for m in drafter_modules for b in layer_bases(texts, m)} - set(rels)):
         take(base)
-    key = content_key(digest.digest(), "drafter-contract-5")
+    key = content_key(digest.digest(), "drafter-contract-6")
     cached = cache.load(key, DrafterContract) if cache else None
     if cached is not None:
         return cached
@@ -212,6 +221,7 @@ def read_drafter_contract(
         ],
         drafters=_drafters(texts, drafter_modules, vllm_dir / MODELS_DIR),
         context=read_draft_context(texts, str(vllm_dir)),
+        rotary=read_draft_rotary(texts, str(vllm_dir)),
     )
     _read_proposer(facts, vllm_dir, texts)
     refusal = re.search(
