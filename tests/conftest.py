@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import sys
 import tempfile
 import threading
 from collections.abc import Callable, Generator, Iterator
@@ -110,6 +109,12 @@ def pytest_collection_modifyitems(session: pytest.Session, items: list[pytest.It
         threading.Thread(target=_install_queue, args=(queue,), daemon=True).start()
 
 
+QUEUE_FAILURES: list[str] = []
+"""What the install queue could not install, for the run's summary (`pytest_terminal_summary`):
+written from its thread while pytest captures the process's output for a test, a message
+would be lost with that test's output."""
+
+
 def _install_queue(queue: list[tuple[str, str]]) -> None:
     """Install each venv of `queue` in turn. One that fails is left to the fixture that needs it
     (which installs it again, and fails that test with the error): the queue goes on, as one
@@ -118,13 +123,17 @@ def _install_queue(queue: list[tuple[str, str]]) -> None:
     for version, distribution in queue:
         try:
             install(version, distribution)
-        except Exception as error:  # reported here; the fixture raises it again
-            print(
-                f"\n[eagle3lint-runtime] installing {distribution} {version} failed, left to "
-                f"its tests: {error}",
-                file=sys.__stderr__,
-                flush=True,
-            )
+        except Exception as error:  # reported at the end; the fixture raises it again
+            QUEUE_FAILURES.append(f"{distribution} {version}: {error}")
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """The venvs the background queue failed to install, and why (their tests installed them
+    again, or failed with the error)."""
+    if QUEUE_FAILURES:
+        terminalreporter.section("engine venvs the install queue left to their tests")
+        for failure in QUEUE_FAILURES:
+            terminalreporter.line(failure)
 
 
 @pytest.fixture(scope="session")

@@ -110,3 +110,24 @@ def test_only_a_cpu_build_on_another_torch_takes_the_oracle_torchs_libraries() -
         assert venvs._ORACLE_TORCH_LIBRARIES.fullmatch(name)
     # An override replaces a requirement's extras: torch's `cuda-toolkit[cublas,...]` keeps its own.
     assert not venvs._ORACLE_TORCH_LIBRARIES.fullmatch("cuda-toolkit")
+
+
+def test_installs_run_in_their_own_folder_whatever_a_test_replaced(
+    tmp_path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The install queue runs beside tests that replace `subprocess.run` for the whole process
+    and move to folders of their own: its uv and probes use the real one, in the runtime
+    folder, and a failure quotes uv."""
+    import subprocess
+
+    def fake_run(command: list[str], **_: object) -> subprocess.CompletedProcess[str]:
+        raise AssertionError(f"the test's fake ran {command}")
+
+    monkeypatch.setattr(subprocess, "run", fake_run)
+    monkeypatch.setenv("EAGLE3LINT_RUNTIME_DIR", str(tmp_path / "runtime"))
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "uv.toml").write_text("this is not TOML = = =\n")
+    venvs._uv(["--version"])
+    assert (tmp_path / "runtime").is_dir()
+    with pytest.raises(RuntimeError, match="uv pip --no-such-option failed .2.:\n.*unexpected"):
+        venvs._uv(["pip", "--no-such-option"])

@@ -241,6 +241,11 @@ def _constraints(version: str, distribution: str) -> list[str]:
     return list(CONSTRAINTS.get(version, ()))
 
 
+# The installs' own `subprocess.run`, bound at import: they go on in a background thread while
+# tests replace `subprocess.run` for the whole process (a fake pip that answers "no matching
+# distribution"), and a fresh machine's queue got that answer for the installs that ran then.
+_run = subprocess.run
+
 # Installs start in a background thread at collection and run beside fast-tier tests, which
 # point the process's proxy variables at a closed port while they run (tests/conftest.py): uv
 # takes the environment as it was when this module was imported, before any test ran.
@@ -254,12 +259,33 @@ def uv_environment() -> dict[str, str]:
         UV_CACHE_DIR=str(uv_cache()),
         UV_LINK_MODE="hardlink",
         UV_PYTHON_DOWNLOADS="never",  # the venvs use this interpreter, never a downloaded one
+        UV_NO_CONFIG="1",  # nor a uv.toml or pyproject.toml of the folders around
         VLLM_TARGET_DEVICE="cpu",  # should a release resolve to its sdist, build for CPU
     )
 
 
 def _uv(args: list[str]) -> None:
-    subprocess.run([find_uv_bin(), *args], env=uv_environment(), check=True)
+    """Run uv in `runtime_root()`; its own output is kept, and quoted when it fails."""
+    done = _run(
+        [find_uv_bin(), *args],
+        env=uv_environment(),
+        cwd=_own_folder(),
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if done.returncode != 0:
+        command = " ".join(args[:2])
+        raise RuntimeError(f"uv {command} failed ({done.returncode}):\n{done.stderr[-3000:]}")
+
+
+def _own_folder() -> Path:
+    """Where the venvs' subprocesses run: installs go on in a background thread while tests
+    `chdir` into trees of their own (a folder named `vllm`, a hostile checkout), and a
+    `python -c` there imports from that folder first."""
+    root = runtime_root()
+    root.mkdir(parents=True, exist_ok=True)
+    return root
 
 
 def _uv_install(
@@ -325,11 +351,13 @@ def installed_package(version: str, distribution: str = VLLM) -> Path:
     the tree eagle3lint analyses for a comparison with what that venv does."""
     python = install(version, distribution)
     package = SGLANG if distribution == SGLANG else VLLM
-    out = subprocess.run(
-        [str(python), "-c", f"import importlib.util as u; print(u.find_spec({package!r}).origin)"],
+    find = f"import importlib.util as u; print(u.find_spec({package!r}).origin)"
+    out = _run(
+        [str(python), "-P", "-c", find],
         capture_output=True,
         text=True,
         check=True,
+        cwd=_own_folder(),
     )
     return Path(out.stdout.strip()).parent
 
@@ -460,15 +488,17 @@ def _remove_unloadable_libraries(python: Path, root: Path) -> None:
     copies in the uv cache: 0.5-1.2 GB a release of CUDA kernels that need a GPU driver. An
     import of one failed with an ImportError and fails with one still (a missing module)."""
     package = next(root.glob("lib/python*/site-packages")) / VLLM
-    # Once, on a fresh machine's first run, the probe exited 1 while the fast tier ran beside
-    # it, and passed when run again: it is tried twice, and a second failure says why.
+    # On a fresh machine's first runs the probe exited 1 while the fast tier ran beside it:
+    # it ran in whatever folder a test had moved to. It now runs in its own, without the
+    # working folder on its path, and is still tried twice, a second failure saying why.
     for attempt in (1, 2):
-        found = subprocess.run(
-            [str(python), "-c", _UNLOADABLE, str(package)],
+        found = _run(
+            [str(python), "-P", "-c", _UNLOADABLE, str(package)],
             capture_output=True,
             text=True,
             check=False,
             env=dict(_ENVIRONMENT, CUDA_VISIBLE_DEVICES=""),
+            cwd=_own_folder(),
         )
         if found.returncode == 0:
             break
@@ -519,13 +549,14 @@ def _shares_oracle_libraries(version: str, distribution: str) -> bool:
 def oracle_torch_libraries(python: Path) -> list[str]:
     """The CUDA libraries and triton `ORACLE_TORCH` resolves to for `python`, pinned
     (`nvidia-cublas==13.1.1.3`): read from uv's resolution of it, never written out here."""
-    resolved = subprocess.run(
+    resolved = _run(
         [find_uv_bin(), "pip", "compile", "-", "--python", str(python), "--no-header", "-q"],
         input=f"torch=={ORACLE_TORCH}\n",
         capture_output=True,
         text=True,
         env=uv_environment(),
         check=True,
+        cwd=_own_folder(),
     )
     pins = (line.strip() for line in resolved.stdout.splitlines())
     return [pin for pin in pins if _ORACLE_TORCH_LIBRARIES.fullmatch(pin.split("==")[0])]
