@@ -129,5 +129,5 @@ def test_installs_run_in_their_own_folder_whatever_a_test_replaced(
     (tmp_path / "uv.toml").write_text("this is not TOML = = =\n")
     venvs._uv(["--version"])
     assert (tmp_path / "runtime").is_dir()
-    with pytest.raises(RuntimeError, match="uv pip --no-such-option failed .2.:\n.*unexpected"):
+    with pytest.raises(RuntimeError, match=r"uv pip --no-such-option failed \(2\):\n.*unexpected"):
         venvs._uv(["pip", "--no-such-option"])
